@@ -1,0 +1,163 @@
+/**
+ * The model catalogue: public model IDs, their contract (context window, prices) and the
+ * real MLC builds behind them. It is plain data, so an app can override or add models.
+ *
+ * Money is integer nano-USD per token: 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
+ */
+import { z } from "zod";
+
+export const modelFamilies = ["llama3", "gemma2", "mistral", "qwen2"] as const;
+export type ModelFamily = (typeof modelFamilies)[number];
+
+export const mlcBuildSchema = z.strictObject({
+  /** web-llm's `model_id`. */
+  modelId: z.string().min(1),
+  /** Base URL of the weights folder; relative names resolve against `artifacts.modelBaseUrl`. */
+  model: z.string().min(1),
+  /** The compiled model library; relative names resolve against `artifacts.modelLibBaseUrl`. */
+  modelLib: z.string().min(1),
+  quantization: z.string().min(1),
+  /** WebGPU features the build needs, e.g. `shader-f16`. A build is skipped when the adapter lacks one. */
+  requiredFeatures: z.array(z.string()).default([]),
+  estimatedMemoryMB: z.number().positive(),
+  /** web-llm `overrides` besides the context window, which always comes from the catalogue. */
+  overrides: z.record(z.string(), z.number()).default({}),
+});
+
+const safeNano = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const modelEntrySchema = z.strictObject({
+  id: z.string().min(1),
+  ownedBy: z.string().default("webgpu-inference"),
+  created: z.number().int().default(1_714_000_000),
+  family: z.enum(modelFamilies),
+  contextWindow: z.number().int().positive(),
+  price: z.strictObject({ inputNanoUsdPerToken: safeNano, outputNanoUsdPerToken: safeNano }),
+  /** In order of preference; the first the device can run is used. */
+  builds: z.array(mlcBuildSchema).min(1),
+});
+
+export type MlcBuild = z.infer<typeof mlcBuildSchema>;
+export type ModelEntry = z.infer<typeof modelEntrySchema>;
+export type ModelEntryInput = z.input<typeof modelEntrySchema>;
+
+/** Model libraries are named relative to the web-llm module's own library folder by default. */
+function build(modelId: string, modelLib: string, quantization: string, estimatedMemoryMB: number, extra: Partial<MlcBuild> = {}): ModelEntryInput["builds"][number] {
+  return {
+    modelId,
+    model: modelId,
+    modelLib,
+    quantization,
+    requiredFeatures: quantization.includes("f16") ? ["shader-f16"] : [],
+    estimatedMemoryMB,
+    ...extra,
+  };
+}
+
+/** The seed catalogue. Its IDs, windows and prices are the hosted contract and are kept exactly. */
+export const seedCatalogue: readonly ModelEntryInput[] = [
+  {
+    id: "alpha3:8b-instruct-q8_0",
+    created: 1_713_398_400,
+    family: "llama3",
+    contextWindow: 8_192,
+    price: { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 },
+    builds: [
+      build("Llama-3-8B-Instruct-q4f16_1-MLC", "Llama-3-8B-Instruct-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 5_001),
+      build("Llama-3-8B-Instruct-q4f32_1-MLC", "Llama-3-8B-Instruct-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 6_101),
+    ],
+  },
+  {
+    id: "alpha-3-70b-instruct",
+    created: 1_713_398_400,
+    family: "llama3",
+    contextWindow: 16_384,
+    price: { inputNanoUsdPerToken: 100, outputNanoUsdPerToken: 200 },
+    // MLC publishes no f32 build of the 70B model: without shader-f16 it cannot run locally.
+    builds: [build("Llama-3-70B-Instruct-q3f16_1-MLC", "Llama-3-70B-Instruct-q3f16_1_cs1k-webgpu.wasm", "q3f16_1", 31_153)],
+  },
+  {
+    id: "beta-2-9b-it",
+    created: 1_719_446_400,
+    family: "gemma2",
+    contextWindow: 8_192,
+    price: { inputNanoUsdPerToken: 5, outputNanoUsdPerToken: 10 },
+    builds: [
+      build("gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 6_422),
+      build("gemma-2-9b-it-q4f32_1-MLC", "gemma-2-9b-it-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 8_383),
+    ],
+  },
+  {
+    id: "gamma-7b-instruct-v0.3",
+    created: 1_716_422_400,
+    family: "mistral",
+    contextWindow: 4_096,
+    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
+    builds: [
+      build("Mistral-7B-Instruct-v0.3-q4f16_1-MLC", "Mistral-7B-Instruct-v0.3-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 4_573, {
+        overrides: { sliding_window_size: -1 },
+      }),
+      build("Mistral-7B-Instruct-v0.3-q4f32_1-MLC", "Mistral-7B-Instruct-v0.3-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 5_619, {
+        overrides: { sliding_window_size: -1 },
+      }),
+    ],
+  },
+];
+
+export class Catalogue {
+  readonly #models: Map<string, ModelEntry>;
+
+  constructor(models: Iterable<ModelEntry>) {
+    this.#models = new Map([...models].map((model) => [model.id, model]));
+  }
+
+  /**
+   * The seed plus an app's entries. An entry with a seed ID replaces fields of that model;
+   * a new ID must be complete.
+   */
+  static create(additions: readonly (Partial<ModelEntryInput> & { id: string })[] = []): Catalogue {
+    const merged = new Map<string, Partial<ModelEntryInput>>(seedCatalogue.map((model) => [model.id, model]));
+    for (const addition of additions) merged.set(addition.id, { ...merged.get(addition.id), ...addition });
+    return new Catalogue([...merged.values()].map((model) => modelEntrySchema.parse(model)));
+  }
+
+  get(id: string): ModelEntry | undefined {
+    return this.#models.get(id);
+  }
+
+  list(): ModelEntry[] {
+    return [...this.#models.values()];
+  }
+}
+
+/** Price per 1M tokens in USD, for display: nano-USD per token × 10⁶ / 10⁹. */
+export function usdPerMillion(nanoUsdPerToken: number): number {
+  return nanoUsdPerToken / 1_000;
+}
+
+export interface DeviceFeatures {
+  webgpu: boolean;
+  features: ReadonlySet<string>;
+  /** What the device can spend on one model, in MB; undefined when unknown. */
+  memoryBudgetMB?: number;
+}
+
+export type BuildChoice = { ok: true; build: MlcBuild } | { ok: false; reason: string; build: MlcBuild | null };
+
+/** The first build whose features the adapter has, or why none fits. */
+export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildChoice {
+  if (!device.webgpu) return { ok: false, reason: "WebGPU is not available in this browser", build: null };
+  const usable = model.builds.find((build) => build.requiredFeatures.every((feature) => device.features.has(feature)));
+  if (!usable) {
+    const missing = [...new Set(model.builds.flatMap((build) => build.requiredFeatures))].filter((feature) => !device.features.has(feature));
+    return { ok: false, reason: `every build of ${model.id} needs WebGPU feature(s) this adapter lacks: ${missing.join(", ")}`, build: null };
+  }
+  if (device.memoryBudgetMB !== undefined && usable.estimatedMemoryMB > device.memoryBudgetMB) {
+    return {
+      ok: false,
+      reason: `${usable.modelId} needs about ${Math.round(usable.estimatedMemoryMB)} MB of GPU memory; this device offers about ${Math.round(device.memoryBudgetMB)} MB`,
+      build: usable,
+    };
+  }
+  return { ok: true, build: usable };
+}

@@ -1,0 +1,61 @@
+/**
+ * The configuration a worker is started with. It is plain JSON, because the ready-made worker
+ * receives it in its script URL, which survives the browser stopping and restarting the worker.
+ */
+import { z } from "zod";
+import { modelEntrySchema } from "./catalogue.js";
+
+const loopbackHosts = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
+
+/** Plain HTTP is for loopback development only; a remote `http:` base URL would leak keys and prompts. */
+export function assertSecureUrl(value: string, what = "base URL"): URL {
+  const url = new URL(value);
+  if (url.protocol === "https:") return url;
+  if (url.protocol === "http:" && loopbackHosts.test(url.hostname)) return url;
+  throw new Error(
+    `webgpu-inference refuses the ${what} ${url.origin}: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
+  );
+}
+
+export const inferenceConfigSchema = z.strictObject({
+  /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */
+  baseUrl: z.string().url(),
+  engine: z.enum(["webllm", "deterministic"]).default("webllm"),
+  /** Catalogue overrides (by id) and additions. */
+  models: z.array(modelEntrySchema.partial().extend({ id: z.string().min(1) })).default([]),
+  artifacts: z
+    .strictObject({
+      modelBaseUrl: z.string().url().optional(),
+      modelLibBaseUrl: z.string().url().optional(),
+      tokenizerBaseUrl: z.string().url().optional(),
+    })
+    .default({}),
+  /** Requests that may wait for the engine; one more gets 503. */
+  maxQueued: z.number().int().min(0).default(32),
+  /** Deterministic engine only: pause between tokens. */
+  tokenDelayMs: z.number().int().min(0).optional(),
+});
+
+export type InferenceConfig = z.input<typeof inferenceConfigSchema>;
+export type ResolvedConfig = z.output<typeof inferenceConfigSchema>;
+
+export function resolveConfig(config: InferenceConfig): ResolvedConfig {
+  const resolved = inferenceConfigSchema.parse(config);
+  assertSecureUrl(resolved.baseUrl);
+  return resolved;
+}
+
+export const configParameter = "config";
+
+/** The configuration carried in a worker script URL (`?config=<json>`). */
+export function configFromScriptUrl(scriptUrl: string): InferenceConfig {
+  const raw = new URL(scriptUrl).searchParams.get(configParameter);
+  if (!raw) throw new Error(`webgpu-inference: the worker script URL carries no '${configParameter}' parameter; register it through startInference().`);
+  return JSON.parse(raw) as InferenceConfig;
+}
+
+export function scriptUrlWithConfig(scriptUrl: string, config: InferenceConfig, base: string): string {
+  const url = new URL(scriptUrl, base);
+  url.searchParams.set(configParameter, JSON.stringify(config));
+  return url.href;
+}

@@ -1,0 +1,182 @@
+/**
+ * The `deterministic` engine: for apps' CI, which has no GPU. Text is a pure function of the
+ * rendered prompt and the seed, streamed one real token at a time, and counted with a real
+ * tokenizer of the model's family. It honours `maxTokens`, `stop`, aborts and JSON mode, so
+ * every layer above it behaves exactly as it does over WebLLM.
+ */
+import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
+import { renderChat } from "../templates.js";
+import type { Tokenizers } from "../tokenizer.js";
+import { EngineError } from "./errors.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus } from "./types.js";
+
+export interface DeterministicEngineOptions {
+  tokenizers: Tokenizers;
+  /** Pause between tokens, so streaming and aborts can be seen; 0 for none. */
+  tokenDelayMs?: number;
+}
+
+const lexicon = (
+  "the a local model answers every request on this device without any server while keys limits and ledgers " +
+  "keep count of tokens streamed from a browser tab through one shared worker quietly offline fast private " +
+  "small engine careful plain simple clear useful steady reply text words sentence offline cache graph"
+).split(" ");
+
+/** FNV-1a, 32-bit: a stable hash of the prompt to seed the generator. */
+function hash(text: string): number {
+  let value = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) {
+    value ^= text.charCodeAt(index);
+    value = Math.imul(value, 0x01000193);
+  }
+  return value >>> 0;
+}
+
+/** mulberry32: small, fast, and the same everywhere. */
+function generator(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = state;
+    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+function composeProse(random: () => number): string {
+  const sentences: string[] = [];
+  const count = 2 + Math.floor(random() * 3);
+  for (let sentence = 0; sentence < count; sentence++) {
+    const words: string[] = [];
+    const length = 5 + Math.floor(random() * 8);
+    for (let word = 0; word < length; word++) words.push(lexicon[Math.floor(random() * lexicon.length)] ?? "word");
+    const text = words.join(" ");
+    sentences.push(`${text.charAt(0).toUpperCase()}${text.slice(1)}.`);
+  }
+  return sentences.join(" ");
+}
+
+/** How many leading characters of `text` can be sent without revealing the start of a stop sequence. */
+function safeLength(text: string, stops: readonly string[]): number {
+  let holdBack = 0;
+  for (const stop of stops) {
+    for (let length = Math.min(stop.length - 1, text.length); length > holdBack; length--) {
+      if (text.endsWith(stop.slice(0, length))) {
+        holdBack = length;
+        break;
+      }
+    }
+  }
+  return text.length - holdBack;
+}
+
+function firstStop(text: string, stops: readonly string[]): number {
+  let first = -1;
+  for (const stop of stops) {
+    const at = text.indexOf(stop);
+    if (at >= 0 && (first < 0 || at < first)) first = at;
+  }
+  return first;
+}
+
+function sleep(milliseconds: number, signal: AbortSignal): Promise<void> {
+  if (milliseconds <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, milliseconds);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export class DeterministicEngine implements Engine {
+  readonly name = "deterministic";
+  readonly #tokenizers: DeterministicEngineOptions["tokenizers"];
+  readonly #tokenDelayMs: number;
+
+  constructor(options: DeterministicEngineOptions) {
+    this.#tokenizers = options.tokenizers;
+    this.#tokenDelayMs = options.tokenDelayMs ?? 10;
+  }
+
+  async device(): Promise<DeviceFeatures> {
+    return { webgpu: false, features: new Set() };
+  }
+
+  async status(model: ModelEntry): Promise<ModelStatus> {
+    void model;
+    return { downloaded: true, loaded: true, runnable: { ok: true, reason: null }, build: null };
+  }
+
+  async load(model: ModelEntry): Promise<void> {
+    await this.#tokenizers.forFamily(model.family);
+  }
+
+  /** The whole reply this engine gives to `request`, before `maxTokens` and `stop` are applied. */
+  compose(request: GenerationRequest, prompt: string): string {
+    const random = generator(hash(`${request.sampling.seed ?? 0}\u0000${prompt}`));
+    const prose = composeProse(random);
+    if (request.constraint?.kind === "json" && request.constraint.schema === undefined) {
+      return JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 });
+    }
+    return prose;
+  }
+
+  async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+    if (request.tools?.length) {
+      throw new EngineError("unsupported", "The deterministic engine does not implement tool calls yet.");
+    }
+    if (request.constraint && !(request.constraint.kind === "json" && request.constraint.schema === undefined)) {
+      throw new EngineError("unsupported", "The deterministic engine supports JSON mode without a schema only.");
+    }
+    const tokenizer = await this.#tokenizers.forFamily(request.model.family);
+    const prompt = request.input.kind === "chat" ? renderChat(request.model.family, request.input.messages) : request.input.prompt;
+    const promptTokens = tokenizer.encode(prompt).length;
+    const ids = tokenizer.encode(this.compose(request, prompt));
+    const { maxTokens, stop } = request.sampling;
+
+    let sent = "";
+    let produced = 0;
+    let stopped = false;
+    let reason: FinishReason = "stop";
+    for (;;) {
+      if (signal.aborted) {
+        reason = "abort";
+        break;
+      }
+      if (produced >= ids.length) break;
+      if (produced >= maxTokens) {
+        reason = "length";
+        break;
+      }
+      await sleep(this.#tokenDelayMs, signal);
+      if (signal.aborted) {
+        reason = "abort";
+        break;
+      }
+      produced++;
+      const text = tokenizer.decode(ids.slice(0, produced));
+      const stopAt = firstStop(text, stop);
+      // Hold back a trailing partial UTF-8 sequence or a possible start of a stop sequence.
+      const visible = stopAt >= 0 ? text.slice(0, stopAt) : text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
+      if (visible.length > sent.length && visible.startsWith(sent)) {
+        yield { type: "text-delta", text: visible.slice(sent.length) };
+        sent = visible;
+      }
+      if (stopAt >= 0) {
+        stopped = true;
+        break;
+      }
+    }
+    if (reason !== "abort" && !stopped) {
+      // What was held back as a possible stop prefix turned out not to be one.
+      const rest = tokenizer.decode(ids.slice(0, produced)).slice(sent.length);
+      if (rest) yield { type: "text-delta", text: rest };
+    }
+    yield { type: "finish", reason, usage: { promptTokens, completionTokens: produced } };
+  }
+}

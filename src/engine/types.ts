@@ -1,0 +1,80 @@
+/**
+ * The engine contract, in the manner of the Vercel AI provider spec: a request goes in and a
+ * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
+ */
+import type { DeviceFeatures, MlcBuild, ModelEntry } from "../catalogue.js";
+
+export interface EngineMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  name?: string;
+  toolCallId?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+}
+
+export interface SamplingOptions {
+  temperature: number;
+  topP: number;
+  /** Always set: the HTTP layer fills it from the context window when the client did not. */
+  maxTokens: number;
+  stop: string[];
+  presencePenalty: number;
+  frequencyPenalty: number;
+  seed?: number;
+}
+
+/** Constrained decoding, in the two forms every supported web-llm version has. */
+export type OutputConstraint = { kind: "json"; schema?: string } | { kind: "grammar"; grammar: string };
+
+export type GenerationInput =
+  | { kind: "chat"; messages: EngineMessage[] }
+  | { kind: "text"; prompt: string };
+
+export interface GenerationRequest {
+  model: ModelEntry;
+  input: GenerationInput;
+  sampling: SamplingOptions;
+  constraint?: OutputConstraint;
+  /** Tools passed through untouched; an engine that cannot honour them throws `EngineError('unsupported')`. */
+  tools?: { name: string; description?: string; parameters?: Record<string, unknown> }[];
+  toolChoice?: unknown;
+}
+
+export type FinishReason = "stop" | "length" | "abort";
+
+export interface TokenUsage {
+  /** Null when the engine could not tell (an interrupted stream); the caller then uses its own count. */
+  promptTokens: number | null;
+  completionTokens: number;
+}
+
+/** One generated sequence: any number of text deltas, then exactly one `finish`. */
+export type GenerationPart =
+  | { type: "text-delta"; text: string }
+  | { type: "finish"; reason: FinishReason; usage: TokenUsage };
+
+export interface LoadProgress {
+  /** 0..1 */
+  progress: number;
+  text: string;
+  loadedBytes?: number;
+  totalBytes?: number;
+  elapsedSeconds?: number;
+}
+
+export interface ModelStatus {
+  downloaded: boolean;
+  loaded: boolean;
+  runnable: { ok: boolean; reason: string | null };
+  build: MlcBuild | null;
+}
+
+export interface Engine {
+  readonly name: string;
+  /** What this device offers; used to choose builds and to answer `/model/info`. */
+  device(): Promise<DeviceFeatures>;
+  status(model: ModelEntry): Promise<ModelStatus>;
+  load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void>;
+  /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
+  generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
+}

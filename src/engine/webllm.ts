@@ -1,0 +1,216 @@
+/**
+ * The WebLLM adapter. It takes the web-llm module as a dependency, so the production build
+ * (current web-llm) and the offline test tier (web-llm 0.2.79) run this same code.
+ */
+import { chooseBuild, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
+import { EngineError } from "./errors.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenUsage } from "./types.js";
+
+interface WebLlmProgressReport {
+  progress: number;
+  timeElapsed: number;
+  text: string;
+}
+
+interface WebLlmChunk {
+  choices: { delta?: { content?: string | null }; text?: string; finish_reason?: string | null }[];
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+}
+
+/** The part of an `MLCEngine` this adapter uses; the same in every web-llm version we support. */
+export interface WebLlmEngineInstance {
+  setAppConfig(appConfig: unknown): void;
+  setInitProgressCallback(callback: (report: WebLlmProgressReport) => void): void;
+  reload(modelId: string, chatOptions?: Record<string, unknown>): Promise<void>;
+  unload(): Promise<void>;
+  interruptGenerate(): void | Promise<void>;
+  // Typed loosely on purpose: the request shapes differ slightly between web-llm versions.
+  chat: { completions: { create(request: never): Promise<unknown> } };
+  completions: { create(request: never): Promise<unknown> };
+}
+
+/** The part of the `@mlc-ai/web-llm` module this adapter uses. */
+export interface WebLlmModule {
+  MLCEngine: new (config: { logLevel: "WARN" }) => WebLlmEngineInstance;
+  hasModelInCache(modelId: string, appConfig?: unknown): Promise<boolean>;
+  modelLibURLPrefix: string;
+  modelVersion: string;
+}
+
+export interface WebLlmEngineOptions {
+  webllm: WebLlmModule;
+  /** Weights folders are `modelBaseUrl + build.model` unless `build.model` is absolute. Default: MLC's Hugging Face organisation. */
+  modelBaseUrl?: string;
+  /** Model libraries are `modelLibBaseUrl + build.modelLib` unless absolute. Default: the web-llm module's own library folder. */
+  modelLibBaseUrl?: string;
+  /** Where WebGPU comes from; `navigator.gpu` by default. */
+  gpu?: GPU | undefined;
+  /** GPU memory the device may spend on one model, in MB. Default: from `navigator.deviceMemory` when the browser tells it. */
+  memoryBudgetMB?: number;
+  onProgress?: (modelId: string, progress: LoadProgress) => void;
+}
+
+function resolveUrl(value: string, base: string): string {
+  return /^[a-z][a-z0-9+.-]*:/i.test(value) ? value : new URL(value, base.endsWith("/") ? base : `${base}/`).href;
+}
+
+const fetchedPattern = /(\d+(?:\.\d+)?)\s*MB fetched/i;
+
+function toProgress(report: WebLlmProgressReport): LoadProgress {
+  const fetched = fetchedPattern.exec(report.text);
+  return {
+    progress: report.progress,
+    text: report.text,
+    elapsedSeconds: report.timeElapsed,
+    ...(fetched?.[1] ? { loadedBytes: Math.round(Number(fetched[1]) * 1024 * 1024) } : {}),
+  };
+}
+
+/** web-llm's request validation errors are the request's fault: they surface as 400. */
+function classify(error: unknown): unknown {
+  if (error instanceof EngineError || !(error instanceof Error)) return error;
+  if (error.name === "ContextWindowSizeExceededError" || /exceed context window/i.test(error.message)) {
+    return new EngineError("context_length", error.message, { cause: error });
+  }
+  return new EngineError("unsupported", `WebLLM cannot honour this request: ${error.message}`, { cause: error });
+}
+
+export class WebLlmEngine implements Engine {
+  readonly name = "webllm";
+  readonly #options: WebLlmEngineOptions;
+  #engine: WebLlmEngineInstance | undefined;
+  #loaded: { modelId: string; contextWindow: number } | undefined;
+  #device: Promise<DeviceFeatures> | undefined;
+
+  constructor(options: WebLlmEngineOptions) {
+    this.#options = options;
+  }
+
+  device(): Promise<DeviceFeatures> {
+    this.#device ??= this.#probeDevice();
+    return this.#device;
+  }
+
+  async #probeDevice(): Promise<DeviceFeatures> {
+    const gpu = this.#options.gpu ?? (typeof navigator !== "undefined" ? navigator.gpu : undefined);
+    const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
+    const deviceMemory = typeof navigator !== "undefined" ? (navigator as { deviceMemory?: number }).deviceMemory : undefined;
+    const memoryBudgetMB = this.#options.memoryBudgetMB ?? (deviceMemory ? deviceMemory * 1024 : undefined);
+    return {
+      webgpu: adapter !== null,
+      features: new Set(adapter ? [...adapter.features] : []),
+      ...(memoryBudgetMB !== undefined ? { memoryBudgetMB } : {}),
+    };
+  }
+
+  #record(model: ModelEntry, build: MlcBuild) {
+    const { webllm } = this.#options;
+    return {
+      model: resolveUrl(build.model, this.#options.modelBaseUrl ?? "https://huggingface.co/mlc-ai/"),
+      model_id: build.modelId,
+      model_lib: resolveUrl(build.modelLib, this.#options.modelLibBaseUrl ?? webllm.modelLibURLPrefix + webllm.modelVersion),
+      required_features: build.requiredFeatures,
+      vram_required_MB: build.estimatedMemoryMB,
+      overrides: { ...build.overrides, context_window_size: model.contextWindow },
+    };
+  }
+
+  #appConfig(model: ModelEntry, build: MlcBuild) {
+    return { model_list: [this.#record(model, build)], useIndexedDBCache: false };
+  }
+
+  async status(model: ModelEntry): Promise<ModelStatus> {
+    const choice = chooseBuild(model, await this.device());
+    const build = choice.build;
+    const downloaded = build ? await this.#options.webllm.hasModelInCache(build.modelId, this.#appConfig(model, build)).catch(() => false) : false;
+    return {
+      downloaded,
+      loaded: build !== null && this.#loaded?.modelId === build.modelId,
+      runnable: choice.ok ? { ok: true, reason: null } : { ok: false, reason: choice.reason },
+      build,
+    };
+  }
+
+  async load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void> {
+    const choice = chooseBuild(model, await this.device());
+    if (!choice.ok) throw new EngineError("device", `${model.id} cannot run on this device: ${choice.reason}.`);
+    const { build } = choice;
+    if (this.#loaded?.modelId === build.modelId && this.#loaded.contextWindow === model.contextWindow) return;
+    const engine = (this.#engine ??= new this.#options.webllm.MLCEngine({ logLevel: "WARN" }));
+    engine.setAppConfig(this.#appConfig(model, build));
+    engine.setInitProgressCallback((report) => {
+      const progress = toProgress(report);
+      onProgress?.(progress);
+      this.#options.onProgress?.(model.id, progress);
+    });
+    this.#loaded = undefined;
+    try {
+      await engine.reload(build.modelId);
+    } catch (error) {
+      throw new EngineError("load_failed", `Could not load ${build.modelId}: ${(error as Error).message ?? String(error)}`, { cause: error });
+    }
+    this.#loaded = { modelId: build.modelId, contextWindow: model.contextWindow };
+  }
+
+  async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+    await this.load(request.model);
+    const engine = this.#engine;
+    if (!engine) throw new Error("engine missing after load");
+    const { sampling, constraint, input } = request;
+    const common: Record<string, unknown> = {
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: sampling.temperature,
+      top_p: sampling.topP,
+      max_tokens: sampling.maxTokens,
+      presence_penalty: sampling.presencePenalty,
+      frequency_penalty: sampling.frequencyPenalty,
+      ...(sampling.stop.length ? { stop: sampling.stop } : {}),
+      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+      ...(constraint?.kind === "json" ? { response_format: { type: "json_object", ...(constraint.schema ? { schema: constraint.schema } : {}) } } : {}),
+      ...(constraint?.kind === "grammar" ? { response_format: { type: "grammar", grammar: constraint.grammar } } : {}),
+    };
+    let chunks: AsyncIterable<WebLlmChunk>;
+    try {
+      chunks = (await (input.kind === "chat"
+        ? engine.chat.completions.create(<never>{
+            ...common,
+            messages: input.messages.map((message) => ({
+              role: message.role,
+              content: message.content,
+              ...(message.name ? { name: message.name } : {}),
+              ...(message.toolCallId ? { tool_call_id: message.toolCallId } : {}),
+            })),
+            ...(request.tools ? { tools: request.tools.map((tool) => ({ type: "function", function: tool })) } : {}),
+            ...(request.toolChoice !== undefined ? { tool_choice: request.toolChoice } : {}),
+          })
+        : engine.completions.create(<never>{ ...common, prompt: input.prompt }))) as AsyncIterable<WebLlmChunk>;
+    } catch (error) {
+      throw classify(error);
+    }
+
+    const interrupt = () => void engine.interruptGenerate();
+    signal.addEventListener("abort", interrupt, { once: true });
+    let reason: FinishReason = "stop";
+    let usage: TokenUsage | undefined;
+    let deltas = 0;
+    try {
+      for await (const chunk of chunks) {
+        const choice = chunk.choices[0];
+        const text = choice?.delta?.content ?? choice?.text ?? "";
+        if (text) {
+          deltas++;
+          yield { type: "text-delta", text };
+        }
+        if (choice?.finish_reason) reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
+        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+      }
+    } finally {
+      signal.removeEventListener("abort", interrupt);
+    }
+    if (signal.aborted) reason = "abort";
+    // web-llm streams one delta per decoded token, so when an interrupted stream carries no
+    // usage the count of deltas is the count of tokens produced.
+    yield { type: "finish", reason, usage: usage ?? { promptTokens: null, completionTokens: deltas } };
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The one error type of the API surface. Every failure that reaches a client is an
+ * `ApiError`, and `errorResponse` is the only place that turns one into bytes, so the
+ * body is always `{error:{message,type,code,param}}` (OpenAI's shape).
+ *
+ * As in openai-node, each status has its own class, so callers can `instanceof` them.
+ */
+export type ErrorType =
+  | "invalid_request_error"
+  | "insufficient_quota"
+  | "rate_limit_exceeded"
+  | "not_found_error"
+  | "server_error"
+  | "service_unavailable";
+
+export interface ErrorDetails {
+  type: ErrorType;
+  code: string | null;
+  param?: string | null;
+  headers?: Record<string, string>;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string | null;
+  readonly param: string | null;
+  /** Extra response headers the failure implies, such as `Retry-After`. */
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, details: ErrorDetails) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.type = details.type;
+    this.code = details.code;
+    this.param = details.param ?? null;
+    this.headers = details.headers ?? {};
+  }
+
+  toJSON(): ErrorBody {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  }
+}
+
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; code: string | null; param: string | null };
+}
+
+export class BadRequestError extends ApiError {
+  constructor(message: string, options: { code?: string | null; param?: string | null } = {}) {
+    super(400, message, { type: "invalid_request_error", code: options.code ?? null, param: options.param ?? null });
+  }
+}
+
+export class AuthenticationError extends ApiError {
+  constructor(message: string) {
+    super(401, message, { type: "invalid_request_error", code: "invalid_api_key" });
+  }
+}
+
+export class PermissionDeniedError extends ApiError {
+  constructor(message: string, options: { type?: ErrorType; code?: string } = {}) {
+    super(403, message, { type: options.type ?? "insufficient_quota", code: options.code ?? "insufficient_quota" });
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(message: string, options: { code?: string; param?: string | null } = {}) {
+    super(404, message, { type: "invalid_request_error", code: options.code ?? "not_found", param: options.param ?? null });
+  }
+}
+
+export class RateLimitError extends ApiError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, message, {
+      type: "rate_limit_exceeded",
+      code: "rate_limit_exceeded",
+      headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    });
+  }
+}
+
+export class InternalServerError extends ApiError {
+  constructor(message: string) {
+    super(500, message, { type: "server_error", code: "internal_error" });
+  }
+}
+
+export class ServiceUnavailableError extends ApiError {
+  constructor(message: string, options: { code?: string; retryAfterSeconds?: number } = {}) {
+    super(503, message, {
+      type: "service_unavailable",
+      code: options.code ?? "service_unavailable",
+      headers: options.retryAfterSeconds ? { "retry-after": String(options.retryAfterSeconds) } : {},
+    });
+  }
+}
+
+/**
+ * Unknown failures become 500 and name the request id, so a user can report it;
+ * they are never blamed on the request (never 400).
+ */
+export function toApiError(error: unknown, requestId: string): ApiError {
+  if (error instanceof ApiError) return error;
+  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new InternalServerError(`The server had an error while processing your request (request id ${requestId}): ${detail}`);
+}
+
+export function errorResponse(error: ApiError, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(error.toJSON()), {
+    status: error.status,
+    headers: { "content-type": "application/json", ...headers, ...error.headers },
+  });
+}

@@ -1,0 +1,103 @@
+import { BadRequestError } from "../errors.js";
+import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
+import { abortWith, respond } from "./chat.js";
+import { findModel, type HttpDependencies } from "./dependencies.js";
+import { completionBudget, startGeneration, toWireFinishReason, type Generation } from "./generation.js";
+import type { Route } from "./router.js";
+import { parseWith, readJson } from "./validate.js";
+
+/** The legacy endpoint's default, as on the hosted API. */
+const defaultMaxTokens = 16;
+
+type Base = Omit<TextCompletion, "choices" | "usage">;
+
+async function* chunks(generation: Generation, base: Base, includeUsage: boolean, echo: (choice: number) => string): AsyncGenerator<TextCompletion> {
+  const usageField = includeUsage ? { usage: null } : {};
+  const started = new Set<number>();
+  for await (const { choice, part } of generation.parts) {
+    const prefix = started.has(choice) ? "" : echo(choice);
+    started.add(choice);
+    if (part.type === "text-delta") {
+      yield { ...base, choices: [{ index: choice, text: prefix + part.text, logprobs: null, finish_reason: null }], ...usageField };
+    } else {
+      yield { ...base, choices: [{ index: choice, text: prefix, logprobs: null, finish_reason: toWireFinishReason(part.reason) }], ...usageField };
+    }
+  }
+  if (includeUsage) {
+    const usage = generation.usage();
+    yield { ...base, choices: [], usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens } };
+  }
+}
+
+async function complete(generation: Generation, base: Base, choiceCount: number, echo: (choice: number) => string): Promise<TextCompletion> {
+  const texts = Array.from({ length: choiceCount }, (_, choice) => echo(choice));
+  const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
+  for await (const { choice, part } of generation.parts) {
+    if (part.type === "text-delta") texts[choice] += part.text;
+    else reasons[choice] = toWireFinishReason(part.reason);
+  }
+  const usage = generation.usage();
+  return {
+    ...base,
+    choices: texts.map((text, index) => ({ index, text, logprobs: null, finish_reason: reasons[index] ?? "stop" })),
+    usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+  };
+}
+
+export function completionsRoute(dependencies: HttpDependencies): Route {
+  return {
+    method: "POST",
+    path: /^\/completions\/?$/,
+    handler: async (context) => {
+      const request = parseWith(completionRequestSchema, await readJson(context.request));
+      if (request.stream_options && request.stream !== true) {
+        throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
+      }
+      const model = findModel(dependencies, request.model);
+      const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
+      const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+      const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: tokenizer.encode(prompt).length }));
+      const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
+      const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
+      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+      const perPrompt = request.n ?? 1;
+
+      const controller = abortWith(context.request);
+      const generation = await startGeneration(
+        dependencies.engine,
+        dependencies.scheduler,
+        {
+          model,
+          prompts: counted,
+          choicesPerPrompt: perPrompt,
+          sampling: {
+            temperature: request.temperature ?? 1,
+            topP: request.top_p ?? 1,
+            maxTokens,
+            stop,
+            presencePenalty: request.presence_penalty ?? 0,
+            frequencyPenalty: request.frequency_penalty ?? 0,
+            ...(request.seed != null ? { seed: request.seed } : {}),
+          },
+        },
+        controller.signal,
+      );
+      const echo = (choice: number) => (request.echo ? (prompts[Math.floor(choice / perPrompt)] ?? "") : "");
+      const base: Base = {
+        id: dependencies.newId("cmpl-"),
+        object: "text_completion",
+        created: Math.floor(dependencies.clock() / 1000),
+        model: model.id,
+        system_fingerprint: null,
+      };
+      return respond(
+        context,
+        controller,
+        generation,
+        request.stream === true,
+        (running) => chunks(running, base, request.stream_options?.include_usage === true, echo),
+        (running) => complete(running, base, prompts.length * perPrompt, echo),
+      );
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import type { Catalogue, ModelEntry } from "../catalogue.js";
+import type { Engine } from "../engine/types.js";
+import type { Scheduler } from "../engine/scheduler.js";
+import { NotFoundError } from "../errors.js";
+import type { Tokenizers } from "../tokenizer.js";
+
+/** Everything the route handlers use, wired once in the worker entry. */
+export interface HttpDependencies {
+  catalogue: Catalogue;
+  engine: Engine;
+  scheduler: Scheduler;
+  tokenizers: Tokenizers;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+  /** A fresh id with the given prefix, e.g. `chatcmpl-…`. */
+  newId: (prefix: string) => string;
+}
+
+export function randomId(prefix: string): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return prefix + Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+export function findModel(dependencies: HttpDependencies, id: string, param: string | null = "model"): ModelEntry {
+  const model = dependencies.catalogue.get(id);
+  if (!model) {
+    throw new NotFoundError(`The model \`${id}\` does not exist or you do not have access to it.`, { code: "model_not_found", param });
+  }
+  return model;
+}
+
+export function jsonResponse(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}

@@ -1,0 +1,147 @@
+/**
+ * What both generation endpoints share: the context-window check, queueing for the one
+ * engine, running each (prompt, choice) in turn, and the usage totals. Wire formatting is
+ * left to the endpoint.
+ */
+import type { ModelEntry } from "../catalogue.js";
+import { BadRequestError, ServiceUnavailableError, type ApiError } from "../errors.js";
+import { EngineError } from "../engine/errors.js";
+import type { Scheduler } from "../engine/scheduler.js";
+import type { Engine, FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
+
+export interface GenerationPlan {
+  model: ModelEntry;
+  /** One entry per prompt; each is generated `choicesPerPrompt` times. */
+  prompts: { input: GenerationInput; promptTokens: number }[];
+  choicesPerPrompt: number;
+  sampling: SamplingOptions;
+  constraint?: OutputConstraint;
+  tools?: GenerationRequest["tools"];
+  toolChoice?: unknown;
+}
+
+export interface ChoicePart {
+  choice: number;
+  part: GenerationPart;
+}
+
+export interface UsageTotals {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * `max_tokens` as the engine must see it. Prompt plus completion must fit the window; when the
+ * client gives no `max_tokens`, the completion may use what the prompt leaves.
+ */
+export function completionBudget(model: ModelEntry, promptTokens: number, requested: number | null | undefined, param: string): number {
+  const window = model.contextWindow;
+  if (requested != null && promptTokens + requested > window) {
+    throw new BadRequestError(
+      `This model's maximum context length is ${window} tokens. However, you requested ${promptTokens + requested} tokens ` +
+        `(${promptTokens} in the ${param}, ${requested} in the completion). Please reduce the length of the ${param} or completion.`,
+      { code: "context_length_exceeded", param },
+    );
+  }
+  if (requested == null && promptTokens >= window) {
+    throw new BadRequestError(
+      `This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${promptTokens} tokens. Please reduce the length of the ${param}.`,
+      { code: "context_length_exceeded", param },
+    );
+  }
+  return requested ?? window - promptTokens;
+}
+
+export function engineErrorToApi(error: EngineError): ApiError {
+  switch (error.kind) {
+    case "unsupported":
+      return new BadRequestError(error.message, { code: "unsupported_request" });
+    case "context_length":
+      return new BadRequestError(error.message, { code: "context_length_exceeded", param: "messages" });
+    case "busy":
+      return new ServiceUnavailableError(error.message, { code: "engine_busy", retryAfterSeconds: 1 });
+    case "device":
+      return new ServiceUnavailableError(error.message, { code: "model_not_runnable" });
+    case "load_failed":
+      return new ServiceUnavailableError(error.message, { code: "model_load_failed" });
+  }
+}
+
+export function toWireFinishReason(reason: FinishReason): "stop" | "length" {
+  return reason === "length" ? "length" : "stop";
+}
+
+/** A running generation: its parts, in order, and the usage once they are drained. */
+export interface Generation {
+  parts: AsyncGenerator<ChoicePart>;
+  usage(): UsageTotals;
+}
+
+/**
+ * Runs the plan on the engine, holding the engine until the last part or until the caller
+ * stops iterating. Waiting for a turn happens here, before any byte is sent, so a full queue
+ * is a 503 and not a broken stream.
+ */
+export async function startGeneration(engine: Engine, scheduler: Scheduler, plan: GenerationPlan, signal: AbortSignal): Promise<Generation> {
+  let release: () => void;
+  try {
+    release = await scheduler.acquire(signal);
+  } catch (error) {
+    throw error instanceof EngineError ? engineErrorToApi(error) : error;
+  }
+  const totals: UsageTotals = { promptTokens: 0, completionTokens: 0 };
+
+  async function* run(): AsyncGenerator<ChoicePart> {
+    try {
+      let choice = 0;
+      for (const prompt of plan.prompts) {
+        for (let copy = 0; copy < plan.choicesPerPrompt; copy++, choice++) {
+          const request: GenerationRequest = {
+            model: plan.model,
+            input: prompt.input,
+            sampling: plan.sampling,
+            ...(plan.constraint ? { constraint: plan.constraint } : {}),
+            ...(plan.tools ? { tools: plan.tools } : {}),
+            ...(plan.toolChoice !== undefined ? { toolChoice: plan.toolChoice } : {}),
+          };
+          for await (const part of engine.generate(request, signal)) {
+            if (part.type === "finish") {
+              // The prompt is billed once however many choices it has, as the hosted API does.
+              if (copy === 0) totals.promptTokens += part.usage.promptTokens ?? prompt.promptTokens;
+              totals.completionTokens += part.usage.completionTokens;
+            }
+            yield { choice, part };
+          }
+          if (signal.aborted) return;
+        }
+      }
+    } catch (error) {
+      throw error instanceof EngineError ? engineErrorToApi(error) : error;
+    } finally {
+      release();
+    }
+  }
+
+  return { parts: run(), usage: () => ({ ...totals }) };
+}
+
+/**
+ * Waits for the first part, so that failures before generation starts (a model that will not
+ * load, a request the engine refuses) still get their own status code.
+ */
+export async function primed<T>(iterator: AsyncGenerator<T>): Promise<AsyncGenerator<T>> {
+  const first = await iterator.next();
+  async function* replay(): AsyncGenerator<T> {
+    if (first.done) return;
+    yield first.value;
+    yield* iterator;
+  }
+  const replayed = replay();
+  const originalReturn = replayed.return.bind(replayed);
+  // Closing the replay before it started must still close (and so release) the source.
+  replayed.return = async (value) => {
+    await iterator.return(undefined as never);
+    return originalReturn(value);
+  };
+  return replayed;
+}

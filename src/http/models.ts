@@ -1,0 +1,63 @@
+import { usdPerMillion, type ModelEntry } from "../catalogue.js";
+import { BadRequestError } from "../errors.js";
+import type { ModelInfo, ModelObject } from "../wire/schemas.js";
+import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
+import type { Route } from "./router.js";
+
+function modelObject(model: ModelEntry): ModelObject {
+  return { id: model.id, object: "model", created: model.created, owned_by: model.ownedBy };
+}
+
+export function modelRoutes(dependencies: HttpDependencies): Route[] {
+  return [
+    {
+      method: "GET",
+      path: /^\/models\/?$/,
+      handler: async () => jsonResponse({ object: "list", data: dependencies.catalogue.list().map(modelObject) }),
+    },
+    {
+      method: "GET",
+      path: /^\/models\/(?<id>.+)$/,
+      handler: async ({ params }) => jsonResponse(modelObject(findModel(dependencies, params.id ?? "", null))),
+    },
+    {
+      method: "GET",
+      path: /^\/model\/info\/?$/,
+      handler: async ({ url }) => {
+        const id = url.searchParams.get("model");
+        if (!id) throw new BadRequestError("Missing required query parameter: 'model'.", { param: "model", code: "missing_required_parameter" });
+        const model = findModel(dependencies, id);
+        const status = await dependencies.engine.status(model);
+        const info: ModelInfo = {
+          id: model.id,
+          object: "model.info",
+          family: model.family,
+          context_window: model.contextWindow,
+          pricing: {
+            currency: "USD",
+            input_per_1m_tokens: usdPerMillion(model.price.inputNanoUsdPerToken),
+            output_per_1m_tokens: usdPerMillion(model.price.outputNanoUsdPerToken),
+            input_nano_usd_per_token: model.price.inputNanoUsdPerToken,
+            output_nano_usd_per_token: model.price.outputNanoUsdPerToken,
+          },
+          engine: dependencies.engine.name,
+          build: status.build
+            ? {
+                model_id: status.build.modelId,
+                model_url: status.build.model,
+                model_lib_url: status.build.modelLib,
+                quantization: status.build.quantization,
+                required_features: status.build.requiredFeatures,
+                estimated_memory_mb: status.build.estimatedMemoryMB,
+              }
+            : null,
+          builds: model.builds.map((build) => build.modelId),
+          downloaded: status.downloaded,
+          loaded: status.loaded,
+          runnable: status.runnable,
+        };
+        return jsonResponse(info);
+      },
+    },
+  ];
+}

@@ -1,0 +1,57 @@
+/**
+ * Routes in the manner of workbox: each is a (match, handler) pair. Paths are matched after
+ * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route.
+ */
+export interface RouteContext {
+  request: Request;
+  url: URL;
+  params: Record<string, string>;
+  requestId: string;
+}
+
+export interface Route {
+  method: "GET" | "POST";
+  /** Matched against the path below the base URL with any `/v1` prefix removed. */
+  path: RegExp;
+  handler: (context: RouteContext) => Promise<Response>;
+}
+
+export type RouteMatch = { route: Route; params: Record<string, string> } | { route: null };
+
+export class Router {
+  readonly #base: URL;
+  readonly #routes: readonly Route[];
+
+  constructor(baseUrl: string, routes: readonly Route[]) {
+    const base = new URL(baseUrl);
+    base.pathname = base.pathname.replace(/\/+$/, "");
+    base.search = "";
+    base.hash = "";
+    this.#base = base;
+    this.#routes = routes;
+  }
+
+  /** The path below the base URL (without `/v1`), or null when the URL is not ours. */
+  relativePath(url: URL): string | null {
+    if (url.origin !== this.#base.origin) return null;
+    const basePath = this.#base.pathname;
+    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return null;
+    const rest = url.pathname.slice(basePath.length) || "/";
+    return rest.replace(/^\/v1(?=\/|$)/, "") || "/";
+  }
+
+  match(method: string, url: URL): RouteMatch {
+    const path = this.relativePath(url);
+    if (path === null) return { route: null };
+    for (const route of this.#routes) {
+      if (route.method !== method) continue;
+      const found = route.path.exec(path);
+      if (found) {
+        const params: Record<string, string> = {};
+        for (const [name, value] of Object.entries(found.groups ?? {})) params[name] = decodeURIComponent(value);
+        return { route, params };
+      }
+    }
+    return { route: null };
+  }
+}

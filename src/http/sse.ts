@@ -1,0 +1,54 @@
+/**
+ * The one module that writes server-sent events: `data: <json>` frames, then `data: [DONE]`.
+ * An error after the first byte cannot change the status, so it is sent as an `error` frame,
+ * which the openai SDK raises as an APIError.
+ */
+import type { ErrorBody } from "../errors.js";
+
+const encoder = new TextEncoder();
+
+export function frame(data: unknown): Uint8Array {
+  return encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+}
+
+export interface SseSource {
+  events: AsyncIterator<unknown>;
+  /** Turns a failure in mid-stream into the error body to send. */
+  onError: (error: unknown) => ErrorBody;
+  /** The reader went away: stop producing. */
+  onCancel: () => void;
+}
+
+export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
+  let finished = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (finished) return;
+      try {
+        const next = await source.events.next();
+        if (next.done) {
+          finished = true;
+          controller.enqueue(frame("[DONE]"));
+          controller.close();
+          return;
+        }
+        controller.enqueue(frame(next.value));
+      } catch (error) {
+        finished = true;
+        controller.enqueue(frame(source.onError(error)));
+        controller.close();
+      }
+    },
+    async cancel() {
+      finished = true;
+      source.onCancel();
+      await source.events.return?.();
+    },
+  });
+}
+
+export const sseHeaders = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+} as const;

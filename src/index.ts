@@ -1,0 +1,79 @@
+/**
+ * `webgpu-inference`: the page side. `startInference` registers the inference service worker
+ * (through workbox-window) and resolves once that worker controls the page, so the very next
+ * `fetch` to the base URL is answered on this device.
+ */
+import { Workbox } from "workbox-window";
+import { assertSecureUrl, scriptUrlWithConfig, type InferenceConfig } from "./config.js";
+
+export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
+  /** The worker script: `dist/inference-sw.js` served by the app, or the app's own worker. Default `/inference-sw.js`. */
+  serviceWorkerUrl?: string;
+  /** The registration scope. Default `/`. */
+  scope?: string;
+  /** Where the API answers. Default `<origin>/openai`; the SDK's `baseURL` is this plus `/v1`. */
+  baseUrl?: string;
+  /** How long to wait for the worker to take control, in ms. Default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface InferenceHandle {
+  /** The base URL, without `/v1`. */
+  baseUrl: string;
+  /** What to give the OpenAI SDK (`new OpenAI({ baseURL })`): the base URL plus `/v1`. */
+  baseURL: string;
+  registration: ServiceWorkerRegistration;
+  workbox: Workbox;
+  /** Unregisters the worker; the API stops answering once the page reloads. */
+  stop(): Promise<boolean>;
+}
+
+function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
+  const container = navigator.serviceWorker;
+  const isOurs = () => container.controller?.scriptURL === scriptUrl;
+  if (isOurs()) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      container.removeEventListener("controllerchange", check);
+      reject(new Error(`webgpu-inference: the service worker did not take control of this page within ${timeoutMs} ms.`));
+    }, timeoutMs);
+    function check() {
+      if (!isOurs()) return;
+      clearTimeout(timer);
+      container.removeEventListener("controllerchange", check);
+      resolve();
+    }
+    container.addEventListener("controllerchange", check);
+  });
+}
+
+export async function startInference(options: StartInferenceOptions = {}): Promise<InferenceHandle> {
+  if (!globalThis.isSecureContext) {
+    throw new Error(
+      `webgpu-inference needs a secure context (HTTPS, or http://localhost in development): service workers and WebGPU exist only there, and this page is served from ${location.origin}.`,
+    );
+  }
+  if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
+  const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, ...rest } = options;
+  const baseUrl = new URL(requestedBase ?? "/openai", location.href).href.replace(/\/+$/, "");
+  assertSecureUrl(baseUrl);
+  const config: InferenceConfig = { ...rest, baseUrl };
+  const scriptUrl = scriptUrlWithConfig(serviceWorkerUrl, config, location.href);
+
+  const workbox = new Workbox(scriptUrl, { scope, type: "module" });
+  const registration = await workbox.register({ immediate: true });
+  if (!registration) throw new Error("webgpu-inference: the service worker could not be registered.");
+  await waitForControl(scriptUrl, timeoutMs);
+  return {
+    baseUrl,
+    baseURL: `${baseUrl}/v1`,
+    registration,
+    workbox,
+    stop: () => registration.unregister(),
+  };
+}
+
+export { assertSecureUrl } from "./config.js";
+export type { InferenceConfig } from "./config.js";
+export { ApiError } from "./errors.js";
+export { seedCatalogue, type ModelEntry, type ModelEntryInput, type MlcBuild } from "./catalogue.js";

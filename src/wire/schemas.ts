@@ -1,0 +1,256 @@
+/**
+ * OpenAI's wire objects, snake_case, as zod schemas. This is the only module that knows
+ * the wire shapes; everything past the HTTP boundary uses our own camelCase types.
+ *
+ * Requests are strict objects: an argument we do not know is refused with 400 naming it,
+ * as the hosted API does, rather than silently ignored.
+ */
+import { z } from "zod";
+
+// ---------------------------------------------------------------- shared pieces
+
+const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
+const content = z.union([z.string(), z.array(textPart)]);
+
+export const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
+const streamOptions = z.strictObject({ include_usage: z.boolean().optional() });
+
+const functionName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, "must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes");
+
+export const toolCallSchema = z.strictObject({
+  id: z.string().min(1),
+  type: z.literal("function"),
+  function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
+});
+
+// ---------------------------------------------------------------- chat completions request
+
+const systemMessage = z.strictObject({
+  role: z.enum(["system", "developer"]),
+  content,
+  name: z.string().optional(),
+});
+const userMessage = z.strictObject({ role: z.literal("user"), content, name: z.string().optional() });
+const assistantMessage = z.strictObject({
+  role: z.literal("assistant"),
+  content: content.nullish(),
+  name: z.string().optional(),
+  tool_calls: z.array(toolCallSchema).optional(),
+  refusal: z.string().nullish(),
+});
+const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
+
+export const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
+
+export const toolSchema = z.strictObject({
+  type: z.literal("function"),
+  function: z.strictObject({
+    name: functionName,
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+export const toolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string() }) }),
+]);
+
+export const responseFormatSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    json_schema: z.strictObject({
+      name: functionName,
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+/** Sampling fields common to both generation endpoints, with OpenAI's ranges. */
+const sampling = {
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: streamOptions.nullish(),
+  stop: stopSchema.nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().nullish(),
+  n: z.number().int().min(1).max(16).nullish(),
+  user: z.string().optional(),
+  // Accepted only in their "off" form: anything else is refused as unsupported, not dropped.
+  logprobs: z.union([z.literal(false), z.null()]).optional(),
+  logit_bias: z.union([z.strictObject({}), z.null()]).optional(),
+};
+
+export const chatCompletionRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  messages: z.array(chatMessageSchema).min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  response_format: responseFormatSchema.nullish(),
+  tools: z.array(toolSchema).nullish(),
+  tool_choice: toolChoiceSchema.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  top_logprobs: z.null().optional(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+  store: z.literal(false).nullish(),
+  ...sampling,
+});
+
+// ---------------------------------------------------------------- legacy completions request
+
+export const completionRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  prompt: z.union([z.string(), z.array(z.string()).min(1)]),
+  max_tokens: z.number().int().min(1).nullish(),
+  echo: z.boolean().nullish(),
+  suffix: z.null().optional(),
+  best_of: z.literal(1).nullish(),
+  ...sampling,
+});
+
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+export type CompletionRequest = z.infer<typeof completionRequestSchema>;
+export type ChatMessage = z.infer<typeof chatMessageSchema>;
+
+// ---------------------------------------------------------------- responses
+
+export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);
+
+export const usageSchema = z.strictObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0),
+});
+
+export const chatCompletionSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("chat.completion"),
+  created: z.number().int(),
+  model: z.string(),
+  system_fingerprint: z.string().nullable(),
+  choices: z.array(
+    z.strictObject({
+      index: z.number().int(),
+      message: z.strictObject({
+        role: z.literal("assistant"),
+        content: z.string().nullable(),
+        refusal: z.null(),
+        tool_calls: z.array(toolCallSchema).optional(),
+      }),
+      logprobs: z.null(),
+      finish_reason: finishReasonSchema,
+    }),
+  ),
+  usage: usageSchema,
+});
+
+export const toolCallDeltaSchema = z.strictObject({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal("function").optional(),
+  function: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+});
+
+export const chatCompletionChunkSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("chat.completion.chunk"),
+  created: z.number().int(),
+  model: z.string(),
+  system_fingerprint: z.string().nullable(),
+  choices: z.array(
+    z.strictObject({
+      index: z.number().int(),
+      delta: z.strictObject({
+        role: z.literal("assistant").optional(),
+        content: z.string().nullable().optional(),
+        refusal: z.null().optional(),
+        tool_calls: z.array(toolCallDeltaSchema).optional(),
+      }),
+      logprobs: z.null(),
+      finish_reason: finishReasonSchema.nullable(),
+    }),
+  ),
+  usage: usageSchema.nullable().optional(),
+});
+
+export const textCompletionSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("text_completion"),
+  created: z.number().int(),
+  model: z.string(),
+  system_fingerprint: z.string().nullable(),
+  choices: z.array(
+    z.strictObject({
+      index: z.number().int(),
+      text: z.string(),
+      logprobs: z.null(),
+      finish_reason: finishReasonSchema.nullable(),
+    }),
+  ),
+  usage: usageSchema.nullable().optional(),
+});
+
+export const modelSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("model"),
+  created: z.number().int(),
+  owned_by: z.string(),
+});
+
+export const modelListSchema = z.strictObject({ object: z.literal("list"), data: z.array(modelSchema) });
+
+export const modelInfoSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("model.info"),
+  family: z.string(),
+  context_window: z.number().int(),
+  pricing: z.strictObject({
+    currency: z.literal("USD"),
+    input_per_1m_tokens: z.number(),
+    output_per_1m_tokens: z.number(),
+    input_nano_usd_per_token: z.number().int(),
+    output_nano_usd_per_token: z.number().int(),
+  }),
+  engine: z.string(),
+  build: z
+    .strictObject({
+      model_id: z.string(),
+      model_url: z.string(),
+      model_lib_url: z.string(),
+      quantization: z.string(),
+      required_features: z.array(z.string()),
+      estimated_memory_mb: z.number(),
+    })
+    .nullable(),
+  builds: z.array(z.string()),
+  downloaded: z.boolean(),
+  loaded: z.boolean(),
+  runnable: z.strictObject({ ok: z.boolean(), reason: z.string().nullable() }),
+});
+
+export const errorBodySchema = z.strictObject({
+  error: z.strictObject({
+    message: z.string(),
+    type: z.string(),
+    code: z.string().nullable(),
+    param: z.string().nullable(),
+  }),
+});
+
+export type FinishReason = z.infer<typeof finishReasonSchema>;
+export type Usage = z.infer<typeof usageSchema>;
+export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
+export type ChatCompletionChunk = z.infer<typeof chatCompletionChunkSchema>;
+export type TextCompletion = z.infer<typeof textCompletionSchema>;
+export type ModelObject = z.infer<typeof modelSchema>;
+export type ModelList = z.infer<typeof modelListSchema>;
+export type ModelInfo = z.infer<typeof modelInfoSchema>;

@@ -1,0 +1,15 @@
+/// <reference lib="webworker" />
+/**
+ * The ready-made service worker (`dist/inference-sw.js`). Its configuration comes in its own
+ * script URL, written by `startInference()`.
+ */
+import * as webllm from "@mlc-ai/web-llm";
+import { configFromScriptUrl, installInference } from "../src/worker.js";
+
+declare const self: ServiceWorkerGlobalScope;
+
+installInference(self, { ...configFromScriptUrl(self.location.href), webllm });
+
+// A new configuration takes over at once, so the page that registered it is served by it.
+self.addEventListener("install", () => void self.skipWaiting());
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));

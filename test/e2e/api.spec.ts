@@ -1,0 +1,252 @@
+/**
+ * The /v1 API through the ready-made service worker, driven by the official openai SDK bundled
+ * into a page, on the deterministic engine.
+ */
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  errorBodySchema,
+  modelInfoSchema,
+  modelListSchema,
+  modelSchema,
+  textCompletionSchema,
+} from "../../src/wire/schemas.js";
+import { expect, openHarness, test } from "./harness.js";
+
+const model = "alpha3:8b-instruct-q8_0";
+
+test("models, one model and model info, with and without the /v1 prefix", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const list = await client.models.list();
+    const one = await client.models.retrieve("gamma-7b-instruct-v0.3");
+    const base = window.harness.baseURL.replace(/\/v1$/, "");
+    const bare = await fetch(`${base}/models`).then((response) => response.json());
+    const info = await fetch(`${base}/v1/model/info?model=beta-2-9b-it`);
+    return { list: list.data, one, bare, info: await info.json(), requestId: info.headers.get("x-request-id") };
+  });
+  expect(result.list.map((entry) => entry.id)).toEqual(["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]);
+  for (const entry of result.list) modelSchema.parse(entry);
+  modelListSchema.parse(result.bare);
+  expect(result.one).toMatchObject({ id: "gamma-7b-instruct-v0.3", object: "model", owned_by: "webgpu-inference" });
+  const info = modelInfoSchema.parse(result.info);
+  expect(info).toMatchObject({
+    id: "beta-2-9b-it",
+    context_window: 8192,
+    pricing: { input_per_1m_tokens: 0.005, output_per_1m_tokens: 0.01, input_nano_usd_per_token: 5, output_nano_usd_per_token: 10 },
+    engine: "deterministic",
+    builds: ["gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f32_1-MLC"],
+    runnable: { ok: true, reason: null },
+  });
+  expect(result.requestId).toMatch(/^req_[0-9a-f]{24}$/);
+});
+
+test("chat completion, non-streaming: shape, usage and determinism", async ({ page }) => {
+  await openHarness(page);
+  const [first, second] = await page.evaluate(async (modelId) => {
+    const client = window.harness.client();
+    const request = { model: modelId, messages: [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: "Say hello." }], seed: 7 };
+    return [await client.chat.completions.create(request), await client.chat.completions.create(request)];
+  }, model);
+  const completion = chatCompletionSchema.parse(first);
+  expect(completion.model).toBe(model);
+  expect(completion.id).toMatch(/^chatcmpl-/);
+  expect(completion.choices[0]?.message.content?.length).toBeGreaterThan(10);
+  expect(completion.choices[0]?.finish_reason).toBe("stop");
+  expect(completion.usage.total_tokens).toBe(completion.usage.prompt_tokens + completion.usage.completion_tokens);
+  // Llama 3's template wraps two messages in 20-odd tokens; the count comes from the real tokenizer.
+  expect(completion.usage.prompt_tokens).toBeGreaterThan(15);
+  expect(second.choices[0]?.message.content).toBe(completion.choices[0]?.message.content);
+});
+
+test("chat completion, streaming: role first, null finish until the end, usage chunk, [DONE]", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async (modelId) => {
+    const base = window.harness.baseURL;
+    const response = await fetch(`${base}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer sk-test" },
+      body: JSON.stringify({ model: modelId, messages: [{ role: "user", content: "Stream please." }], stream: true, stream_options: { include_usage: true }, max_tokens: 12 }),
+    });
+    const raw = await response.text();
+    const client = window.harness.client();
+    const stream = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: "Stream please." }], stream: true, max_tokens: 12 });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+    return { raw, contentType: response.headers.get("content-type"), text };
+  }, model);
+  expect(result.contentType).toMatch(/^text\/event-stream/);
+  const frames = result.raw.split("\n\n").filter(Boolean);
+  expect(frames.every((frame) => frame.startsWith("data: "))).toBe(true);
+  expect(frames.at(-1)).toBe("data: [DONE]");
+  const chunks = frames.slice(0, -1).map((frame) => chatCompletionChunkSchema.parse(JSON.parse(frame.slice(6))));
+  expect(chunks[0]?.choices[0]?.delta.role).toBe("assistant");
+  const choiceChunks = chunks.filter((chunk) => chunk.choices.length > 0);
+  expect(choiceChunks.slice(0, -1).every((chunk) => chunk.choices[0]?.finish_reason === null)).toBe(true);
+  expect(choiceChunks.at(-1)?.choices[0]?.finish_reason).toBe("length");
+  const usageChunk = chunks.at(-1)!;
+  expect(usageChunk.choices).toEqual([]);
+  expect(usageChunk.usage?.completion_tokens).toBe(12);
+  expect(usageChunk.usage?.total_tokens).toBe((usageChunk.usage?.prompt_tokens ?? 0) + 12);
+  expect(choiceChunks.every((chunk) => chunk.usage === null)).toBe(true);
+  const streamedText = choiceChunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+  expect(result.text).toBe(streamedText);
+});
+
+test("legacy completions: one choice per prompt, stop sequences, streaming", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const many = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: ["Once upon a time", "The weather today"], max_tokens: 8 });
+    const stopped = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: "Once upon a time", max_tokens: 40, stop: [" "] });
+    const stream = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: "Once upon a time", max_tokens: 8, stream: true });
+    let streamed = "";
+    for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? "";
+    return { many, stopped, streamed };
+  });
+  const many = textCompletionSchema.parse(result.many);
+  expect(many.object).toBe("text_completion");
+  expect(many.choices.map((choice) => choice.index)).toEqual([0, 1]);
+  expect(many.choices.every((choice) => choice.finish_reason === "length")).toBe(true);
+  expect(many.usage?.completion_tokens).toBe(16);
+  expect(result.stopped.choices[0]?.text).not.toContain(" ");
+  expect(result.stopped.choices[0]?.finish_reason).toBe("stop");
+  expect(result.streamed).toBe(many.choices[0]?.text);
+});
+
+test("every error has OpenAI's body, the right status and a request id", async ({ page }) => {
+  await openHarness(page);
+  const results = await page.evaluate(async (modelId) => {
+    const base = window.harness.baseURL;
+    const call = async (path: string, init: RequestInit = {}) => {
+      const response = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sk-test" }, ...init });
+      return { status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") };
+    };
+    const body = (value: unknown) => ({ body: JSON.stringify(value) });
+    const user = [{ role: "user", content: "hi" }];
+    const client = window.harness.client();
+    let sdkError: unknown;
+    try {
+      await client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] });
+    } catch (error) {
+      const apiError = error as { status: number; code: string; param: string; type: string; requestID: string };
+      sdkError = { status: apiError.status, code: apiError.code, param: apiError.param, type: apiError.type, requestID: apiError.requestID };
+    }
+    return {
+      sdkError,
+      missing: await call("/chat/completions", body({ messages: user })),
+      wrongType: await call("/chat/completions", body({ model: modelId, messages: user, temperature: "hot" })),
+      range: await call("/chat/completions", body({ model: modelId, messages: user, top_p: 1.5 })),
+      nested: await call("/chat/completions", body({ model: modelId, messages: [{ role: "wizard", content: "hi" }] })),
+      unknown: await call("/chat/completions", body({ model: modelId, messages: user, temprature: 1 })),
+      malformed: await call("/chat/completions", { body: "{not json" }),
+      context: await call("/chat/completions", body({ model: "gamma-7b-instruct-v0.3", messages: user, max_tokens: 5000 })),
+      orphanTool: await call("/chat/completions", body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] })),
+      badUrl: await call("/v1/embeddings", body({})),
+      wrongMethod: await fetch(`${base}/chat/completions`).then(async (response) => ({ status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") })),
+      completionsMissing: await call("/completions", body({ model: modelId })),
+    };
+  }, model);
+
+  expect(results.sdkError).toMatchObject({ status: 404, code: "model_not_found", param: "model", type: "invalid_request_error" });
+  expect((results.sdkError as { requestID: string }).requestID).toMatch(/^req_/);
+  const expectations: Record<string, [number, string | null, string | null]> = {
+    missing: [400, "missing_required_parameter", "model"],
+    wrongType: [400, "invalid_type", "temperature"],
+    range: [400, "invalid_value", "top_p"],
+    nested: [400, "invalid_value", "messages[0].role"],
+    unknown: [400, "unknown_parameter", "temprature"],
+    malformed: [400, "invalid_json", null],
+    context: [400, "context_length_exceeded", "messages"],
+    orphanTool: [400, "invalid_value", "messages[0].tool_call_id"],
+    badUrl: [404, "unknown_url", null],
+    wrongMethod: [404, "unknown_url", null],
+    completionsMissing: [400, "missing_required_parameter", "prompt"],
+  };
+  for (const [name, [status, code, param]] of Object.entries(expectations)) {
+    const result = (results as unknown as Record<string, { status: number; body: unknown; requestId: string }>)[name]!;
+    expect({ name, status: result.status }).toEqual({ name, status });
+    const parsed = errorBodySchema.parse(result.body);
+    expect({ name, code: parsed.error.code, param: parsed.error.param }).toEqual({ name, code, param });
+    expect(parsed.error.type).toBe("invalid_request_error");
+    expect(result.requestId).toMatch(/^req_/);
+  }
+});
+
+test("a client that aborts its stream stops the generation", async ({ page }) => {
+  await openHarness(page, { engine: "deterministic", tokenDelayMs: 80 });
+  const result = await page.evaluate(async (modelId) => {
+    const client = window.harness.client();
+    // Find a prompt with a long reply, so a generation that kept going would be obvious.
+    let prompt = "";
+    let length = 0;
+    for (let attempt = 0; length < 30; attempt++) {
+      prompt = `Tell me about the number ${attempt}.`;
+      const probe = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: prompt }], max_tokens: 1 });
+      void probe;
+      const full = await client.completions.create({ model: modelId, prompt, max_tokens: 200 });
+      length = full.usage?.completion_tokens ?? 0;
+    }
+    const controller = new AbortController();
+    const stream = await client.completions.create({ model: modelId, prompt, max_tokens: 200, stream: true }, { signal: controller.signal });
+    let chunks = 0;
+    try {
+      for await (const chunk of stream) {
+        void chunk;
+        if (++chunks === 3) controller.abort();
+      }
+    } catch {
+      // The SDK raises on abort.
+    }
+    const started = performance.now();
+    const next = await client.completions.create({ model: modelId, prompt: "x", max_tokens: 1, stream: true });
+    for await (const chunk of next) {
+      void chunk;
+      break;
+    }
+    return { length, chunks, waited: performance.now() - started };
+  }, model);
+  expect(result.chunks).toBe(3);
+  // Had the aborted generation gone on, the next request would have queued behind its
+  // remaining (length - 3) tokens at 80 ms each.
+  expect(result.waited).toBeLessThan(((result.length - 3) * 80) / 2);
+});
+
+test("two tabs share one engine: requests run one at a time, first come first served, and the queue is bounded", async ({ context }) => {
+  const first = await context.newPage();
+  const second = await context.newPage();
+  const options = { engine: "deterministic" as const, tokenDelayMs: 40, maxQueued: 1 };
+  await openHarness(first, options);
+  await openHarness(second, options);
+  const run = (page: typeof first, label: string) =>
+    page.evaluate(
+      async ({ modelId, label: name }) => {
+        const client = window.harness.client();
+        const events: { label: string; event: string; at: number }[] = [];
+        try {
+          const stream = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: name }], max_tokens: 10, stream: true });
+          for await (const chunk of stream) {
+            if (chunk.choices[0]?.delta.content) events.push({ label: name, event: "token", at: Date.now() });
+          }
+          events.push({ label: name, event: "done", at: Date.now() });
+        } catch (error) {
+          events.push({ label: name, event: `error ${(error as { status: number }).status} ${(error as { code: string }).code}`, at: Date.now() });
+        }
+        return events;
+      },
+      { modelId: model, label },
+    );
+  const a = run(first, "a");
+  await first.waitForTimeout(100);
+  const b = run(second, "b");
+  await first.waitForTimeout(100);
+  const c = run(first, "c");
+  const [eventsA, eventsB, eventsC] = await Promise.all([a, b, c]);
+  expect(eventsC).toEqual([expect.objectContaining({ event: "error 503 engine_busy" })]);
+  const doneA = eventsA.find((event) => event.event === "done")!.at;
+  const firstTokenB = eventsB.find((event) => event.event === "token")!.at;
+  expect(eventsA.filter((event) => event.event === "token").length).toBeGreaterThan(0);
+  expect(firstTokenB).toBeGreaterThanOrEqual(doneA);
+  expect(first.context().serviceWorkers().length).toBe(1);
+});

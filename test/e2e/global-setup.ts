@@ -1,0 +1,26 @@
+/**
+ * Serves the built library, the test pages and the generated test model on localhost for the
+ * whole run. The origin is handed to the specs in E2E_ORIGIN.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+// @ts-expect-error: a plain JavaScript build script
+import { buildTestModel } from "../../scripts/test-model.mjs";
+import { startStaticServer } from "./server.js";
+
+const root = resolve(import.meta.dirname, "../..");
+
+export default async function globalSetup(): Promise<() => Promise<void>> {
+  for (const required of ["dist/inference-sw.js", "dist/tokenizers/qwen2/tokenizer.json", ".cache/e2e/index.html", ".cache/e2e/real-engine-sw.js"]) {
+    if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm test', which builds it first.`);
+  }
+  await buildTestModel(resolve(root, ".cache/test-model"));
+  const server = await startStaticServer([
+    { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },
+    { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
+    { prefix: "/", directory: resolve(root, ".cache/e2e") },
+    { prefix: "/", directory: resolve(root, "dist") },
+  ]);
+  process.env.E2E_ORIGIN = server.origin;
+  return () => server.close();
+}

@@ -1,0 +1,51 @@
+import { chromium, test as base, expect, type BrowserContext, type Page } from "@playwright/test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromiumArgs } from "../../playwright.config.js";
+import type { StartInferenceOptions } from "../../src/index.js";
+
+export const origin = () => {
+  const value = process.env.E2E_ORIGIN;
+  if (!value) throw new Error("E2E_ORIGIN is not set: the global setup did not run");
+  return value;
+};
+
+export const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+/** Chromium refuses service workers in Playwright's off-the-record contexts, so every test gets a fresh on-disk profile. */
+export async function launchProfile(): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {
+  const directory = mkdtempSync(join(tmpdir(), "webgpu-inference-profile-"));
+  const context = await chromium.launchPersistentContext(directory, { executablePath, args: chromiumArgs, headless: true });
+  return {
+    context,
+    async dispose() {
+      await context.close().catch(() => undefined);
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+export const test = base.extend({
+  context: async ({}, use) => {
+    const profile = await launchProfile();
+    await use(profile.context);
+    await profile.dispose();
+  },
+  page: async ({ context }, use) => {
+    await use(context.pages()[0] ?? (await context.newPage()));
+  },
+});
+
+/** Opens the harness page and starts the ready-made worker with `options`. */
+export async function openHarness(page: Page, options: StartInferenceOptions = { engine: "deterministic" }): Promise<string> {
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(`${origin()}/index.html`);
+  await expect(page.locator("#status")).toHaveText("ready");
+  const { baseURL } = await page.evaluate((startOptions) => window.harness.start(startOptions), options);
+  expect(errors).toEqual([]);
+  return baseURL;
+}
+
+export { expect };

@@ -1,0 +1,80 @@
+/**
+ * A static file server on 127.0.0.1 for the browser tests: each mount maps a URL prefix to a
+ * folder. It serves what the build wrote; the API itself is answered by the service worker.
+ */
+import { createReadStream, statSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { extname, join, normalize, resolve } from "node:path";
+
+const contentTypes: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".webmanifest": "application/manifest+json",
+  ".wasm": "application/wasm",
+  ".bin": "application/octet-stream",
+  ".map": "application/json",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+};
+
+export interface Mount {
+  prefix: string;
+  directory: string;
+}
+
+export interface StaticServer {
+  origin: string;
+  close(): Promise<void>;
+}
+
+function fileFor(mounts: readonly Mount[], pathname: string): string | null {
+  for (const mount of mounts) {
+    if (!pathname.startsWith(mount.prefix)) continue;
+    const relative = decodeURIComponent(pathname.slice(mount.prefix.length)) || "index.html";
+    const root = resolve(mount.directory);
+    const candidate = normalize(join(root, relative));
+    if (!candidate.startsWith(root)) continue;
+    try {
+      const stat = statSync(candidate);
+      if (stat.isFile()) return candidate;
+      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile()) return join(candidate, "index.html");
+    } catch {
+      // Not in this mount; try the next.
+    }
+  }
+  return null;
+}
+
+export function startStaticServer(mounts: readonly Mount[], port = 0, host = "127.0.0.1"): Promise<StaticServer> {
+  const server: Server = createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://localhost");
+    const file = fileFor(mounts, url.pathname);
+    if (!file || (request.method !== "GET" && request.method !== "HEAD")) {
+      response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${url.pathname}`);
+      return;
+    }
+    const size = statSync(file).size;
+    response.writeHead(200, {
+      "content-type": contentTypes[extname(file)] ?? "application/octet-stream",
+      "content-length": String(size),
+      "cache-control": "no-cache",
+    });
+    if (request.method === "HEAD") response.end();
+    else createReadStream(file).pipe(response);
+  });
+  return new Promise((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      const address = server.address();
+      const actualPort = typeof address === "object" && address ? address.port : port;
+      resolvePromise({
+        // localhost, not 127.0.0.1: it is a secure context for service workers and WebGPU.
+        origin: `http://localhost:${actualPort}`,
+        close: () => new Promise((done) => server.close(() => done())),
+      });
+    });
+  });
+}

