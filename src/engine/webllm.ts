@@ -203,7 +203,10 @@ export class WebLlmEngine implements Engine {
           yield { type: "text-delta", text };
         }
         if (choice?.finish_reason) reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
-        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+        // web-llm's completion_tokens counts decode steps only; the token sampled at the end of
+        // prefill is one more (its output is decode steps + 1 tokens, and max_tokens bounds that
+        // total), as in web-llm 0.2.79 through 0.2.86. A usage chunk means prefill ran.
+        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens + 1 };
       }
     } finally {
       signal.removeEventListener("abort", interrupt);

@@ -1,0 +1,146 @@
+/**
+ * The real-engine tier: one browser session loads a real WebLLM engine (web-llm 0.2.79, the
+ * random-weight Qwen2 test model, the real Qwen tokenizer) through our adapter inside the
+ * service worker, on SwiftShader WebGPU, and the openai SDK talks to it through /v1.
+ *
+ * It is slow here (seconds to tens of seconds per token on the CPU), so the engine is loaded
+ * once and every request asks for one or two tokens at temperature 0.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Page } from "@playwright/test";
+import { renderChat } from "../../src/templates.js";
+import { tokenizerFromFiles } from "../../src/tokenizer.js";
+import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import { expect, launchProfile, origin, test } from "./harness.js";
+
+const modelId = "qwen2-0.5b-test";
+const tokenizerDirectory = resolve(import.meta.dirname, "../../dist/tokenizers/qwen2");
+
+function qwenTokenizer() {
+  return tokenizerFromFiles({
+    tokenizer: JSON.parse(readFileSync(resolve(tokenizerDirectory, "tokenizer.json"), "utf8")),
+    config: JSON.parse(readFileSync(resolve(tokenizerDirectory, "tokenizer_config.json"), "utf8")),
+  });
+}
+
+test.describe.configure({ mode: "serial" });
+
+let page: Page;
+let dispose: () => Promise<void>;
+
+test.beforeAll(async () => {
+  test.setTimeout(180_000);
+  const profile = await launchProfile();
+  dispose = profile.dispose;
+  page = profile.context.pages()[0] ?? (await profile.context.newPage());
+  page.on("console", (message) => {
+    if (message.type() === "error") console.log(`[page] ${message.text()}`);
+  });
+  await page.goto(`${origin()}/index.html`);
+  await expect(page.locator("#status")).toHaveText("ready");
+  const here = origin();
+  await page.evaluate(
+    ({ here: base, id }) =>
+      window.harness.start({
+        serviceWorkerUrl: "/real-engine-sw.js",
+        engine: "webllm",
+        models: [
+          {
+            id,
+            family: "qwen2",
+            contextWindow: 4096,
+            price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
+            builds: [
+              {
+                modelId: "Qwen2-0.5B-Instruct-q4f32_1-random",
+                model: `${base}/test-model/`,
+                modelLib: `${base}/test-model/lib/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.wasm`,
+                quantization: "q4f32_1",
+                requiredFeatures: [],
+                estimatedMemoryMB: 1200,
+                overrides: {},
+              },
+            ],
+          },
+        ],
+      }),
+    { here, id: modelId },
+  );
+});
+
+test.afterAll(async () => {
+  await dispose?.();
+});
+
+const messages = [{ role: "user" as const, content: "Hello there, how are you today?" }];
+
+test("model info sees WebGPU and the f32 build before loading", async () => {
+  const info = await page.evaluate(async (id) => {
+    const response = await fetch(`${window.harness.baseURL}/model/info?model=${encodeURIComponent(id)}`);
+    return response.json();
+  }, modelId);
+  const parsed = modelInfoSchema.parse(info);
+  expect(parsed).toMatchObject({ engine: "webllm", runnable: { ok: true, reason: null }, loaded: false, context_window: 4096 });
+  expect(parsed.build?.model_id).toBe("Qwen2-0.5B-Instruct-q4f32_1-random");
+});
+
+let nonStreamingText = "";
+
+test("a non-streaming chat completion on the real engine: shape and real token counts", async () => {
+  test.setTimeout(600_000);
+  const completion = await page.evaluate(
+    ({ id, history }) => window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 2, temperature: 0 }),
+    { id: modelId, history: messages },
+  );
+  const parsed = chatCompletionSchema.parse(completion);
+  expect(parsed.choices[0]?.finish_reason).toBe("length");
+  expect(parsed.usage.completion_tokens).toBe(2);
+  // web-llm's tokenizer on the model's own template agrees with ours on the same template.
+  const expectedPrompt = qwenTokenizer().encode(renderChat("qwen2", messages)).length;
+  expect(parsed.usage.prompt_tokens).toBe(expectedPrompt);
+  expect(parsed.usage.total_tokens).toBe(expectedPrompt + 2);
+  nonStreamingText = parsed.choices[0]?.message.content ?? "";
+  const info = await page.evaluate(async (id) => (await fetch(`${window.harness.baseURL}/model/info?model=${id}`)).json(), modelId);
+  expect(info).toMatchObject({ loaded: true, downloaded: true });
+});
+
+test("a streaming chat completion on the real engine gives the same text at temperature 0", async () => {
+  test.setTimeout(600_000);
+  const chunks = await page.evaluate(
+    async ({ id, history }) => {
+      const stream = await window.harness
+        .client()
+        .chat.completions.create({ model: id, messages: history, max_tokens: 2, temperature: 0, stream: true, stream_options: { include_usage: true } });
+      const received: unknown[] = [];
+      for await (const chunk of stream) received.push(chunk);
+      return received;
+    },
+    { id: modelId, history: messages },
+  );
+  const parsed = chunks.map((chunk) => chatCompletionChunkSchema.parse(chunk));
+  expect(parsed[0]?.choices[0]?.delta.role).toBe("assistant");
+  const choiceChunks = parsed.filter((chunk) => chunk.choices.length > 0);
+  expect(choiceChunks.at(-1)?.choices[0]?.finish_reason).toBe("length");
+  expect(choiceChunks.slice(0, -1).every((chunk) => chunk.choices[0]?.finish_reason === null)).toBe(true);
+  const usage = parsed.at(-1)?.usage;
+  expect(parsed.at(-1)?.choices).toEqual([]);
+  expect(usage?.completion_tokens).toBe(2);
+  expect(usage?.total_tokens).toBe((usage?.prompt_tokens ?? 0) + 2);
+  const text = choiceChunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+  expect(text).toBe(nonStreamingText);
+});
+
+test("a legacy completion on the real engine", async () => {
+  test.setTimeout(600_000);
+  const prompt = "The capital of France is";
+  const completion = await page.evaluate(
+    ({ id, text }) => window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 1, temperature: 0 }),
+    { id: modelId, text: prompt },
+  );
+  const parsed = textCompletionSchema.parse(completion);
+  expect(parsed.choices).toHaveLength(1);
+  expect(parsed.choices[0]?.finish_reason).toBe("length");
+  expect(parsed.usage?.prompt_tokens).toBe(qwenTokenizer().encode(prompt).length);
+  expect(parsed.usage?.completion_tokens).toBe(1);
+});
