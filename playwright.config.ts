@@ -19,7 +19,7 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
-  reporter: [["list"]],
+  reporter: [["list"], ["json", { outputFile: ".cache/reports/e2e.json" }]],
   timeout: 60_000,
   outputDir: "test-results",
   use: {

@@ -36,7 +36,7 @@ export class InferenceApp {
       response = await found.route.handler({ request, url, params: found.params, requestId });
     } catch (error) {
       const apiError = toApiError(error, requestId);
-      if (apiError.status >= 500) console.error(`[webgpu-inference] ${requestId}`, error);
+      if (apiError.status === 500) console.error(`[webgpu-inference] ${requestId}`, error);
       response = errorResponse(apiError);
     }
     response.headers.set("x-request-id", requestId);

@@ -15,8 +15,16 @@ export interface SseSource {
   events: AsyncIterator<unknown>;
   /** Turns a failure in mid-stream into the error body to send. */
   onError: (error: unknown) => ErrorBody;
-  /** The reader went away: stop producing. */
+  /** The reader went away: stop producing (the events are then drained, not sent). */
   onCancel: () => void;
+}
+
+async function drain(events: AsyncIterator<unknown>): Promise<void> {
+  try {
+    for (let next = await events.next(); !next.done; next = await events.next());
+  } catch {
+    // The reader is gone; a late failure has nobody to be reported to.
+  }
 }
 
 export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
@@ -39,10 +47,13 @@ export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
         controller.close();
       }
     },
-    async cancel() {
+    cancel() {
       finished = true;
       source.onCancel();
-      await source.events.return?.();
+      // Not return(): that would close the engine at its current yield, and it would never
+      // send the final part that reports what it produced. Aborted, it ends within a token;
+      // drain it so its usage is counted and the engine is free only once it has stopped.
+      void drain(source.events);
     },
   });
 }

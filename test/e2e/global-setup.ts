@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 // @ts-expect-error: a plain JavaScript build script
 import { buildTestModel } from "../../scripts/test-model.mjs";
-import { startStaticServer } from "./server.js";
+// @ts-expect-error: a plain JavaScript script
+import { startStaticServer } from "../../scripts/static-server.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 

@@ -1,12 +1,13 @@
 /**
- * A static file server on 127.0.0.1 for the browser tests: each mount maps a URL prefix to a
- * folder. It serves what the build wrote; the API itself is answered by the service worker.
+ * A static file server on 127.0.0.1 for the demo and the browser tests: each mount maps a URL
+ * prefix to a folder. It serves what the build wrote; the API itself is answered by the service worker.
  */
 import { createReadStream, statSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import { extname, join, normalize, resolve } from "node:path";
 
-const contentTypes: Record<string, string> = {
+/** @type {Record<string, string>} */
+const contentTypes = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
   ".mjs": "text/javascript; charset=utf-8",
@@ -20,17 +21,11 @@ const contentTypes: Record<string, string> = {
   ".svg": "image/svg+xml",
 };
 
-export interface Mount {
-  prefix: string;
-  directory: string;
-}
+/** @typedef {{ prefix: string, directory: string }} Mount */
+/** @typedef {{ origin: string, close(): Promise<void> }} StaticServer */
 
-export interface StaticServer {
-  origin: string;
-  close(): Promise<void>;
-}
-
-function fileFor(mounts: readonly Mount[], pathname: string): string | null {
+/** @param {readonly Mount[]} mounts @param {string} pathname @returns {string | null} */
+function fileFor(mounts, pathname) {
   for (const mount of mounts) {
     if (!pathname.startsWith(mount.prefix)) continue;
     const relative = decodeURIComponent(pathname.slice(mount.prefix.length)) || "index.html";
@@ -48,8 +43,9 @@ function fileFor(mounts: readonly Mount[], pathname: string): string | null {
   return null;
 }
 
-export function startStaticServer(mounts: readonly Mount[], port = 0, host = "127.0.0.1"): Promise<StaticServer> {
-  const server: Server = createServer((request, response) => {
+/** @param {readonly Mount[]} mounts @returns {Promise<StaticServer>} */
+export function startStaticServer(mounts, port = 0, host = "127.0.0.1") {
+  const server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
     const file = fileFor(mounts, url.pathname);
     if (!file || (request.method !== "GET" && request.method !== "HEAD")) {
@@ -73,7 +69,7 @@ export function startStaticServer(mounts: readonly Mount[], port = 0, host = "12
       resolvePromise({
         // localhost, not 127.0.0.1: it is a secure context for service workers and WebGPU.
         origin: `http://localhost:${actualPort}`,
-        close: () => new Promise((done) => server.close(() => done())),
+        close: () => new Promise((done) => server.close(() => done(undefined))),
       });
     });
   });

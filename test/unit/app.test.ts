@@ -1,0 +1,244 @@
+import { describe, expect, it } from "vitest";
+import type { DeviceFeatures, ModelEntry } from "../../src/catalogue.js";
+import { EngineError } from "../../src/engine/errors.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import { baseUrl, makeApp, post, sseEvents } from "./support.js";
+
+const model = "alpha3:8b-instruct-q8_0";
+const messages = [{ role: "user", content: "Hello" }];
+
+/** An engine scripted by the test, to reach failure paths the deterministic engine never takes. */
+class ScriptedEngine implements Engine {
+  readonly name = "scripted";
+  seen: GenerationRequest[] = [];
+  constructor(private readonly script: (request: GenerationRequest, signal: AbortSignal) => AsyncGenerator<GenerationPart>) {}
+  async device(): Promise<DeviceFeatures> {
+    return { webgpu: true, features: new Set() };
+  }
+  async status(): Promise<ModelStatus> {
+    return { downloaded: false, loaded: false, runnable: { ok: true, reason: null }, build: null };
+  }
+  async load(_model: ModelEntry): Promise<void> {}
+  generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart> {
+    this.seen.push(request);
+    return this.script(request, signal);
+  }
+}
+
+async function errorOf(response: Response) {
+  return { status: response.status, ...errorBodySchema.parse(await response.json()).error, requestId: response.headers.get("x-request-id") };
+}
+
+describe("HTTP surface", () => {
+  it("answers a chat completion with OpenAI's object and a request id", async () => {
+    const { app } = makeApp();
+    const response = await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 5, temperature: 0.2 }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-request-id")).toBe("req_0001");
+    const body = chatCompletionSchema.parse(await response.json());
+    expect(body).toMatchObject({ id: "chatcmpl-0002", object: "chat.completion", created: 1_700_000_000, model, system_fingerprint: null });
+    expect(body.choices[0]).toMatchObject({ index: 0, finish_reason: "length", logprobs: null, message: { role: "assistant", refusal: null } });
+    expect(body.usage.completion_tokens).toBe(5);
+    expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + 5);
+  });
+
+  it("streams the exact SSE sequence the SDK expects", async () => {
+    const { app } = makeApp();
+    const response = await app.handle(post("/chat/completions", { model, messages, max_tokens: 4, stream: true, stream_options: { include_usage: true }, n: 2 }));
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const events = sseEvents(await response.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    for (const index of [0, 1]) {
+      const mine = chunks.filter((chunk) => chunk.choices[0]?.index === index);
+      expect(mine[0]?.choices[0]?.delta).toEqual({ role: "assistant", content: "", refusal: null });
+      expect(mine.slice(0, -1).every((chunk) => chunk.choices[0]?.finish_reason === null)).toBe(true);
+      expect(mine.at(-1)?.choices[0]).toEqual({ index, delta: {}, logprobs: null, finish_reason: "length" });
+    }
+    expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    // Two choices of four tokens; the prompt is billed once.
+    expect(last.usage?.completion_tokens).toBe(8);
+    expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
+  });
+
+  it("omits usage from chunks unless asked, as the hosted API does", async () => {
+    const { app } = makeApp();
+    const events = sseEvents(await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true }))).text());
+    const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown>);
+    expect(chunks.every((chunk) => !("usage" in chunk))).toBe(true);
+  });
+
+  it("answers legacy completions with one choice per prompt and echo", async () => {
+    const { app } = makeApp();
+    const response = await app.handle(post("/v1/completions", { model, prompt: ["One", "Two"], max_tokens: 3, echo: true }));
+    const body = textCompletionSchema.parse(await response.json());
+    expect(body.choices.map((choice) => [choice.index, choice.text.split(/(?<=^(?:One|Two))/)[0]])).toEqual([
+      [0, "One"],
+      [1, "Two"],
+    ]);
+    expect(body.usage?.completion_tokens).toBe(6);
+    const defaults = textCompletionSchema.parse(await (await app.handle(post("/v1/completions", { model, prompt: "Count" }))).json());
+    // The legacy endpoint's default max_tokens is 16.
+    expect(defaults.usage?.completion_tokens).toBeLessThanOrEqual(16);
+  });
+
+  it("maps every failure to its status, with OpenAI's error body", async () => {
+    const { app } = makeApp();
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model: "nope", messages })))).toMatchObject({
+      status: 404,
+      code: "model_not_found",
+      param: "model",
+      message: "The model `nope` does not exist or you do not have access to it.",
+    });
+    expect(await errorOf(await app.handle(new Request(`${baseUrl}/v1/models/nope`)))).toMatchObject({ status: 404, code: "model_not_found" });
+    expect(await errorOf(await app.handle(new Request(`${baseUrl}/v1/model/info`)))).toMatchObject({ status: 400, param: "model" });
+    expect(await errorOf(await app.handle(post("/v1/audio/speech", {})))).toMatchObject({ status: 404, code: "unknown_url" });
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, stream_options: { include_usage: true } })))).toMatchObject({
+      status: 400,
+      param: "stream_options",
+    });
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tool_choice: "required" })))).toMatchObject({ status: 400, param: "tool_choice" });
+    const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools, tool_choice: { type: "function", function: { name: "other" } } })))).toMatchObject({
+      status: 400,
+      param: "tool_choice.function.name",
+    });
+    // The deterministic engine does not call tools yet: a clear 400, never a silent drop.
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools })))).toMatchObject({ status: 400, code: "unsupported_request" });
+  });
+
+  it("refuses prompt plus max_tokens beyond the context window", async () => {
+    const { app } = makeApp();
+    const small = "gamma-7b-instruct-v0.3";
+    const over = await errorOf(await app.handle(post("/v1/chat/completions", { model: small, messages, max_tokens: 4093 })));
+    expect(over).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
+    expect(over.message).toMatch(/maximum context length is 4096 tokens/);
+    const long = "word ".repeat(5000);
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model: small, messages: [{ role: "user", content: long }] })))).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+    });
+    expect(await errorOf(await app.handle(post("/v1/completions", { model: small, prompt: long })))).toMatchObject({ status: 400, code: "context_length_exceeded", param: "prompt" });
+    // Within the window, a missing max_tokens becomes what the prompt leaves.
+    const engine = new ScriptedEngine(async function* () {
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 9, completionTokens: 0 } };
+    });
+    const scripted = makeApp({ engine });
+    await scripted.app.handle(post("/v1/chat/completions", { model: small, messages }));
+    expect(engine.seen[0]?.sampling.maxTokens).toBeGreaterThan(4000);
+    expect(engine.seen[0]?.sampling.maxTokens).toBeLessThan(4096);
+  });
+
+  it("passes sampling, stop, seed and JSON mode through to the engine", async () => {
+    const engine = new ScriptedEngine(async function* () {
+      yield { type: "text-delta", text: "{}" };
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 3, completionTokens: 1 } };
+    });
+    const { app } = makeApp({ engine });
+    await app.handle(
+      post("/v1/chat/completions", {
+        model,
+        messages: [{ role: "developer", content: "be json" }, ...messages],
+        temperature: 0,
+        top_p: 0.5,
+        max_tokens: 9,
+        stop: "END",
+        presence_penalty: 1,
+        frequency_penalty: -1,
+        seed: 42,
+        response_format: { type: "json_object" },
+      }),
+    );
+    expect(engine.seen[0]).toMatchObject({
+      input: { kind: "chat", messages: [{ role: "system", content: "be json" }, { role: "user", content: "Hello" }] },
+      sampling: { temperature: 0, topP: 0.5, maxTokens: 9, stop: ["END"], presencePenalty: 1, frequencyPenalty: -1, seed: 42 },
+      constraint: { kind: "json" },
+    });
+  });
+
+  it("turns unknown engine failures into 500 with the request id, before and after the first byte", async () => {
+    const before = makeApp({
+      engine: new ScriptedEngine(async function* () {
+        throw new RangeError("kernel fault");
+      }),
+    });
+    const error = await errorOf(await before.app.handle(post("/v1/chat/completions", { model, messages, stream: true })));
+    expect(error).toMatchObject({ status: 500, type: "server_error", code: "internal_error" });
+    expect(error.message).toContain(error.requestId);
+
+    const after = makeApp({
+      engine: new ScriptedEngine(async function* () {
+        yield { type: "text-delta", text: "partial" };
+        throw new RangeError("device lost");
+      }),
+    });
+    const response = await after.app.handle(post("/v1/chat/completions", { model, messages, stream: true }));
+    expect(response.status).toBe(200);
+    const events = sseEvents(await response.text());
+    const last = JSON.parse(events.at(-1)!) as { error: { type: string; message: string } };
+    expect(last.error.type).toBe("server_error");
+    expect(last.error.message).toContain("device lost");
+  });
+
+  it("maps engine refusals: device cannot run, load failure, context", async () => {
+    for (const [kind, status, code] of [
+      ["device", 503, "model_not_runnable"],
+      ["load_failed", 503, "model_load_failed"],
+      ["context_length", 400, "context_length_exceeded"],
+      ["unsupported", 400, "unsupported_request"],
+    ] as const) {
+      const { app } = makeApp({
+        engine: new ScriptedEngine(async function* () {
+          throw new EngineError(kind, "no");
+        }),
+      });
+      expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages })))).toMatchObject({ status, code });
+    }
+  });
+
+  it("queues requests for the one engine and answers 503 past the bound", async () => {
+    let releaseFirst!: () => void;
+    const gate = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const engine = new ScriptedEngine(async function* () {
+      await gate;
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 1, completionTokens: 0 } };
+    });
+    const { app } = makeApp({ engine, maxQueued: 1 });
+    const first = app.handle(post("/v1/chat/completions", { model, messages }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = app.handle(post("/v1/chat/completions", { model, messages }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const third = await app.handle(post("/v1/chat/completions", { model, messages }));
+    expect(await errorOf(third)).toMatchObject({ status: 503, code: "engine_busy" });
+    expect(third.headers.get("retry-after")).toBe("1");
+    releaseFirst();
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+  });
+
+  it("stops the engine when the client aborts or stops reading", async () => {
+    const aborted: boolean[] = [];
+    const engine = new ScriptedEngine(async function* (_request, signal) {
+      for (let index = 0; index < 1000 && !signal.aborted; index++) {
+        yield { type: "text-delta", text: "x" };
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      aborted.push(signal.aborted);
+      yield { type: "finish", reason: signal.aborted ? "abort" : "stop", usage: { promptTokens: 1, completionTokens: 1 } };
+    });
+    const { app } = makeApp({ engine });
+    const response = await app.handle(post("/v1/chat/completions", { model, messages, stream: true }));
+    const reader = response.body!.getReader();
+    await reader.read();
+    await reader.read();
+    await reader.cancel();
+    const controller = new AbortController();
+    const pending = app.handle(post("/v1/chat/completions", { model, messages }, { signal: controller.signal }));
+    setTimeout(() => controller.abort(), 20);
+    expect((await pending).status).toBe(200);
+    expect(aborted).toEqual([true, true]);
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import {
+  ApiError,
+  AuthenticationError,
+  BadRequestError,
+  errorResponse,
+  InternalServerError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServiceUnavailableError,
+  toApiError,
+} from "../../src/errors.js";
+import { errorBodySchema } from "../../src/wire/schemas.js";
+
+describe("errors", () => {
+  it("one class per status, each with OpenAI's type and code", () => {
+    const cases: [ApiError, number, string, string | null][] = [
+      [new BadRequestError("bad", { param: "model", code: "invalid_value" }), 400, "invalid_request_error", "invalid_value"],
+      [new AuthenticationError("no key"), 401, "invalid_request_error", "invalid_api_key"],
+      [new PermissionDeniedError("insufficient balance"), 403, "insufficient_quota", "insufficient_quota"],
+      [new NotFoundError("missing", { code: "model_not_found", param: "model" }), 404, "invalid_request_error", "model_not_found"],
+      [new RateLimitError("slow down", 1.2), 429, "rate_limit_exceeded", "rate_limit_exceeded"],
+      [new InternalServerError("boom"), 500, "server_error", "internal_error"],
+      [new ServiceUnavailableError("busy"), 503, "service_unavailable", "service_unavailable"],
+    ];
+    for (const [error, status, type, code] of cases) {
+      expect(error).toBeInstanceOf(ApiError);
+      expect([error.status, error.type, error.code]).toEqual([status, type, code]);
+      expect(errorBodySchema.parse(error.toJSON()).error.message).toBe(error.message);
+    }
+  });
+
+  it("serialises in one place, with the headers the failure implies", async () => {
+    const response = errorResponse(new RateLimitError("Rate limit reached", 1.2), { "x-extra": "1" });
+    expect(response.status).toBe(429);
+    expect(response.headers.get("retry-after")).toBe("2");
+    expect(response.headers.get("x-extra")).toBe("1");
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(await response.json()).toEqual({ error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded", param: null } });
+  });
+
+  it("turns unknown failures into 500s that name the request id, never 400", () => {
+    const error = toApiError(new TypeError("x is undefined"), "req_123");
+    expect(error.status).toBe(500);
+    expect(error.message).toContain("req_123");
+    expect(error.message).toContain("TypeError: x is undefined");
+    expect(toApiError("a string", "req_9").status).toBe(500);
+    const known = new BadRequestError("known");
+    expect(toApiError(known, "req_1")).toBe(known);
+  });
+});

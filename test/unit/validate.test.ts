@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { BadRequestError } from "../../src/errors.js";
+import { formatParam, parseWith, readJson } from "../../src/http/validate.js";
+import { chatCompletionRequestSchema, completionRequestSchema } from "../../src/wire/schemas.js";
+
+function failure(schema: Parameters<typeof parseWith>[0], input: unknown): BadRequestError {
+  try {
+    parseWith(schema, input);
+  } catch (error) {
+    if (error instanceof BadRequestError) return error;
+    throw error;
+  }
+  throw new Error("expected a 400");
+}
+
+const user = [{ role: "user", content: "hi" }];
+
+describe("request schemas", () => {
+  it("accept a full chat request", () => {
+    const request = parseWith(chatCompletionRequestSchema, {
+      model: "m",
+      messages: [
+        { role: "system", content: "s" },
+        { role: "user", content: [{ type: "text", text: "u" }], name: "ann" },
+        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] },
+        { role: "tool", content: "42", tool_call_id: "call_1" },
+      ],
+      temperature: 0,
+      top_p: 1,
+      max_tokens: 5,
+      stream: true,
+      stream_options: { include_usage: true },
+      stop: ["a", "b"],
+      presence_penalty: -2,
+      frequency_penalty: 2,
+      seed: 1,
+      n: 2,
+      response_format: { type: "json_schema", json_schema: { name: "answer", schema: { type: "object" }, strict: true } },
+      tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+      tool_choice: { type: "function", function: { name: "f" } },
+      parallel_tool_calls: false,
+    });
+    expect(request.messages).toHaveLength(4);
+  });
+
+  it("name the offending field the way OpenAI does", () => {
+    const cases: [unknown, string, string][] = [
+      [{ messages: user }, "model", "missing_required_parameter"],
+      [{ model: "m" }, "messages", "missing_required_parameter"],
+      [{ model: "m", messages: [] }, "messages", "invalid_value"],
+      [{ model: 3, messages: user }, "model", "invalid_type"],
+      [{ model: "m", messages: user, temperature: 2.5 }, "temperature", "invalid_value"],
+      [{ model: "m", messages: user, temperature: -0.1 }, "temperature", "invalid_value"],
+      [{ model: "m", messages: user, top_p: 1.01 }, "top_p", "invalid_value"],
+      [{ model: "m", messages: user, presence_penalty: 3 }, "presence_penalty", "invalid_value"],
+      [{ model: "m", messages: user, max_tokens: 0 }, "max_tokens", "invalid_value"],
+      [{ model: "m", messages: user, n: 0 }, "n", "invalid_value"],
+      [{ model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] }, "stop", "invalid_value"],
+      [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content", "missing_required_parameter"],
+      [{ model: "m", messages: [{ role: "robot", content: "x" }] }, "messages[0].role", "invalid_value"],
+      [{ model: "m", messages: [{ role: "tool", content: "x" }] }, "messages[0].tool_call_id", "missing_required_parameter"],
+      [{ model: "m", messages: user, logprobs: true }, "logprobs", "invalid_value"],
+      [{ model: "m", messages: user, frobnicate: 1 }, "frobnicate", "unknown_parameter"],
+      [{ model: "m", messages: user, stream_options: { include_usage: true, extra: 1 } }, "stream_options.extra", "unknown_parameter"],
+      [{ model: "m", messages: user, tools: [{ type: "function", function: { name: "bad name!" } }] }, "tools[0].function.name", "invalid_value"],
+      [{ model: "m", messages: user, response_format: { type: "xml" } }, "response_format.type", "invalid_value"],
+    ];
+    for (const [input, param, code] of cases) {
+      const error = failure(chatCompletionRequestSchema, input);
+      expect({ input, param: error.param, code: error.code, status: error.status, type: error.type }).toEqual({
+        input,
+        param,
+        code,
+        status: 400,
+        type: "invalid_request_error",
+      });
+    }
+  });
+
+  it("validate the legacy completions request", () => {
+    expect(parseWith(completionRequestSchema, { model: "m", prompt: ["a", "b"] }).prompt).toEqual(["a", "b"]);
+    expect(failure(completionRequestSchema, { model: "m" }).param).toBe("prompt");
+    expect(failure(completionRequestSchema, { model: "m", prompt: [] }).param).toBe("prompt");
+    expect(failure(completionRequestSchema, { model: "m", prompt: "x", suffix: "y" }).param).toBe("suffix");
+  });
+
+  it("formats nested params", () => {
+    expect(formatParam(["messages", 3, "tool_calls", 0, "id"])).toBe("messages[3].tool_calls[0].id");
+  });
+
+  it("refuses malformed and empty JSON bodies with 400", async () => {
+    const body = (text: string) => new Request("https://x.example/", { method: "POST", body: text });
+    await expect(readJson(body("{oops"))).rejects.toMatchObject({ status: 400, code: "invalid_json" });
+    await expect(readJson(body(""))).rejects.toMatchObject({ status: 400, code: "invalid_json" });
+    await expect(readJson(body('{"a":1}'))).resolves.toEqual({ a: 1 });
+  });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/unit/**/*.test.ts"],
+    environment: "node",
+    globalSetup: ["test/unit/global-setup.ts"],
+    testTimeout: 20_000,
+    reporters: ["default", "json"],
+    outputFile: { json: ".cache/reports/unit.json" },
+  },
+});
