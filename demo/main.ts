@@ -3,7 +3,7 @@
  * set to the worker's /v1, the way any app would.
  */
 import OpenAI from "openai";
-import { startInference } from "../src/index.js";
+import { startInference, type InferenceHandle } from "../src/index.js";
 
 type Message = { role: "user" | "assistant"; content: string };
 
@@ -44,17 +44,35 @@ function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The demo's own account and key. A key's secret is shown once, so the demo keeps it, the way
+ * a person would keep a key they copied; it makes a new one if the stored key is gone.
+ */
+async function demoKey(admin: InferenceHandle["admin"]): Promise<string> {
+  const stored = localStorage.getItem("webgpu-inference-demo-key");
+  const keyId = localStorage.getItem("webgpu-inference-demo-key-id");
+  const keys = await admin.listKeys();
+  if (stored && keys.some((key) => key.id === keyId && key.status === "active")) return stored;
+  const account = await admin.createAccount({ name: "Demo", creditUsd: 1 });
+  const created = await admin.createKey({ accountId: account.id, name: "demo" });
+  localStorage.setItem("webgpu-inference-demo-key", created.key);
+  localStorage.setItem("webgpu-inference-demo-key-id", created.id);
+  return created.key;
+}
+
 async function start(engine: "webllm" | "deterministic"): Promise<void> {
   say(`Starting the ${engine === "webllm" ? "WebLLM" : "deterministic"} engine…`);
   const handle = await startInference({ engine });
-  client = new OpenAI({ baseURL: handle.baseURL, apiKey: "sk-local-demo", dangerouslyAllowBrowser: true, maxRetries: 0 });
+  client = new OpenAI({ baseURL: handle.baseURL, apiKey: await demoKey(handle.admin), dangerouslyAllowBrowser: true, maxRetries: 0 });
   const models = await client.models.list();
   const previous = modelSelect.value;
   modelSelect.replaceChildren(...models.data.map((model) => new Option(model.id, model.id)));
   if (previous) modelSelect.value = previous;
   await Promise.all(
     models.data.map(async (model) => {
-      const info = (await fetch(`${handle.baseURL}/model/info?model=${encodeURIComponent(model.id)}`).then((response) => response.json())) as {
+      const info = (await fetch(`${handle.baseURL}/model/info?model=${encodeURIComponent(model.id)}`, { headers: { authorization: `Bearer ${client?.apiKey}` } }).then((response) =>
+        response.json(),
+      )) as {
         pricing: { input_per_1m_tokens: number; output_per_1m_tokens: number };
         runnable: { ok: boolean; reason: string | null };
       };

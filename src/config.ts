@@ -21,6 +21,11 @@ export const inferenceConfigSchema = z.strictObject({
   /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */
   baseUrl: z.string().url(),
   engine: z.enum(["webllm", "deterministic"]).default("webllm"),
+  /**
+   * Where the engine runs: in the worker, in a host page (for browsers without WebGPU in
+   * service workers), or `auto`: the worker when it has WebGPU, else a host page.
+   */
+  engineHost: z.enum(["auto", "worker", "page"]).default("auto"),
   /** Catalogue overrides (by id) and additions. */
   models: z.array(modelEntrySchema.partial().extend({ id: z.string().min(1) })).default([]),
   artifacts: z
@@ -30,6 +35,10 @@ export const inferenceConfigSchema = z.strictObject({
       tokenizerBaseUrl: z.string().url().optional(),
     })
     .default({}),
+  /** Default per-key limits, per minute; each key may set its own. */
+  limits: z.strictObject({ rpm: z.number().int().min(1).default(60), tpm: z.number().int().min(1).default(150_000) }).default({ rpm: 60, tpm: 150_000 }),
+  /** The IndexedDB database that holds keys, balances and the ledger. */
+  databaseName: z.string().min(1).default("webgpu-inference-policy"),
   /** Requests that may wait for the engine; one more gets 503. */
   maxQueued: z.number().int().min(0).default(32),
   /** Deterministic engine only: pause between tokens. */

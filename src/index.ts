@@ -4,7 +4,14 @@
  * `fetch` to the base URL is answered on this device.
  */
 import { Workbox } from "workbox-window";
-import { assertSecureUrl, scriptUrlWithConfig, type InferenceConfig } from "./config.js";
+import { assertSecureUrl, resolveConfig, scriptUrlWithConfig, type InferenceConfig } from "./config.js";
+import { createEngine } from "./engine/factory.js";
+import { hostEngine } from "./engine/page-hosted.js";
+import type { LoadProgress } from "./engine/types.js";
+import type { WebLlmModule } from "./engine/webllm.js";
+import { Admin } from "./policy/admin.js";
+import { openPolicyStore } from "./policy/store.js";
+import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
   /** The worker script: `dist/inference-sw.js` served by the app, or the app's own worker. Default `/inference-sw.js`. */
@@ -15,6 +22,12 @@ export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> 
   baseUrl?: string;
   /** How long to wait for the worker to take control, in ms. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * Host the engine in this page, for browsers without WebGPU in service workers (used when
+   * `engineHost` is `page`, or `auto` and the worker has no WebGPU). For `webllm`, pass the
+   * module: `{ webllm: await import('@mlc-ai/web-llm') }`. The page must stay open to serve.
+   */
+  pageEngine?: { webllm?: WebLlmModule; onProgress?: (modelId: string, progress: LoadProgress) => void };
 }
 
 export interface InferenceHandle {
@@ -24,6 +37,8 @@ export interface InferenceHandle {
   baseURL: string;
   registration: ServiceWorkerRegistration;
   workbox: Workbox;
+  /** Accounts, credits, keys, limits and the ledger, on the database the worker uses. */
+  admin: Admin;
   /** Unregisters the worker; the API stops answering once the page reloads. */
   stop(): Promise<boolean>;
 }
@@ -54,7 +69,7 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     );
   }
   if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
-  const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, ...rest } = options;
+  const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, pageEngine, ...rest } = options;
   const baseUrl = new URL(requestedBase ?? "/openai", location.href).href.replace(/\/+$/, "");
   assertSecureUrl(baseUrl);
   const config: InferenceConfig = { ...rest, baseUrl };
@@ -63,17 +78,31 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
   const workbox = new Workbox(scriptUrl, { scope, type: "module" });
   const registration = await workbox.register({ immediate: true });
   if (!registration) throw new Error("webgpu-inference: the service worker could not be registered.");
+  const resolved = resolveConfig(config);
+  let stopHosting = () => {};
+  if (pageEngine) {
+    const tokenizers = new Tokenizers(fetchTokenizerSource(resolved.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
+    // Listening before the worker takes control, so its first call is not missed.
+    stopHosting = hostEngine(createEngine({ config: resolved, tokenizers, webllm: pageEngine.webllm, onProgress: pageEngine.onProgress }));
+  }
   await waitForControl(scriptUrl, timeoutMs);
   return {
     baseUrl,
     baseURL: `${baseUrl}/v1`,
     registration,
     workbox,
-    stop: () => registration.unregister(),
+    admin: new Admin({ database: openPolicyStore(resolved.databaseName), defaults: resolved.limits }),
+    stop: () => {
+      stopHosting();
+      return registration.unregister();
+    },
   };
 }
 
 export { assertSecureUrl } from "./config.js";
 export type { InferenceConfig } from "./config.js";
 export { ApiError } from "./errors.js";
+export type { Admin } from "./policy/admin.js";
+export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
+export type { LedgerEntry } from "./policy/store.js";
 export { seedCatalogue, type ModelEntry, type ModelEntryInput, type MlcBuild } from "./catalogue.js";

@@ -5,12 +5,16 @@
  */
 import { Catalogue } from "./catalogue.js";
 import { resolveConfig, type InferenceConfig } from "./config.js";
-import { DeterministicEngine } from "./engine/deterministic.js";
+import { createEngine } from "./engine/factory.js";
+import { hostAnnouncement, PageHostedEngine } from "./engine/page-hosted.js";
 import { Scheduler } from "./engine/scheduler.js";
 import type { Engine, LoadProgress } from "./engine/types.js";
-import { WebLlmEngine, type WebLlmModule } from "./engine/webllm.js";
+import type { WebLlmModule } from "./engine/webllm.js";
 import { InferenceApp } from "./http/app.js";
 import { randomId } from "./http/dependencies.js";
+import { Admin } from "./policy/admin.js";
+import { Policy } from "./policy/policy.js";
+import { openPolicyStore } from "./policy/store.js";
 import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
 
 export interface InstallOptions extends InferenceConfig {
@@ -24,45 +28,69 @@ export interface InstalledInference {
   app: InferenceApp;
   engine: Engine;
   catalogue: Catalogue;
+  policy: Policy;
+}
+
+export interface Environment {
+  scriptUrl: string;
+  /** Whether this global scope has WebGPU (`navigator.gpu`). */
+  webgpu: boolean;
+  /** Window clients, for a page-hosted engine. */
+  clients?: Clients;
 }
 
 /** Builds the app without touching any global: usable from a worker, a page or a test. */
-export function createInference(options: InstallOptions, scriptUrl: string): InstalledInference {
+export function createInference(options: InstallOptions, environment: Environment): InstalledInference {
   const { webllm, onProgress, ...json } = options;
   const config = resolveConfig(json);
   const catalogue = Catalogue.create(config.models);
-  const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
+  const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", environment.scriptUrl).href));
+  const inPage = config.engineHost === "page" || (config.engineHost === "auto" && config.engine === "webllm" && !environment.webgpu);
   let engine: Engine;
-  if (config.engine === "webllm") {
-    if (!webllm) throw new Error("webgpu-inference: engine 'webllm' needs the web-llm module: installInference(self, { webllm, ... }).");
-    engine = new WebLlmEngine({
-      webllm,
-      ...(config.artifacts.modelBaseUrl ? { modelBaseUrl: config.artifacts.modelBaseUrl } : {}),
-      ...(config.artifacts.modelLibBaseUrl ? { modelLibBaseUrl: config.artifacts.modelLibBaseUrl } : {}),
-      ...(onProgress ? { onProgress } : {}),
-    });
+  if (inPage) {
+    if (!environment.clients) throw new Error("webgpu-inference: a page-hosted engine needs the worker's clients.");
+    engine = new PageHostedEngine({ clients: environment.clients, name: `${config.engine} (page-hosted)` });
   } else {
-    engine = new DeterministicEngine({ tokenizers, ...(config.tokenDelayMs !== undefined ? { tokenDelayMs: config.tokenDelayMs } : {}) });
+    engine = createEngine({ config, tokenizers, webllm, onProgress });
   }
+  const clock = () => Date.now();
+  const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_") });
   const app = new InferenceApp(config.baseUrl, {
     catalogue,
     engine,
     scheduler: new Scheduler({ maxQueued: config.maxQueued }),
     tokenizers,
-    clock: () => Date.now(),
+    policy,
+    // Reservations a killed worker left open are released before this one admits anything.
+    ready: policy.releaseOrphans(),
+    clock,
     newId: randomId,
   });
-  return { app, engine, catalogue };
+  return { app, engine, catalogue, policy };
 }
 
 /** Answers every fetch under the base URL from this worker; other fetches are left alone. */
 export function installInference(scope: ServiceWorkerGlobalScope, options: InstallOptions): InstalledInference {
-  const installed = createInference(options, scope.location.href);
+  const installed = createInference(options, { scriptUrl: scope.location.href, webgpu: "gpu" in scope.navigator, clients: scope.clients });
   scope.addEventListener("fetch", (event) => {
     if (installed.app.handles(new URL(event.request.url))) event.respondWith(installed.app.handle(event.request));
   });
+  const { engine } = installed;
+  if (engine instanceof PageHostedEngine) {
+    scope.addEventListener("message", (event) => {
+      const source = event.source;
+      if ((event.data as { type?: string } | null)?.type === hostAnnouncement && source && "id" in source) engine.addHost(source.id);
+    });
+  }
   return installed;
 }
 
+/** The admin API on the worker's own database, for apps that manage keys from their worker. */
+export function createAdmin(options: Pick<InferenceConfig, "limits" | "databaseName"> = {}): Admin {
+  const config = resolveConfig({ baseUrl: "https://localhost/", ...options });
+  return new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits });
+}
+
 export { configFromScriptUrl } from "./config.js";
+export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
 export type { InferenceConfig } from "./config.js";

@@ -8,7 +8,8 @@ import { chatRoute } from "./chat.js";
 import { completionsRoute } from "./completions.js";
 import type { HttpDependencies } from "./dependencies.js";
 import { modelRoutes } from "./models.js";
-import { Router } from "./router.js";
+import { rateLimitHeaders } from "../policy/policy.js";
+import { Router, type RouteContext } from "./router.js";
 
 export class InferenceApp {
   readonly #router: Router;
@@ -24,20 +25,37 @@ export class InferenceApp {
     return this.#router.relativePath(url) !== null;
   }
 
+  /**
+   * Authenticates every request (401 before anything else, even for an unknown URL), counts it
+   * against the key's limits, and puts the key's `X-RateLimit-*` headers on every response,
+   * errors included, once the key is known.
+   */
   async handle(request: Request): Promise<Response> {
-    const requestId = this.#dependencies.newId("req_");
+    const { policy, ready, clock, newId } = this.#dependencies;
+    const requestId = newId("req_");
     const url = new URL(request.url);
+    const receivedAt = clock();
+    let context: RouteContext | undefined;
     let response: Response;
     try {
+      await ready;
+      const key = await policy.authenticate(request.headers.get("authorization"));
       const found = this.#router.match(request.method, url);
+      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, key, rate: null };
       if (!found.route) {
+        context.rate = await policy.countRequest(key.id);
         throw new NotFoundError(`Invalid URL (${request.method} ${url.pathname})`, { code: "unknown_url" });
       }
-      response = await found.route.handler({ request, url, params: found.params, requestId });
+      if (!found.route.generates) context.rate = await policy.countRequest(key.id);
+      response = await found.route.handler(context);
     } catch (error) {
       const apiError = toApiError(error, requestId);
       if (apiError.status === 500) console.error(`[webgpu-inference] ${requestId}`, error);
       response = errorResponse(apiError);
+    }
+    if (context) {
+      const rate = context.rate ?? (await policy.state(context.key.id).catch(() => null));
+      if (rate) for (const [name, value] of Object.entries(rateLimitHeaders(rate))) response.headers.set(name, value);
     }
     response.headers.set("x-request-id", requestId);
     return response;

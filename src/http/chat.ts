@@ -152,6 +152,7 @@ export function abortWith(request: Request): AbortController {
 export function chatRoute(dependencies: HttpDependencies): Route {
   return {
     method: "POST",
+    generates: true,
     path: /^\/chat\/completions\/?$/,
     handler: async (context) => {
       const request = parseWith(chatCompletionRequestSchema, await readJson(context.request));
@@ -170,8 +171,8 @@ export function chatRoute(dependencies: HttpDependencies): Route {
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(
-        dependencies.engine,
-        dependencies.scheduler,
+        dependencies,
+        context,
         {
           model,
           prompts: [{ input: { kind: "chat", messages }, promptTokens }],

@@ -47,6 +47,7 @@ async function complete(generation: Generation, base: Base, choiceCount: number,
 export function completionsRoute(dependencies: HttpDependencies): Route {
   return {
     method: "POST",
+    generates: true,
     path: /^\/completions\/?$/,
     handler: async (context) => {
       const request = parseWith(completionRequestSchema, await readJson(context.request));
@@ -64,8 +65,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(
-        dependencies.engine,
-        dependencies.scheduler,
+        dependencies,
+        context,
         {
           model,
           prompts: counted,

@@ -2,6 +2,7 @@ import type { Catalogue, ModelEntry } from "../catalogue.js";
 import type { Engine } from "../engine/types.js";
 import type { Scheduler } from "../engine/scheduler.js";
 import { NotFoundError } from "../errors.js";
+import type { Policy } from "../policy/policy.js";
 import type { Tokenizers } from "../tokenizer.js";
 
 /** Everything the route handlers use, wired once in the worker entry. */
@@ -10,6 +11,10 @@ export interface HttpDependencies {
   engine: Engine;
   scheduler: Scheduler;
   tokenizers: Tokenizers;
+  /** Keys, limits, reservations and the ledger. */
+  policy: Policy;
+  /** Settles when the policy is ready to admit (orphaned reservations released). */
+  ready: Promise<unknown>;
   /** Milliseconds since the epoch. */
   clock: () => number;
   /** A fresh id with the given prefix, e.g. `chatcmpl-…`. */

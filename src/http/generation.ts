@@ -6,8 +6,9 @@
 import type { ModelEntry } from "../catalogue.js";
 import { BadRequestError, ServiceUnavailableError, type ApiError } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
-import type { Scheduler } from "../engine/scheduler.js";
-import type { Engine, FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
+import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
+import type { HttpDependencies } from "./dependencies.js";
+import type { RouteContext } from "./router.js";
 
 export interface GenerationPlan {
   model: ModelEntry;
@@ -77,21 +78,50 @@ export interface Generation {
   usage(): UsageTotals;
 }
 
+/** Prompt tokens plus the most the plan may generate: what is admitted against limits and reserved. */
+function admittedTokens(plan: GenerationPlan): { promptTokens: number; maxCompletionTokens: number } {
+  return {
+    promptTokens: plan.prompts.reduce((sum, prompt) => sum + prompt.promptTokens, 0),
+    maxCompletionTokens: plan.prompts.length * plan.choicesPerPrompt * plan.sampling.maxTokens,
+  };
+}
+
 /**
- * Runs the plan on the engine, holding the engine until the last part or until the caller
- * stops iterating. Waiting for a turn happens here, before any byte is sent, so a full queue
- * is a 503 and not a broken stream.
+ * Admits the request (limits and reservation), then runs the plan on the engine, holding the
+ * engine until the last part or until the caller stops iterating, and settles when it ends:
+ * `completed`, `aborted` (the client left; the tokens produced are charged) or `failed` (charged
+ * nothing). Waiting for a turn happens before any byte is sent, so a full queue is a 503 and
+ * not a broken stream.
  */
-export async function startGeneration(engine: Engine, scheduler: Scheduler, plan: GenerationPlan, signal: AbortSignal): Promise<Generation> {
+export async function startGeneration(dependencies: HttpDependencies, context: RouteContext, plan: GenerationPlan, signal: AbortSignal): Promise<Generation> {
+  const { engine, scheduler, policy, clock } = dependencies;
+  const admission = await policy.admit({
+    keyId: context.key.id,
+    requestId: context.requestId,
+    model: plan.model.id,
+    price: plan.model.price,
+    ...admittedTokens(plan),
+  });
+  context.rate = admission.rate;
+  const totals: UsageTotals = { promptTokens: 0, completionTokens: 0 };
+  let firstTokenAt: number | undefined;
+  const settle = (status: "completed" | "aborted" | "failed") =>
+    policy.settle(admission, {
+      ...totals,
+      status,
+      timings: { receivedAt: context.receivedAt, ...(firstTokenAt !== undefined ? { firstTokenAt } : {}), finishedAt: clock() },
+    });
+
   let release: () => void;
   try {
     release = await scheduler.acquire(signal);
   } catch (error) {
+    await settle(signal.aborted ? "aborted" : "failed");
     throw error instanceof EngineError ? engineErrorToApi(error) : error;
   }
-  const totals: UsageTotals = { promptTokens: 0, completionTokens: 0 };
 
   async function* run(): AsyncGenerator<ChoicePart> {
+    let status: "completed" | "aborted" | "failed" = "completed";
     try {
       let choice = 0;
       for (const prompt of plan.prompts) {
@@ -109,16 +139,19 @@ export async function startGeneration(engine: Engine, scheduler: Scheduler, plan
               // The prompt is billed once however many choices it has, as the hosted API does.
               if (copy === 0) totals.promptTokens += part.usage.promptTokens ?? prompt.promptTokens;
               totals.completionTokens += part.usage.completionTokens;
-            }
+            } else firstTokenAt ??= clock();
             yield { choice, part };
           }
           if (signal.aborted) return;
         }
       }
     } catch (error) {
+      status = "failed";
       throw error instanceof EngineError ? engineErrorToApi(error) : error;
     } finally {
+      if (status === "completed" && signal.aborted) status = "aborted";
       release();
+      await settle(status);
     }
   }
 

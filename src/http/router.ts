@@ -2,15 +2,26 @@
  * Routes in the manner of workbox: each is a (match, handler) pair. Paths are matched after
  * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route.
  */
+import type { RateLimitState } from "../policy/policy.js";
+import type { KeyRecord } from "../policy/store.js";
+
 export interface RouteContext {
   request: Request;
   url: URL;
   params: Record<string, string>;
   requestId: string;
+  /** Epoch ms at which the request arrived. */
+  receivedAt: number;
+  /** The authenticated key; every route runs after authentication. */
+  key: KeyRecord;
+  /** The key's rate-limit window after this request was counted; set by whoever counts it. */
+  rate: RateLimitState | null;
 }
 
 export interface Route {
   method: "GET" | "POST";
+  /** Generating routes count the request themselves, with its tokens, when they admit it. */
+  generates?: boolean;
   /** Matched against the path below the base URL with any `/v1` prefix removed. */
   path: RegExp;
   handler: (context: RouteContext) => Promise<Response>;

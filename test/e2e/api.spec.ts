@@ -22,8 +22,9 @@ test("models, one model and model info, with and without the /v1 prefix", async 
     const list = await client.models.list();
     const one = await client.models.retrieve("gamma-7b-instruct-v0.3");
     const base = window.harness.baseURL.replace(/\/v1$/, "");
-    const bare = await fetch(`${base}/models`).then((response) => response.json());
-    const info = await fetch(`${base}/v1/model/info?model=beta-2-9b-it`);
+    const authorization = `Bearer ${window.harness.key}`;
+    const bare = await fetch(`${base}/models`, { headers: { authorization } }).then((response) => response.json());
+    const info = await fetch(`${base}/v1/model/info?model=beta-2-9b-it`, { headers: { authorization } });
     return { list: list.data, one, bare, info: await info.json(), requestId: info.headers.get("x-request-id") };
   });
   expect(result.list.map((entry) => entry.id)).toEqual(["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]);
@@ -63,10 +64,8 @@ test("chat completion, non-streaming: shape, usage and determinism", async ({ pa
 test("chat completion, streaming: role first, null finish until the end, usage chunk, [DONE]", async ({ page }) => {
   await openHarness(page);
   const result = await page.evaluate(async (modelId) => {
-    const base = window.harness.baseURL;
-    const response = await fetch(`${base}/chat/completions`, {
+    const response = await window.harness.fetch("/chat/completions", {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: "Bearer sk-test" },
       body: JSON.stringify({ model: modelId, messages: [{ role: "user", content: "Stream please." }], stream: true, stream_options: { include_usage: true }, max_tokens: 12 }),
     });
     const raw = await response.text();
@@ -118,9 +117,8 @@ test("legacy completions: one choice per prompt, stop sequences, streaming", asy
 test("every error has OpenAI's body, the right status and a request id", async ({ page }) => {
   await openHarness(page);
   const results = await page.evaluate(async (modelId) => {
-    const base = window.harness.baseURL;
     const call = async (path: string, init: RequestInit = {}) => {
-      const response = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer sk-test" }, ...init });
+      const response = await window.harness.fetch(path.startsWith("/v1/") ? path.slice(3) : path, { method: "POST", ...init });
       return { status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") };
     };
     const body = (value: unknown) => ({ body: JSON.stringify(value) });
@@ -144,7 +142,7 @@ test("every error has OpenAI's body, the right status and a request id", async (
       context: await call("/chat/completions", body({ model: "gamma-7b-instruct-v0.3", messages: user, max_tokens: 5000 })),
       orphanTool: await call("/chat/completions", body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] })),
       badUrl: await call("/v1/embeddings", body({})),
-      wrongMethod: await fetch(`${base}/chat/completions`).then(async (response) => ({ status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") })),
+      wrongMethod: await window.harness.fetch("/chat/completions").then(async (response) => ({ status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") })),
       completionsMissing: await call("/completions", body({ model: modelId })),
     };
   }, model);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromiumArgs } from "../../playwright.config.js";
 import type { StartInferenceOptions } from "../../src/index.js";
+import type { AccountSetup } from "./fixtures/main.js";
 
 export const origin = () => {
   const value = process.env.E2E_ORIGIN;
@@ -38,14 +39,18 @@ export const test = base.extend({
 });
 
 /** Opens the harness page and starts the ready-made worker with `options`. */
-export async function openHarness(page: Page, options: StartInferenceOptions = { engine: "deterministic" }): Promise<string> {
+export async function openHarness(
+  page: Page,
+  options: StartInferenceOptions = { engine: "deterministic" },
+  account: AccountSetup | null = {},
+): Promise<{ baseURL: string; key: string; accountId: string; keyId: string }> {
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
   await page.goto(`${origin()}/index.html`);
   await expect(page.locator("#status")).toHaveText("ready");
-  const { baseURL } = await page.evaluate((startOptions) => window.harness.start(startOptions), options);
+  const started = await page.evaluate(([startOptions, setup]) => window.harness.start(startOptions, setup), [options, account] as const);
   expect(errors).toEqual([]);
-  return baseURL;
+  return started;
 }
 
 export { expect };

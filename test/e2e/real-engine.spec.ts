@@ -77,7 +77,7 @@ const messages = [{ role: "user" as const, content: "Hello there, how are you to
 
 test("model info sees WebGPU and the f32 build before loading", async () => {
   const info = await page.evaluate(async (id) => {
-    const response = await fetch(`${window.harness.baseURL}/model/info?model=${encodeURIComponent(id)}`);
+    const response = await window.harness.fetch(`/model/info?model=${encodeURIComponent(id)}`);
     return response.json();
   }, modelId);
   const parsed = modelInfoSchema.parse(info);
@@ -101,7 +101,7 @@ test("a non-streaming chat completion on the real engine: shape and real token c
   expect(parsed.usage.prompt_tokens).toBe(expectedPrompt);
   expect(parsed.usage.total_tokens).toBe(expectedPrompt + 2);
   nonStreamingText = parsed.choices[0]?.message.content ?? "";
-  const info = await page.evaluate(async (id) => (await fetch(`${window.harness.baseURL}/model/info?model=${id}`)).json(), modelId);
+  const info = await page.evaluate(async (id) => (await window.harness.fetch(`/model/info?model=${id}`)).json(), modelId);
   expect(info).toMatchObject({ loaded: true, downloaded: true });
 });
 

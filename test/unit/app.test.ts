@@ -3,7 +3,7 @@ import type { DeviceFeatures, ModelEntry } from "../../src/catalogue.js";
 import { EngineError } from "../../src/engine/errors.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
-import { baseUrl, makeApp, post, sseEvents } from "./support.js";
+import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
@@ -32,7 +32,7 @@ async function errorOf(response: Response) {
 
 describe("HTTP surface", () => {
   it("answers a chat completion with OpenAI's object and a request id", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     const response = await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 5, temperature: 0.2 }));
     expect(response.status).toBe(200);
     expect(response.headers.get("x-request-id")).toBe("req_0001");
@@ -44,7 +44,7 @@ describe("HTTP surface", () => {
   });
 
   it("streams the exact SSE sequence the SDK expects", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     const response = await app.handle(post("/chat/completions", { model, messages, max_tokens: 4, stream: true, stream_options: { include_usage: true }, n: 2 }));
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = sseEvents(await response.text());
@@ -65,14 +65,14 @@ describe("HTTP surface", () => {
   });
 
   it("omits usage from chunks unless asked, as the hosted API does", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     const events = sseEvents(await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true }))).text());
     const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown>);
     expect(chunks.every((chunk) => !("usage" in chunk))).toBe(true);
   });
 
   it("answers legacy completions with one choice per prompt and echo", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     const response = await app.handle(post("/v1/completions", { model, prompt: ["One", "Two"], max_tokens: 3, echo: true }));
     const body = textCompletionSchema.parse(await response.json());
     expect(body.choices.map((choice) => [choice.index, choice.text.split(/(?<=^(?:One|Two))/)[0]])).toEqual([
@@ -86,15 +86,15 @@ describe("HTTP surface", () => {
   });
 
   it("maps every failure to its status, with OpenAI's error body", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     expect(await errorOf(await app.handle(post("/v1/chat/completions", { model: "nope", messages })))).toMatchObject({
       status: 404,
       code: "model_not_found",
       param: "model",
       message: "The model `nope` does not exist or you do not have access to it.",
     });
-    expect(await errorOf(await app.handle(new Request(`${baseUrl}/v1/models/nope`)))).toMatchObject({ status: 404, code: "model_not_found" });
-    expect(await errorOf(await app.handle(new Request(`${baseUrl}/v1/model/info`)))).toMatchObject({ status: 400, param: "model" });
+    expect(await errorOf(await app.handle(get("/v1/models/nope")))).toMatchObject({ status: 404, code: "model_not_found" });
+    expect(await errorOf(await app.handle(get("/v1/model/info")))).toMatchObject({ status: 400, param: "model" });
     expect(await errorOf(await app.handle(post("/v1/audio/speech", {})))).toMatchObject({ status: 404, code: "unknown_url" });
     expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, stream_options: { include_usage: true } })))).toMatchObject({
       status: 400,
@@ -111,7 +111,7 @@ describe("HTTP surface", () => {
   });
 
   it("refuses prompt plus max_tokens beyond the context window", async () => {
-    const { app } = makeApp();
+    const { app, post, get } = await makeApp();
     const small = "gamma-7b-instruct-v0.3";
     const over = await errorOf(await app.handle(post("/v1/chat/completions", { model: small, messages, max_tokens: 4093 })));
     expect(over).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
@@ -126,8 +126,8 @@ describe("HTTP surface", () => {
     const engine = new ScriptedEngine(async function* () {
       yield { type: "finish", reason: "stop", usage: { promptTokens: 9, completionTokens: 0 } };
     });
-    const scripted = makeApp({ engine });
-    await scripted.app.handle(post("/v1/chat/completions", { model: small, messages }));
+    const scripted = await makeApp({ engine });
+    await scripted.app.handle(scripted.post("/v1/chat/completions", { model: small, messages }));
     expect(engine.seen[0]?.sampling.maxTokens).toBeGreaterThan(4000);
     expect(engine.seen[0]?.sampling.maxTokens).toBeLessThan(4096);
   });
@@ -137,7 +137,7 @@ describe("HTTP surface", () => {
       yield { type: "text-delta", text: "{}" };
       yield { type: "finish", reason: "stop", usage: { promptTokens: 3, completionTokens: 1 } };
     });
-    const { app } = makeApp({ engine });
+    const { app, post } = await makeApp({ engine });
     await app.handle(
       post("/v1/chat/completions", {
         model,
@@ -160,22 +160,22 @@ describe("HTTP surface", () => {
   });
 
   it("turns unknown engine failures into 500 with the request id, before and after the first byte", async () => {
-    const before = makeApp({
+    const before = await makeApp({
       engine: new ScriptedEngine(async function* () {
         throw new RangeError("kernel fault");
       }),
     });
-    const error = await errorOf(await before.app.handle(post("/v1/chat/completions", { model, messages, stream: true })));
+    const error = await errorOf(await before.app.handle(before.post("/v1/chat/completions", { model, messages, stream: true })));
     expect(error).toMatchObject({ status: 500, type: "server_error", code: "internal_error" });
     expect(error.message).toContain(error.requestId);
 
-    const after = makeApp({
+    const after = await makeApp({
       engine: new ScriptedEngine(async function* () {
         yield { type: "text-delta", text: "partial" };
         throw new RangeError("device lost");
       }),
     });
-    const response = await after.app.handle(post("/v1/chat/completions", { model, messages, stream: true }));
+    const response = await after.app.handle(after.post("/v1/chat/completions", { model, messages, stream: true }));
     expect(response.status).toBe(200);
     const events = sseEvents(await response.text());
     const last = JSON.parse(events.at(-1)!) as { error: { type: string; message: string } };
@@ -190,7 +190,7 @@ describe("HTTP surface", () => {
       ["context_length", 400, "context_length_exceeded"],
       ["unsupported", 400, "unsupported_request"],
     ] as const) {
-      const { app } = makeApp({
+      const { app, post } = await makeApp({
         engine: new ScriptedEngine(async function* () {
           throw new EngineError(kind, "no");
         }),
@@ -206,7 +206,7 @@ describe("HTTP surface", () => {
       await gate;
       yield { type: "finish", reason: "stop", usage: { promptTokens: 1, completionTokens: 0 } };
     });
-    const { app } = makeApp({ engine, maxQueued: 1 });
+    const { app, post } = await makeApp({ engine, maxQueued: 1 });
     const first = app.handle(post("/v1/chat/completions", { model, messages }));
     await new Promise((resolve) => setTimeout(resolve, 20));
     const second = app.handle(post("/v1/chat/completions", { model, messages }));
@@ -229,7 +229,7 @@ describe("HTTP surface", () => {
       aborted.push(signal.aborted);
       yield { type: "finish", reason: signal.aborted ? "abort" : "stop", usage: { promptTokens: 1, completionTokens: 1 } };
     });
-    const { app } = makeApp({ engine });
+    const { app, post } = await makeApp({ engine });
     const response = await app.handle(post("/v1/chat/completions", { model, messages, stream: true }));
     const reader = response.body!.getReader();
     await reader.read();

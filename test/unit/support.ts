@@ -1,3 +1,4 @@
+import "fake-indexeddb/auto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { Catalogue } from "../../src/catalogue.js";
@@ -5,6 +6,9 @@ import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import { Scheduler } from "../../src/engine/scheduler.js";
 import type { Engine } from "../../src/engine/types.js";
 import { InferenceApp } from "../../src/http/app.js";
+import { Admin } from "../../src/policy/admin.js";
+import { Policy } from "../../src/policy/policy.js";
+import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
 import { Tokenizers, type TokenizerSource } from "../../src/tokenizer.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
@@ -19,27 +23,68 @@ export const tokenizers = new Tokenizers(fileTokenizerSource);
 
 export const baseUrl = "https://app.example/openai";
 
-export function makeApp(options: { engine?: Engine; maxQueued?: number; tokenDelayMs?: number } = {}) {
+let databases = 0;
+
+/** A fresh database on fake-indexeddb, and a clock the test moves. */
+export async function makePolicy(start = 1_700_000_000_000) {
+  const clock = { now: start };
+  const database: PolicyDatabase = await openPolicyStore(`test-${++databases}-${Math.random()}`);
+  const policy = new Policy({ database, clock: () => clock.now, holder: "worker_test" });
+  const admin = new Admin({ database, clock: () => clock.now, defaults: { rpm: 60, tpm: 150_000 } });
+  return { clock, database, policy, admin };
+}
+
+export interface TestApp {
+  app: InferenceApp;
+  engine: Engine;
+  admin: Admin;
+  policy: Policy;
+  database: PolicyDatabase;
+  clock: { now: number };
+  accountId: string;
+  keyId: string;
+  key: string;
+  post(path: string, body: unknown, init?: RequestInit): Request;
+  get(path: string): Request;
+}
+
+/** The whole HTTP surface on the deterministic engine (or `engine`), with an account and a key. */
+export async function makeApp(options: { engine?: Engine; maxQueued?: number; tokenDelayMs?: number; creditUsd?: number; rpm?: number; tpm?: number } = {}): Promise<TestApp> {
   let counter = 0;
+  const { clock, database, policy, admin } = await makePolicy();
   const engine = options.engine ?? new DeterministicEngine({ tokenizers, tokenDelayMs: options.tokenDelayMs ?? 0 });
   const app = new InferenceApp(baseUrl, {
     catalogue: Catalogue.create(),
     engine,
     scheduler: new Scheduler({ maxQueued: options.maxQueued ?? 4 }),
     tokenizers,
-    clock: () => 1_700_000_000_000,
+    policy,
+    ready: Promise.resolve(),
+    clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
   });
-  return { app, engine };
-}
-
-export function post(path: string, body: unknown, init: RequestInit = {}): Request {
-  return new Request(`${baseUrl}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-    ...init,
-  });
+  const account = await admin.createAccount({ name: "test", creditUsd: options.creditUsd ?? 10 });
+  const created = await admin.createKey({ accountId: account.id, ...(options.rpm ? { rpm: options.rpm } : {}), ...(options.tpm ? { tpm: options.tpm } : {}) });
+  const authorization = `Bearer ${created.key}`;
+  return {
+    app,
+    engine,
+    admin,
+    policy,
+    database,
+    clock,
+    accountId: account.id,
+    keyId: created.id,
+    key: created.key,
+    post: (path, body, init = {}) =>
+      new Request(`${baseUrl}${path}`, {
+        method: "POST",
+        body: typeof body === "string" ? body : JSON.stringify(body),
+        ...init,
+        headers: { "content-type": "application/json", authorization, ...(init.headers as Record<string, string> | undefined) },
+      }),
+    get: (path) => new Request(`${baseUrl}${path}`, { headers: { authorization } }),
+  };
 }
 
 export function sseEvents(text: string): string[] {
@@ -50,4 +95,18 @@ export function sseEvents(text: string): string[] {
       if (!frame.startsWith("data: ")) throw new Error(`not an SSE data frame: ${frame}`);
       return frame.slice(6);
     });
+}
+
+/** balance = Σ credits − Σ charges and reserved = Σ open reservations, for every account. */
+export async function checkLedgerInvariant(database: PolicyDatabase): Promise<void> {
+  const [accounts, ledger, reservations] = await Promise.all([database.getAll("accounts"), database.getAll("ledger"), database.getAll("reservations")]);
+  for (const account of accounts) {
+    const entries = ledger.filter((entry) => entry.accountId === account.id);
+    const credits = entries.filter((entry) => entry.kind === "credit").reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
+    const charges = entries.filter((entry) => entry.kind === "charge").reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
+    const reserved = reservations.filter((reservation) => reservation.accountId === account.id).reduce((sum, reservation) => sum + reservation.amountNanoUsd, 0);
+    if (account.balanceNanoUsd !== credits - charges) throw new Error(`account ${account.id}: balance ${account.balanceNanoUsd} != credits ${credits} - charges ${charges}`);
+    if (account.reservedNanoUsd !== reserved) throw new Error(`account ${account.id}: reserved ${account.reservedNanoUsd} != open reservations ${reserved}`);
+    if (account.reservedNanoUsd > account.balanceNanoUsd) throw new Error(`account ${account.id}: reserved more than the balance`);
+  }
 }

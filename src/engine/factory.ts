@@ -1,0 +1,29 @@
+/**
+ * Builds the configured engine. The worker and a page that hosts the engine both use it, so an
+ * engine is the same wherever it runs.
+ */
+import type { ResolvedConfig } from "../config.js";
+import type { Tokenizers } from "../tokenizer.js";
+import { DeterministicEngine } from "./deterministic.js";
+import type { Engine, LoadProgress } from "./types.js";
+import { WebLlmEngine, type WebLlmModule } from "./webllm.js";
+
+export interface EngineFactoryOptions {
+  config: ResolvedConfig;
+  tokenizers: Tokenizers;
+  webllm?: WebLlmModule | undefined;
+  onProgress?: ((modelId: string, progress: LoadProgress) => void) | undefined;
+}
+
+export function createEngine({ config, tokenizers, webllm, onProgress }: EngineFactoryOptions): Engine {
+  if (config.engine === "deterministic") {
+    return new DeterministicEngine({ tokenizers, ...(config.tokenDelayMs !== undefined ? { tokenDelayMs: config.tokenDelayMs } : {}) });
+  }
+  if (!webllm) throw new Error("webgpu-inference: engine 'webllm' needs the web-llm module: pass { webllm } (import * as webllm from '@mlc-ai/web-llm').");
+  return new WebLlmEngine({
+    webllm,
+    ...(config.artifacts.modelBaseUrl ? { modelBaseUrl: config.artifacts.modelBaseUrl } : {}),
+    ...(config.artifacts.modelLibBaseUrl ? { modelLibBaseUrl: config.artifacts.modelLibBaseUrl } : {}),
+    ...(onProgress ? { onProgress } : {}),
+  });
+}

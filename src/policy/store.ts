@@ -1,0 +1,116 @@
+/**
+ * The policy store in IndexedDB, through idb. One database per origin, shared by the worker and
+ * every page: IndexedDB serialises overlapping read-write transactions across all of them, which
+ * is what makes reserve-then-settle safe under concurrency.
+ *
+ * Money is integer nano-USD (safe integers), never floats.
+ */
+import { openDB, type DBSchema, type IDBPDatabase } from "idb";
+
+export interface AccountRecord {
+  id: string;
+  name: string;
+  /** Σ credits − Σ charges. */
+  balanceNanoUsd: number;
+  /** Σ open reservations; what may be spent is balance − reserved. */
+  reservedNanoUsd: number;
+  createdAt: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  accountId: string;
+  name: string | null;
+  /** Hex SHA-256 of the secret; the secret itself is never stored. */
+  hash: string;
+  /** What a person sees to tell keys apart, e.g. `sk-3fQ9…`. */
+  prefix: string;
+  status: "active" | "revoked";
+  rpm: number;
+  tpm: number;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+export interface Timings {
+  receivedAt: number;
+  firstTokenAt?: number;
+  finishedAt: number;
+}
+
+export interface LedgerEntry {
+  id: string;
+  /** Assigned by the store in commit order, across every tab and the worker; not part of the public record. */
+  seq?: number;
+  kind: "credit" | "charge";
+  accountId: string;
+  keyId?: string;
+  requestId?: string;
+  model?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  amountNanoUsd: number;
+  status: "completed" | "aborted" | "failed";
+  createdAt: number;
+  timings?: Timings;
+}
+
+export interface ReservationRecord {
+  requestId: string;
+  accountId: string;
+  keyId: string;
+  model: string;
+  /** The price at admission, so a catalogue change mid-request does not change the bill. */
+  price: { inputNanoUsdPerToken: number; outputNanoUsdPerToken: number };
+  amountNanoUsd: number;
+  admittedTokens: number;
+  /** The worker instance that holds it; another instance finding it at start-up releases it. */
+  holder: string;
+  windowStart: number;
+  createdAt: number;
+}
+
+export interface WindowRecord {
+  keyId: string;
+  windowStart: number;
+  requests: number;
+  tokens: number;
+}
+
+export interface PolicySchema extends DBSchema {
+  accounts: { key: string; value: AccountRecord };
+  keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
+  ledger: { key: number; value: LedgerEntry; indexes: { id: string; accountId: string; keyId: string; createdAt: number } };
+  reservations: { key: string; value: ReservationRecord; indexes: { holder: string } };
+  windows: { key: string; value: WindowRecord };
+}
+
+export type PolicyDatabase = IDBPDatabase<PolicySchema>;
+
+export const databaseName = "webgpu-inference-policy";
+
+/** Migrations by version; each runs once, in order, inside the upgrade transaction. */
+const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
+  (database) => {
+    database.createObjectStore("accounts", { keyPath: "id" });
+    const keys = database.createObjectStore("keys", { keyPath: "id" });
+    keys.createIndex("hash", "hash", { unique: true });
+    keys.createIndex("accountId", "accountId");
+    const ledger = database.createObjectStore("ledger", { keyPath: "seq", autoIncrement: true });
+    ledger.createIndex("id", "id", { unique: true });
+    ledger.createIndex("accountId", "accountId");
+    ledger.createIndex("keyId", "keyId");
+    ledger.createIndex("createdAt", "createdAt");
+    const reservations = database.createObjectStore("reservations", { keyPath: "requestId" });
+    reservations.createIndex("holder", "holder");
+    database.createObjectStore("windows", { keyPath: "keyId" });
+  },
+];
+
+export function openPolicyStore(name = databaseName): Promise<PolicyDatabase> {
+  return openDB<PolicySchema>(name, migrations.length, {
+    upgrade(database, oldVersion) {
+      for (let version = oldVersion; version < migrations.length; version++) migrations[version]?.(database);
+    },
+  });
+}

@@ -1,0 +1,65 @@
+/**
+ * The fallback for browsers without WebGPU in service workers: a page hosts the engine and the
+ * worker forwards to it. Forced here with `engineHost: 'page'`, on the deterministic engine.
+ */
+import { expect, openHarness, test } from "./harness.js";
+
+const options = { engine: "deterministic" as const, engineHost: "page" as const, pageEngine: {}, tokenDelayMs: 20 };
+const model = "gamma-7b-instruct-v0.3";
+
+test("a page-hosted engine serves chat, streams and aborts; a restarted worker finds its host again", async ({ context, page }) => {
+  await openHarness(page, options);
+  const info = await page.evaluate(async (id) => (await window.harness.fetch(`/model/info?model=${id}`)).json(), model);
+  expect(info).toMatchObject({ engine: "deterministic (page-hosted)", runnable: { ok: true } });
+
+  const result = await page.evaluate(async (id) => {
+    const client = window.harness.client();
+    const whole = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6 });
+    let streamed = "";
+    const stream = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6, stream: true });
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? "";
+    const controller = new AbortController();
+    const long = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], stream: true }, { signal: controller.signal });
+    let chunks = 0;
+    try {
+      for await (const chunk of long) {
+        void chunk;
+        if (++chunks === 2) controller.abort();
+      }
+    } catch {
+      // The SDK raises on abort.
+    }
+    return { whole, streamed, chunks };
+  }, model);
+  expect(result.whole.usage?.completion_tokens).toBe(6);
+  expect(result.streamed).toBe(result.whole.choices[0]?.message.content);
+  expect(result.chunks).toBe(2);
+
+  // The browser stops idle workers; the restarted one has forgotten its host and asks again.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("ServiceWorker.enable");
+  await cdp.send("ServiceWorker.stopAllWorkers");
+  const again = await page.evaluate(
+    async (id) => (await window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6 })).choices[0]?.message.content,
+    model,
+  );
+  expect(again).toBe(result.whole.choices[0]?.message.content);
+});
+
+test("without an open host page, the worker says why it cannot serve", async ({ context, page }) => {
+  await openHarness(page, options);
+  const other = await context.newPage();
+  await openHarness(other, { ...options, pageEngine: undefined });
+  await page.close();
+  const error = await other.evaluate(async (id) => {
+    try {
+      await window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }] });
+      return null;
+    } catch (caught) {
+      const apiError = caught as { status: number; code: string; message: string };
+      return { status: apiError.status, code: apiError.code, message: apiError.message };
+    }
+  }, model);
+  expect(error).toMatchObject({ status: 503, code: "model_not_runnable" });
+  expect(error?.message).toContain("No open page hosts the engine");
+});

@@ -1,0 +1,251 @@
+import { describe, expect, it } from "vitest";
+import { Catalogue } from "../../src/catalogue.js";
+import { hashKey } from "../../src/policy/keys.js";
+import { costNano } from "../../src/policy/money.js";
+import { Policy } from "../../src/policy/policy.js";
+import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
+
+const catalogue = Catalogue.create();
+const llama = catalogue.get("alpha3:8b-instruct-q8_0")!;
+
+async function setup(creditUsd = 1, limits: { rpm?: number; tpm?: number } = {}) {
+  const context = await makePolicy();
+  const account = await context.admin.createAccount({ name: "acme", creditUsd });
+  const created = await context.admin.createKey({ accountId: account.id, ...limits });
+  return { ...context, account, created, authorization: `Bearer ${created.key}` };
+}
+
+let requestCounter = 0;
+const admitOne = (policy: Policy, keyId: string, overrides: Partial<Parameters<Policy["admit"]>[0]> = {}) =>
+  policy.admit({ keyId, requestId: `req_${++requestCounter}`, model: llama.id, price: llama.price, promptTokens: 10, maxCompletionTokens: 20, ...overrides });
+
+describe("keys", () => {
+  it("are sk- and 32+ random bytes, shown once and stored only as a SHA-256 hash", async () => {
+    const { admin, database, created } = await setup();
+    expect(created.key).toMatch(/^sk-[A-Za-z0-9_-]{43}$/);
+    expect(created.prefix).toBe(`${created.key.slice(0, 7)}…`);
+    const stored = await database.get("keys", created.id);
+    expect(stored?.hash).toBe(await hashKey(created.key));
+    expect(JSON.stringify(await database.getAll("keys"))).not.toContain(created.key);
+    const listed = await admin.listKeys();
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).not.toHaveProperty("hash");
+    expect(listed[0]).toMatchObject({ status: "active", rpm: 60, tpm: 150_000, lastUsedAt: null });
+  });
+
+  it("401s a missing, malformed, unknown or revoked key", async () => {
+    const { policy, admin, created, authorization } = await setup();
+    expect((await policy.authenticate(authorization)).id).toBe(created.id);
+    for (const header of [null, "", "Basic abc", "Bearer", `Bearer ${created.key}x`, "Bearer sk-short", `Bearer sk-${"A".repeat(43)}`]) {
+      await expect(policy.authenticate(header)).rejects.toMatchObject({ status: 401, type: "invalid_request_error", code: "invalid_api_key" });
+    }
+    await admin.revokeKey(created.id);
+    await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe("reservation and settlement", () => {
+  it("reserve → settle arithmetic at every catalogue price, with the ledger invariant after each", async () => {
+    for (const model of catalogue.list()) {
+      const { policy, database, account, created } = await setup(1);
+      const admission = await admitOne(policy, created.id, { model: model.id, price: model.price, promptTokens: 1000, maxCompletionTokens: 500 });
+      const reserved = 1000 * model.price.inputNanoUsdPerToken + 500 * model.price.outputNanoUsdPerToken;
+      expect(admission.reservation.amountNanoUsd).toBe(reserved);
+      expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(reserved);
+      await checkLedgerInvariant(database);
+      const entry = await policy.settle(admission, { promptTokens: 1000, completionTokens: 123, status: "completed" });
+      const charged = 1000 * model.price.inputNanoUsdPerToken + 123 * model.price.outputNanoUsdPerToken;
+      expect(entry).toMatchObject({ kind: "charge", status: "completed", amountNanoUsd: charged, promptTokens: 1000, completionTokens: 123, model: model.id });
+      const after = await database.get("accounts", account.id);
+      expect(after).toMatchObject({ balanceNanoUsd: 1_000_000_000 - charged, reservedNanoUsd: 0 });
+      await checkLedgerInvariant(database);
+      // Settling again changes nothing.
+      expect(await policy.settle(admission, { promptTokens: 1000, completionTokens: 123, status: "completed" })).toBeNull();
+      await checkLedgerInvariant(database);
+    }
+    // 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
+    expect(costNano(catalogue.get("gamma-7b-instruct-v0.3")!.price, 1_000_000, 1_000_000)).toBe(3_000_000);
+  });
+
+  it("charges aborted requests for what they produced and failed ones nothing", async () => {
+    const { policy, database, account, created } = await setup(1);
+    const aborted = await admitOne(policy, created.id);
+    const failed = await admitOne(policy, created.id);
+    await policy.settle(aborted, { promptTokens: 10, completionTokens: 3, status: "aborted" });
+    await policy.settle(failed, { promptTokens: 10, completionTokens: 7, status: "failed" });
+    const ledger = await database.getAll("ledger");
+    expect(ledger.filter((entry) => entry.kind === "charge").map((entry) => [entry.status, entry.amountNanoUsd])).toEqual(
+      expect.arrayContaining([
+        ["aborted", 10 * 10 + 3 * 20],
+        ["failed", 0],
+      ]),
+    );
+    expect((await database.get("accounts", account.id))?.balanceNanoUsd).toBe(1_000_000_000 - 160);
+    await checkLedgerInvariant(database);
+  });
+
+  it("403s what the balance less open reservations cannot cover, to the nano-dollar", async () => {
+    // 30 tokens at 10/20 nano per token: 10×10 + 20×20 = 500 nano-USD per request.
+    const { policy, database, created } = await setup(0.000001); // 1000 nano-USD: exactly two requests.
+    const first = await admitOne(policy, created.id);
+    await admitOne(policy, created.id);
+    await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 403, type: "insufficient_quota", code: "insufficient_quota", message: "insufficient balance" });
+    await checkLedgerInvariant(database);
+    // Settling releases the unused part of the reservation: 10 prompt + 5 completion = 200.
+    await policy.settle(first, { promptTokens: 10, completionTokens: 5, status: "completed" });
+    // 800 left, 500 reserved: 300 available, exactly 10 prompt + 10 completion tokens.
+    await expect(admitOne(policy, created.id, { maxCompletionTokens: 10 })).resolves.toBeDefined();
+    await expect(admitOne(policy, created.id, { promptTokens: 1, maxCompletionTokens: 0 })).rejects.toMatchObject({ status: 403 });
+    await checkLedgerInvariant(database);
+  });
+
+  it("never overspends under concurrency: exactly as many admissions as the balance covers", async () => {
+    const { policy, database, account, created } = await setup(0.0000075, { rpm: 1000 }); // 7,500 nano-USD: 15 requests of 500.
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => admitOne(policy, created.id)));
+    const admitted = results.filter((result) => result.status === "fulfilled");
+    expect(admitted).toHaveLength(15);
+    expect(results.filter((result) => result.status === "rejected").every((result) => (result as PromiseRejectedResult).reason.status === 403)).toBe(true);
+    expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(7_500);
+    await Promise.all(admitted.map((result) => policy.settle((result as PromiseFulfilledResult<Awaited<ReturnType<typeof admitOne>>>).value, { promptTokens: 10, completionTokens: 20, status: "completed" })));
+    expect(await database.get("accounts", account.id)).toMatchObject({ balanceNanoUsd: 0, reservedNanoUsd: 0 });
+    await checkLedgerInvariant(database);
+  });
+
+  it("releases reservations a killed worker left open, charging nothing, exactly once", async () => {
+    const { database, account, created, clock } = await setup(1);
+    const killed = new Policy({ database, clock: () => clock.now, holder: "worker_old" });
+    await admitOne(killed, created.id);
+    await admitOne(killed, created.id);
+    const restarted = new Policy({ database, clock: () => clock.now, holder: "worker_new" });
+    const live = await admitOne(restarted, created.id);
+    expect(await restarted.releaseOrphans()).toBe(2);
+    expect(await restarted.releaseOrphans()).toBe(0);
+    expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(live.reservation.amountNanoUsd);
+    expect((await database.getAll("ledger")).filter((entry) => entry.status === "failed")).toHaveLength(2);
+    await checkLedgerInvariant(database);
+  });
+});
+
+describe("rate limits", () => {
+  it("the 60th request in a window passes, the 61st gets 429 with Retry-After, and the window resets on time", async () => {
+    const { policy, created, clock } = await setup(1);
+    const start = clock.now;
+    for (let index = 1; index <= 60; index++) {
+      clock.now = start + index * 100;
+      const state = await policy.countRequest(created.id);
+      expect(state.remainingRequests).toBe(60 - index);
+    }
+    clock.now = start + 59_500;
+    const refused = await policy.countRequest(created.id).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
+    // The window opened with the first request, at start + 100.
+    clock.now = start + 100 + 59_999;
+    await expect(policy.countRequest(created.id)).rejects.toMatchObject({ status: 429 });
+    clock.now = start + 100 + 60_000;
+    expect((await policy.countRequest(created.id)).remainingRequests).toBe(59);
+  });
+
+  it("per-key limits, set at creation or later; a refused request counts nothing", async () => {
+    const { policy, admin, created } = await setup(1, { rpm: 2 });
+    await policy.countRequest(created.id);
+    await policy.countRequest(created.id);
+    await expect(policy.countRequest(created.id)).rejects.toMatchObject({ status: 429 });
+    await admin.setLimits(created.id, { rpm: 100 });
+    expect((await policy.countRequest(created.id)).remainingRequests).toBe(97);
+    await expect(admin.setLimits(created.id, { rpm: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it("admits tokens as prompt + max_tokens and corrects them to the real count at settlement", async () => {
+    const { policy, created } = await setup(1, { tpm: 100 });
+    const first = await admitOne(policy, created.id, { promptTokens: 30, maxCompletionTokens: 50 });
+    expect(first.rate.remainingTokens).toBe(20);
+    await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).rejects.toMatchObject({ status: 429, message: expect.stringContaining("tokens") });
+    await policy.settle(first, { promptTokens: 30, completionTokens: 5, status: "completed" });
+    expect((await policy.state(created.id))?.remainingTokens).toBe(65);
+    await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).resolves.toBeDefined();
+  });
+});
+
+describe("admin", () => {
+  it("credits, reads accounts and exports the ledger as JSON and CSV", async () => {
+    const { admin, policy, database, account, created } = await setup(2.5);
+    expect(account).toEqual({ id: account.id, name: "acme", balanceNanoUsd: 2_500_000_000, reservedNanoUsd: 0, createdAt: expect.any(Number) });
+    await admin.credit(account.id, 0.5);
+    const admission = await admitOne(policy, created.id);
+    await policy.settle(admission, { promptTokens: 10, completionTokens: 20, status: "completed" });
+    expect((await admin.getAccount(account.id))?.balanceNanoUsd).toBe(3_000_000_000 - 500);
+    const ledger = await admin.ledger({ accountId: account.id });
+    expect(ledger.map((entry) => [entry.kind, entry.amountNanoUsd])).toEqual([
+      ["charge", 500],
+      ["credit", 500_000_000],
+      ["credit", 2_500_000_000],
+    ]);
+    expect(await admin.ledger({ keyId: created.id })).toHaveLength(1);
+    expect(await admin.ledger({ limit: 1 })).toHaveLength(1);
+    const csv = await admin.exportLedger("csv");
+    expect(csv.split("\n")[0]).toBe("id,kind,status,createdAt,accountId,keyId,requestId,model,promptTokens,completionTokens,amountNanoUsd");
+    expect(csv.trim().split("\n")).toHaveLength(4);
+    expect(JSON.parse(await admin.exportLedger("json"))).toHaveLength(3);
+    await checkLedgerInvariant(database);
+    await expect(admin.credit(account.id, -1)).rejects.toThrow(RangeError);
+  });
+});
+
+describe("over HTTP", () => {
+  it("puts the X-RateLimit headers on successes and on errors once the key is known", async () => {
+    const { app, post, get } = await makeApp({ rpm: 3 });
+    const ok = await app.handle(get("/v1/models"));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("3");
+    expect(ok.headers.get("x-ratelimit-remaining-requests")).toBe("2");
+    expect(ok.headers.get("x-ratelimit-reset-requests")).toBe(new Date(1_700_000_060_000).toISOString());
+    expect(ok.headers.get("x-ratelimit-limit-tokens")).toBe("150000");
+    expect(ok.headers.get("x-ratelimit-remaining-tokens")).toBe("150000");
+    expect(ok.headers.get("x-ratelimit-reset-tokens")).toBe(new Date(1_700_000_060_000).toISOString());
+    const invalid = await app.handle(post("/v1/chat/completions", { model: "x" }));
+    expect(invalid.status).toBe(400);
+    expect(invalid.headers.get("x-ratelimit-remaining-requests")).toBe("2");
+    const chat = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }));
+    expect(chat.headers.get("x-ratelimit-remaining-requests")).toBe("1");
+    const limited = await app.handle(get("/v1/models"));
+    expect(limited.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    const refused = await app.handle(get("/v1/models"));
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("60");
+    expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    const anonymous = await app.handle(new Request("https://app.example/openai/v1/models"));
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("x-ratelimit-limit-requests")).toBeNull();
+  });
+
+  it("writes a ledger entry per generation and bills an abandoned stream for the tokens it streamed", async () => {
+    const { app, post, database, keyId } = await makeApp({ tokenDelayMs: 2 });
+    const full = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages: [{ role: "user", content: "hi" }], max_tokens: 50 }));
+    const body = (await full.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    const response = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true }));
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    while ((text.match(/"content":"[^"]+"/g) ?? []).length < 3) text += decoder.decode((await reader.read()).value);
+    await reader.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const streamed = sseEvents(text).filter((event) => event.includes('"content":"') && !event.includes('"content":""')).length;
+    const entries = (await database.getAll("ledger")).filter((entry) => entry.keyId === keyId);
+    expect(entries.map((entry) => entry.status)).toEqual(["completed", "aborted"]);
+    expect(entries[0]).toMatchObject({ promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens, amountNanoUsd: body.usage.prompt_tokens * 10 + body.usage.completion_tokens * 20 });
+    // One token per delta on this engine; a token produced but not yet read when the reader left is still produced.
+    expect(entries[1]?.completionTokens).toBeGreaterThanOrEqual(streamed);
+    expect(entries[1]?.completionTokens).toBeLessThanOrEqual(streamed + 2);
+    expect(entries[1]?.amountNanoUsd).toBe((entries[1]?.promptTokens ?? 0) * 10 + (entries[1]?.completionTokens ?? 0) * 20);
+    expect(entries[1]?.timings?.firstTokenAt).toBeDefined();
+    await checkLedgerInvariant(database);
+  });
+
+  it("403s a request the balance cannot cover, via the HTTP surface", async () => {
+    const { app, post } = await makeApp({ creditUsd: 0 });
+    const response = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }));
+    expect(response.status).toBe(403);
+    expect(await response.json()).toEqual({ error: { message: "insufficient balance", type: "insufficient_quota", code: "insufficient_quota", param: null } });
+  });
+});
