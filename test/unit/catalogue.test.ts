@@ -72,3 +72,19 @@ describe("configuration", () => {
     expect(resolveConfig({ baseUrl: "https://a.example/openai" })).toMatchObject({ engine: "webllm", maxQueued: 32, models: [] });
   });
 });
+
+describe("startInference", () => {
+  it("refuses to start outside a secure context, and says why", async () => {
+    const { startInference } = await import("../../src/index.js");
+    const global = globalThis as { isSecureContext?: boolean; location?: unknown };
+    const previous = { isSecureContext: global.isSecureContext, location: global.location };
+    global.isSecureContext = false;
+    global.location = { origin: "http://192.0.2.7" };
+    try {
+      await expect(startInference()).rejects.toThrow(/needs a secure context \(HTTPS, or http:\/\/localhost in development\).*http:\/\/192\.0\.2\.7/);
+    } finally {
+      global.isSecureContext = previous.isSecureContext;
+      global.location = previous.location;
+    }
+  });
+});
