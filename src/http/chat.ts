@@ -3,7 +3,7 @@ import type { EngineMessage, OutputConstraint } from "../engine/types.js";
 import { renderChat } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
 import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
-import { completionBudget, primed, startGeneration, toWireFinishReason, type Generation } from "./generation.js";
+import { collect, completionBudget, primed, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route, RouteContext } from "./router.js";
 import { sseHeaders, sseStream } from "./sse.js";
 import { parseWith, readJson } from "./validate.js";
@@ -93,29 +93,23 @@ async function* chunks(generation: Generation, base: Omit<ChatCompletionChunk, "
     yield {
       ...base,
       choices: [],
-      usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+      usage: wireUsage(usage),
     };
   }
 }
 
 async function complete(generation: Generation, base: Omit<ChatCompletion, "choices" | "usage" | "object">, choiceCount: number): Promise<ChatCompletion> {
-  const contents: string[] = Array.from({ length: choiceCount }, () => "");
-  const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
-  for await (const { choice, part } of generation.parts) {
-    if (part.type === "text-delta") contents[choice] += part.text;
-    else reasons[choice] = toWireFinishReason(part.reason);
-  }
-  const usage = generation.usage();
+  const { texts, reasons, usage } = await collect(generation, choiceCount);
   return {
     ...base,
     object: "chat.completion",
-    choices: contents.map((content, index) => ({
+    choices: texts.map((content, index) => ({
       index,
       message: { role: "assistant", content, refusal: null },
       logprobs: null,
       finish_reason: reasons[index] ?? "stop",
     })),
-    usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+    usage,
   };
 }
 
@@ -167,7 +161,6 @@ export function chatRoute(dependencies: HttpDependencies): Route {
       const promptTokens = tokenizer.encode(renderChat(model.family, messages)).length;
       const requested = request.max_completion_tokens ?? request.max_tokens;
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
-      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(
@@ -177,15 +170,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
           model,
           prompts: [{ input: { kind: "chat", messages }, promptTokens }],
           choicesPerPrompt: request.n ?? 1,
-          sampling: {
-            temperature: request.temperature ?? 1,
-            topP: request.top_p ?? 1,
-            maxTokens,
-            stop,
-            presencePenalty: request.presence_penalty ?? 0,
-            frequencyPenalty: request.frequency_penalty ?? 0,
-            ...(request.seed != null ? { seed: request.seed } : {}),
-          },
+          sampling: samplingOf(request, maxTokens),
           ...(constraint ? { constraint } : {}),
           ...(tools ? { tools, toolChoice: request.tool_choice ?? "auto" } : {}),
         },

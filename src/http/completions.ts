@@ -2,7 +2,7 @@ import { BadRequestError } from "../errors.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
 import { abortWith, respond } from "./chat.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { completionBudget, startGeneration, toWireFinishReason, type Generation } from "./generation.js";
+import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";
 import { parseWith, readJson } from "./validate.js";
 
@@ -25,23 +25,13 @@ async function* chunks(generation: Generation, base: Base, includeUsage: boolean
   }
   if (includeUsage) {
     const usage = generation.usage();
-    yield { ...base, choices: [], usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens } };
+    yield { ...base, choices: [], usage: wireUsage(usage) };
   }
 }
 
 async function complete(generation: Generation, base: Base, choiceCount: number, echo: (choice: number) => string): Promise<TextCompletion> {
-  const texts = Array.from({ length: choiceCount }, (_, choice) => echo(choice));
-  const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
-  for await (const { choice, part } of generation.parts) {
-    if (part.type === "text-delta") texts[choice] += part.text;
-    else reasons[choice] = toWireFinishReason(part.reason);
-  }
-  const usage = generation.usage();
-  return {
-    ...base,
-    choices: texts.map((text, index) => ({ index, text, logprobs: null, finish_reason: reasons[index] ?? "stop" })),
-    usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
-  };
+  const { texts, reasons, usage } = await collect(generation, choiceCount, echo);
+  return { ...base, choices: texts.map((text, index) => ({ index, text, logprobs: null, finish_reason: reasons[index] ?? "stop" })), usage };
 }
 
 export function completionsRoute(dependencies: HttpDependencies): Route {
@@ -60,7 +50,6 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: tokenizer.encode(prompt).length }));
       const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
       const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
-      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
       const perPrompt = request.n ?? 1;
 
       const controller = abortWith(context.request);
@@ -71,15 +60,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
           model,
           prompts: counted,
           choicesPerPrompt: perPrompt,
-          sampling: {
-            temperature: request.temperature ?? 1,
-            topP: request.top_p ?? 1,
-            maxTokens,
-            stop,
-            presencePenalty: request.presence_penalty ?? 0,
-            frequencyPenalty: request.frequency_penalty ?? 0,
-            ...(request.seed != null ? { seed: request.seed } : {}),
-          },
+          sampling: samplingOf(request, maxTokens),
         },
         controller.signal,
       );

@@ -7,6 +7,7 @@ import type { ModelEntry } from "../catalogue.js";
 import { BadRequestError, ServiceUnavailableError, type ApiError } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
 import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
+import type { Usage } from "../wire/schemas.js";
 import type { HttpDependencies } from "./dependencies.js";
 import type { RouteContext } from "./router.js";
 
@@ -31,6 +32,11 @@ export interface UsageTotals {
   completionTokens: number;
 }
 
+/** OpenAI's usage object; `total_tokens` is always prompt + completion. */
+export function wireUsage(totals: UsageTotals): Usage {
+  return { prompt_tokens: totals.promptTokens, completion_tokens: totals.completionTokens, total_tokens: totals.promptTokens + totals.completionTokens };
+}
+
 /**
  * `max_tokens` as the engine must see it. Prompt plus completion must fit the window; when the
  * client gives no `max_tokens`, the completion may use what the prompt leaves.
@@ -53,6 +59,22 @@ export function completionBudget(model: ModelEntry, promptTokens: number, reques
   return requested ?? window - promptTokens;
 }
 
+/** The sampling fields both endpoints share, from the wire to the engine, with OpenAI's defaults. */
+export function samplingOf(
+  request: { temperature?: number | null; top_p?: number | null; stop?: string | string[] | null; presence_penalty?: number | null; frequency_penalty?: number | null; seed?: number | null },
+  maxTokens: number,
+): SamplingOptions {
+  return {
+    temperature: request.temperature ?? 1,
+    topP: request.top_p ?? 1,
+    maxTokens,
+    stop: request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop,
+    presencePenalty: request.presence_penalty ?? 0,
+    frequencyPenalty: request.frequency_penalty ?? 0,
+    ...(request.seed != null ? { seed: request.seed } : {}),
+  };
+}
+
 export function engineErrorToApi(error: EngineError): ApiError {
   switch (error.kind) {
     case "unsupported":
@@ -70,6 +92,17 @@ export function engineErrorToApi(error: EngineError): ApiError {
 
 export function toWireFinishReason(reason: FinishReason): "stop" | "length" {
   return reason === "length" ? "length" : "stop";
+}
+
+/** Drains a generation into each choice's text (after `prefix`) and finish reason, and the usage. */
+export async function collect(generation: Generation, choiceCount: number, prefix: (choice: number) => string = () => "") {
+  const texts = Array.from({ length: choiceCount }, (_, choice) => prefix(choice));
+  const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
+  for await (const { choice, part } of generation.parts) {
+    if (part.type === "text-delta") texts[choice] += part.text;
+    else reasons[choice] = toWireFinishReason(part.reason);
+  }
+  return { texts, reasons, usage: wireUsage(generation.usage()) };
 }
 
 /** A running generation: its parts, in order, and the usage once they are drained. */

@@ -60,6 +60,24 @@ export function ledgerId(now: number): string {
   return `led_${now.toString(36).padStart(10, "0")}_${random}`;
 }
 
+/** The ledger's record of what one reserved request cost. */
+function chargeEntry(
+  reservation: ReservationRecord,
+  now: number,
+  outcome: Pick<LedgerEntry, "promptTokens" | "completionTokens" | "amountNanoUsd" | "status" | "timings">,
+): LedgerEntry {
+  return {
+    id: ledgerId(now),
+    kind: "charge",
+    accountId: reservation.accountId,
+    keyId: reservation.keyId,
+    requestId: reservation.requestId,
+    model: reservation.model,
+    ...outcome,
+    createdAt: now,
+  };
+}
+
 function currentWindow(record: WindowRecord | undefined, keyId: string, now: number): WindowRecord {
   if (!record || now >= record.windowStart + windowMs) return { keyId, windowStart: now, requests: 0, tokens: 0 };
   return record;
@@ -220,20 +238,13 @@ export class Policy {
     const now = this.#clock();
     const failed = settlement.status === "failed";
     const charge = failed ? 0 : costNano(reservation.price, settlement.promptTokens, settlement.completionTokens);
-    const entry: LedgerEntry = {
-      id: ledgerId(now),
-      kind: "charge",
-      accountId: reservation.accountId,
-      keyId: reservation.keyId,
-      requestId: reservation.requestId,
-      model: reservation.model,
+    const entry = chargeEntry(reservation, now, {
       promptTokens: failed ? 0 : settlement.promptTokens,
       completionTokens: failed ? 0 : settlement.completionTokens,
       amountNanoUsd: charge,
       status: settlement.status,
-      createdAt: now,
       ...(settlement.timings ? { timings: settlement.timings } : {}),
-    };
+    });
     const writes: Promise<unknown>[] = [transaction.objectStore("reservations").delete(reservation.requestId), transaction.objectStore("ledger").add(entry)];
     if (account) {
       account.reservedNanoUsd -= reservation.amountNanoUsd;
@@ -266,19 +277,7 @@ export class Policy {
         account.reservedNanoUsd -= reservation.amountNanoUsd;
         await transaction.objectStore("accounts").put(account);
       }
-      await transaction.objectStore("ledger").add({
-        id: ledgerId(now),
-        kind: "charge",
-        accountId: reservation.accountId,
-        keyId: reservation.keyId,
-        requestId: reservation.requestId,
-        model: reservation.model,
-        promptTokens: 0,
-        completionTokens: 0,
-        amountNanoUsd: 0,
-        status: "failed",
-        createdAt: now,
-      });
+      await transaction.objectStore("ledger").add(chargeEntry(reservation, now, { promptTokens: 0, completionTokens: 0, amountNanoUsd: 0, status: "failed" }));
       await transaction.objectStore("reservations").delete(reservation.requestId);
       released++;
     }

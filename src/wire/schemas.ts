@@ -131,12 +131,17 @@ export const usageSchema = z.strictObject({
   total_tokens: z.number().int().min(0),
 });
 
-export const chatCompletionSchema = z.strictObject({
+/** What every generation response and chunk carries besides its choices. */
+const envelope = {
   id: z.string(),
-  object: z.literal("chat.completion"),
   created: z.number().int(),
   model: z.string(),
   system_fingerprint: z.string().nullable(),
+};
+
+export const chatCompletionSchema = z.strictObject({
+  ...envelope,
+  object: z.literal("chat.completion"),
   choices: z.array(
     z.strictObject({
       index: z.number().int(),
@@ -161,11 +166,8 @@ export const toolCallDeltaSchema = z.strictObject({
 });
 
 export const chatCompletionChunkSchema = z.strictObject({
-  id: z.string(),
+  ...envelope,
   object: z.literal("chat.completion.chunk"),
-  created: z.number().int(),
-  model: z.string(),
-  system_fingerprint: z.string().nullable(),
   choices: z.array(
     z.strictObject({
       index: z.number().int(),
@@ -183,11 +185,8 @@ export const chatCompletionChunkSchema = z.strictObject({
 });
 
 export const textCompletionSchema = z.strictObject({
-  id: z.string(),
+  ...envelope,
   object: z.literal("text_completion"),
-  created: z.number().int(),
-  model: z.string(),
-  system_fingerprint: z.string().nullable(),
   choices: z.array(
     z.strictObject({
       index: z.number().int(),
