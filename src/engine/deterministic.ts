@@ -1,11 +1,13 @@
 /**
  * The `deterministic` engine: for apps' CI, which has no GPU. Text is a pure function of the
  * rendered prompt and the seed, streamed one real token at a time, and counted with a real
- * tokenizer of the model's family. It honours `maxTokens`, `stop`, aborts and JSON mode, so
- * every layer above it behaves exactly as it does over WebLLM.
+ * tokenizer of the model's family. It honours `maxTokens`, `stop`, aborts, JSON mode, JSON
+ * Schemas and tool calls (in the family's own syntax), so every layer above it behaves exactly
+ * as it does over WebLLM.
  */
 import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
-import { renderChat } from "../templates.js";
+import { sampleSchema, type JsonSchema } from "../json-schema.js";
+import { renderChat, toolSyntax } from "../templates.js";
 import type { Tokenizers } from "../tokenizer.js";
 import { EngineError } from "./errors.js";
 import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus } from "./types.js";
@@ -116,23 +118,36 @@ export class DeterministicEngine implements Engine {
     await this.#tokenizers.forFamily(model.family);
   }
 
-  /** The whole reply this engine gives to `request`, before `maxTokens` and `stop` are applied. */
+  /**
+   * The whole reply this engine gives to `request`, before `maxTokens` and `stop` are applied.
+   * With tools it calls one (two when parallel calls are allowed and required), with arguments
+   * drawn from the tool's schema; under `auto` it answers in text once a tool result is in.
+   */
   compose(request: GenerationRequest, prompt: string): string {
     const random = generator(hash(`${request.sampling.seed ?? 0}\u0000${prompt}`));
     const prose = composeProse(random);
-    if (request.constraint?.kind === "json" && request.constraint.schema === undefined) {
-      return JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 });
+    const constraint = request.constraint;
+    switch (constraint?.kind) {
+      case undefined:
+        return prose;
+      case "json":
+        return constraint.schema === undefined
+          ? JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 })
+          : JSON.stringify(sampleSchema(JSON.parse(constraint.schema) as JsonSchema, random));
+      case "grammar":
+        throw new EngineError("unsupported", "The deterministic engine cannot follow an arbitrary grammar.");
+      case "tools": {
+        const { tools, choice } = constraint;
+        if (choice === "auto" && constraint.afterToolResult) return prose;
+        const first = typeof choice === "object" ? tools.find((tool) => tool.name === choice.name) : tools[Math.floor(random() * tools.length)];
+        if (!first) throw new EngineError("unsupported", "tool_choice names no given tool.");
+        const chosen = constraint.parallel && choice === "required" && tools.length > 1 ? [first, tools.find((tool) => tool !== first)!] : [first];
+        return toolSyntax[request.model.family].write(chosen.map((tool) => ({ name: tool.name, arguments: sampleSchema(tool.parameters as JsonSchema, random) })));
+      }
     }
-    return prose;
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
-    if (request.tools?.length) {
-      throw new EngineError("unsupported", "The deterministic engine does not implement tool calls yet.");
-    }
-    if (request.constraint && !(request.constraint.kind === "json" && request.constraint.schema === undefined)) {
-      throw new EngineError("unsupported", "The deterministic engine supports JSON mode without a schema only.");
-    }
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
     const prompt = request.input.kind === "chat" ? renderChat(request.model.family, request.input.messages) : request.input.prompt;
     const promptTokens = tokenizer.encode(prompt).length;

@@ -3,6 +3,7 @@
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
 import type { DeviceFeatures, MlcBuild, ModelEntry } from "../catalogue.js";
+import type { ToolSpec } from "../templates.js";
 
 export interface EngineMessage {
   role: "system" | "user" | "assistant" | "tool";
@@ -23,8 +24,26 @@ export interface SamplingOptions {
   seed?: number;
 }
 
-/** Constrained decoding, in the two forms every supported web-llm version has. */
-export type OutputConstraint = { kind: "json"; schema?: string } | { kind: "grammar"; grammar: string };
+export type ToolChoiceSpec = "auto" | "required" | { name: string };
+
+/**
+ * Constrained decoding. WebLLM enforces an EBNF grammar (or, for `json` without one, its own
+ * JSON mode), the forms every supported web-llm version has. `json` and `tools` also carry
+ * what they mean (the schema, the tools) for engines that build replies rather than decode
+ * them (the deterministic engine).
+ */
+export type OutputConstraint =
+  | { kind: "json"; schema?: string; grammar?: string }
+  | { kind: "grammar"; grammar: string }
+  | {
+      kind: "tools";
+      grammar: string;
+      tools: ToolSpec[];
+      choice: ToolChoiceSpec;
+      parallel: boolean;
+      /** The conversation's last turn is a tool result. */
+      afterToolResult: boolean;
+    };
 
 export type GenerationInput =
   | { kind: "chat"; messages: EngineMessage[] }
@@ -35,9 +54,6 @@ export interface GenerationRequest {
   input: GenerationInput;
   sampling: SamplingOptions;
   constraint?: OutputConstraint;
-  /** Tools passed through untouched; an engine that cannot honour them throws `EngineError('unsupported')`. */
-  tools?: { name: string; description?: string; parameters?: Record<string, unknown> }[];
-  toolChoice?: unknown;
 }
 
 export type FinishReason = "stop" | "length" | "abort";

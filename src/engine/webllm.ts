@@ -167,8 +167,11 @@ export class WebLlmEngine implements Engine {
       frequency_penalty: sampling.frequencyPenalty,
       ...(sampling.stop.length ? { stop: sampling.stop } : {}),
       ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-      ...(constraint?.kind === "json" ? { response_format: { type: "json_object", ...(constraint.schema ? { schema: constraint.schema } : {}) } } : {}),
-      ...(constraint?.kind === "grammar" ? { response_format: { type: "grammar", grammar: constraint.grammar } } : {}),
+      ...(constraint === undefined
+        ? {}
+        : constraint.grammar !== undefined
+          ? { response_format: { type: "grammar", grammar: constraint.grammar } }
+          : { response_format: { type: "json_object", ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}) } }),
     };
     let chunks: AsyncIterable<WebLlmChunk>;
     try {
@@ -181,8 +184,6 @@ export class WebLlmEngine implements Engine {
               ...(message.name ? { name: message.name } : {}),
               ...(message.toolCallId ? { tool_call_id: message.toolCallId } : {}),
             })),
-            ...(request.tools ? { tools: request.tools.map((tool) => ({ type: "function", function: tool })) } : {}),
-            ...(request.toolChoice !== undefined ? { tool_choice: request.toolChoice } : {}),
           })
         : engine.completions.create(<never>{ ...common, prompt: input.prompt }))) as AsyncIterable<WebLlmChunk>;
     } catch (error) {

@@ -1,11 +1,13 @@
 import { BadRequestError, toApiError } from "../errors.js";
-import type { EngineMessage, OutputConstraint } from "../engine/types.js";
-import { renderChat } from "../templates.js";
-import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
+import type { EngineMessage } from "../engine/types.js";
+import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
+import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
 import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, primed, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route, RouteContext } from "./router.js";
 import { sseHeaders, sseStream } from "./sse.js";
+import { planStructured } from "./structured.js";
+import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
 import { parseWith, readJson } from "./validate.js";
 
 function text(content: ChatMessage["content"]): string {
@@ -45,70 +47,99 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
   });
 }
 
-function constraintOf(request: ChatCompletionRequest): OutputConstraint | undefined {
-  const format = request.response_format;
-  if (!format || format.type === "text") return undefined;
-  if (format.type === "json_object") return { kind: "json" };
-  return { kind: "json", schema: JSON.stringify(format.json_schema.schema ?? {}) };
+type ToolCallWire = NonNullable<ChatCompletion["choices"][number]["message"]["tool_calls"]>[number];
+type Delta = ChatCompletionChunk["choices"][number]["delta"];
+
+/** Per choice: reads tool calls out of the reply when the request is in tool mode. */
+class ChoiceState {
+  readonly parser: ToolCallParser | null;
+  readonly ids: string[] = [];
+  started = false;
+  constructor(syntax: ToolSyntax | null) {
+    this.parser = syntax ? new ToolCallParser(syntax) : null;
+  }
 }
 
-function toolsOf(request: ChatCompletionRequest) {
-  if (!request.tools?.length) {
-    if (request.tool_choice && request.tool_choice !== "none" && request.tool_choice !== "auto") {
-      throw new BadRequestError("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", { param: "tool_choice" });
-    }
-    return undefined;
-  }
-  const names = new Set(request.tools.map((tool) => tool.function.name));
-  const choice = request.tool_choice;
-  if (choice && typeof choice === "object" && !names.has(choice.function.name)) {
-    throw new BadRequestError(`Invalid value for 'tool_choice': no function named '${choice.function.name}' was specified in 'tools'.`, {
-      param: "tool_choice.function.name",
-    });
-  }
-  return request.tools.map((tool) => ({
-    name: tool.function.name,
-    ...(tool.function.description !== undefined ? { description: tool.function.description } : {}),
-    ...(tool.function.parameters !== undefined ? { parameters: tool.function.parameters } : {}),
-  }));
+function finishReason(state: ChoiceState, reason: Parameters<typeof toWireFinishReason>[0]): "stop" | "length" | "tool_calls" {
+  const wire = toWireFinishReason(reason);
+  return wire === "stop" && state.parser?.mode === "calls" ? "tool_calls" : wire;
 }
 
-async function* chunks(generation: Generation, base: Omit<ChatCompletionChunk, "choices" | "usage">, includeUsage: boolean): AsyncGenerator<ChatCompletionChunk> {
+async function* chunks(
+  generation: Generation,
+  base: Omit<ChatCompletionChunk, "choices" | "usage">,
+  includeUsage: boolean,
+  syntax: ToolSyntax | null,
+  newId: (prefix: string) => string,
+): AsyncGenerator<ChatCompletionChunk> {
   // With include_usage, every chunk carries `usage: null` and one last chunk carries the totals.
   const usageField = includeUsage ? { usage: null } : {};
-  const started = new Set<number>();
+  const states = new Map<number, ChoiceState>();
+  const chunk = (index: number, delta: Delta, finish: "stop" | "length" | "tool_calls" | null = null): ChatCompletionChunk => ({
+    ...base,
+    choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+    ...usageField,
+  });
+  /**
+   * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
+   * reply of tool calls carries the role in the first call's delta, with `content: null`.
+   */
+  const opening = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] => {
+    if (state.started) return [chunk(index, delta)];
+    state.started = true;
+    if (delta.tool_calls) return [chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
+    const role = chunk(index, { role: "assistant", content: "", refusal: null });
+    return delta.content ? [role, chunk(index, delta)] : [role];
+  };
+  const deltasOf = (state: ChoiceState, events: ToolEvent[]): Delta[] =>
+    events.map((event) => {
+      if (event.type === "text") return { content: event.text };
+      if (event.type === "call") {
+        state.ids[event.index] = newId("call_");
+        return { tool_calls: [{ index: event.index, id: state.ids[event.index], type: "function", function: { name: event.name, arguments: "" } }] };
+      }
+      return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
+    });
+
   for await (const { choice, part } of generation.parts) {
-    if (!started.has(choice)) {
-      started.add(choice);
-      yield { ...base, choices: [{ index: choice, delta: { role: "assistant", content: "", refusal: null }, logprobs: null, finish_reason: null }], ...usageField };
-    }
+    let state = states.get(choice);
+    if (!state) states.set(choice, (state = new ChoiceState(syntax)));
     if (part.type === "text-delta") {
-      yield { ...base, choices: [{ index: choice, delta: { content: part.text }, logprobs: null, finish_reason: null }], ...usageField };
+      const events: ToolEvent[] = state.parser ? state.parser.push(part.text) : [{ type: "text", text: part.text }];
+      for (const delta of deltasOf(state, events)) yield* opening(choice, state, delta);
     } else {
-      yield { ...base, choices: [{ index: choice, delta: {}, logprobs: null, finish_reason: toWireFinishReason(part.reason) }], ...usageField };
+      for (const delta of deltasOf(state, state.parser?.end() ?? [])) yield* opening(choice, state, delta);
+      if (!state.started) yield* opening(choice, state, { content: "" });
+      yield chunk(choice, {}, finishReason(state, part.reason));
     }
   }
-  if (includeUsage) {
-    const usage = generation.usage();
-    yield {
-      ...base,
-      choices: [],
-      usage: wireUsage(usage),
-    };
-  }
+  if (includeUsage) yield { ...base, choices: [], usage: wireUsage(generation.usage()) };
 }
 
-async function complete(generation: Generation, base: Omit<ChatCompletion, "choices" | "usage" | "object">, choiceCount: number): Promise<ChatCompletion> {
+async function complete(
+  generation: Generation,
+  base: Omit<ChatCompletion, "choices" | "usage" | "object">,
+  choiceCount: number,
+  syntax: ToolSyntax | null,
+  newId: (prefix: string) => string,
+): Promise<ChatCompletion> {
   const { texts, reasons, usage } = await collect(generation, choiceCount);
   return {
     ...base,
     object: "chat.completion",
-    choices: texts.map((content, index) => ({
-      index,
-      message: { role: "assistant", content, refusal: null },
-      logprobs: null,
-      finish_reason: reasons[index] ?? "stop",
-    })),
+    choices: texts.map((content, index) => {
+      const state = new ChoiceState(syntax);
+      state.parser?.push(content);
+      state.parser?.end();
+      const calls = state.parser?.mode === "calls" ? state.parser.calls : [];
+      const toolCalls: ToolCallWire[] = calls.map((call) => ({ id: newId("call_"), type: "function", function: { name: call.name, arguments: call.arguments } }));
+      return {
+        index,
+        message: { role: "assistant", content: toolCalls.length ? null : content, refusal: null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        logprobs: null,
+        finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
+      };
+    }),
     usage,
   };
 }
@@ -154,13 +185,13 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
       const model = findModel(dependencies, request.model);
-      const messages = toEngineMessages(request.messages);
-      const tools = toolsOf(request);
-      const constraint = constraintOf(request);
+      const structured = planStructured(request, model.family, toEngineMessages(request.messages));
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-      const promptTokens = tokenizer.encode(renderChat(model.family, messages)).length;
+      const prompt = renderChat(model.family, structured.messages, structured.tools ?? []);
+      const promptTokens = tokenizer.encode(prompt).length;
       const requested = request.max_completion_tokens ?? request.max_tokens;
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
+      const syntax = structured.tools ? toolSyntax[model.family] : null;
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(
@@ -168,11 +199,11 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         context,
         {
           model,
-          prompts: [{ input: { kind: "chat", messages }, promptTokens }],
+          // Tool requests get our family template (llama.cpp's way); plain chat gets the engine's own.
+          prompts: [{ input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages }, promptTokens }],
           choicesPerPrompt: request.n ?? 1,
           sampling: samplingOf(request, maxTokens),
-          ...(constraint ? { constraint } : {}),
-          ...(tools ? { tools, toolChoice: request.tool_choice ?? "auto" } : {}),
+          ...(structured.constraint ? { constraint: structured.constraint } : {}),
         },
         controller.signal,
       );
@@ -182,8 +213,8 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         controller,
         generation,
         request.stream === true,
-        (running) => chunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true),
-        (running) => complete(running, base, request.n ?? 1),
+        (running) => chunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true, syntax, dependencies.newId),
+        (running) => complete(running, base, request.n ?? 1, syntax, dependencies.newId),
       );
     },
   };

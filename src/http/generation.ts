@@ -18,8 +18,6 @@ export interface GenerationPlan {
   choicesPerPrompt: number;
   sampling: SamplingOptions;
   constraint?: OutputConstraint;
-  tools?: GenerationRequest["tools"];
-  toolChoice?: unknown;
 }
 
 export interface ChoicePart {
@@ -164,8 +162,6 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
             input: prompt.input,
             sampling: plan.sampling,
             ...(plan.constraint ? { constraint: plan.constraint } : {}),
-            ...(plan.tools ? { tools: plan.tools } : {}),
-            ...(plan.toolChoice !== undefined ? { toolChoice: plan.toolChoice } : {}),
           };
           for await (const part of engine.generate(request, signal)) {
             if (part.type === "finish") {

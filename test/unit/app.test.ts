@@ -106,8 +106,11 @@ describe("HTTP surface", () => {
       status: 400,
       param: "tool_choice.function.name",
     });
-    // The deterministic engine does not call tools yet: a clear 400, never a silent drop.
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools })))).toMatchObject({ status: 400, code: "unsupported_request" });
+    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools, response_format: { type: "json_object" } })))).toMatchObject({
+      status: 400,
+      code: "unsupported_request",
+      param: "response_format",
+    });
   });
 
   it("refuses prompt plus max_tokens beyond the context window", async () => {

@@ -84,6 +84,6 @@ describe("deterministic engine", () => {
   it("answers JSON mode with JSON, and refuses what it cannot honour", async () => {
     const json = await collect(engine.generate({ ...request(), constraint: { kind: "json" } }, new AbortController().signal));
     expect(JSON.parse(json.text)).toMatchObject({ reply: expect.any(String) });
-    await expect(collect(engine.generate({ ...request(), tools: [{ name: "f" }] }, new AbortController().signal))).rejects.toMatchObject({ kind: "unsupported" });
+    await expect(collect(engine.generate({ ...request(), constraint: { kind: "grammar", grammar: 'root ::= "x"' } }, new AbortController().signal))).rejects.toMatchObject({ kind: "unsupported" });
   });
 });

@@ -1,0 +1,248 @@
+/**
+ * The JSON Schema subset we enforce, in three forms: a check that refuses what we cannot honour
+ * (never a silent drop), a translation to an EBNF grammar for constrained decoding (xgrammar's
+ * dialect, W3C-style), and a sampler that produces a valid instance (the deterministic engine).
+ *
+ * Supported: `type` (one or a list), `properties`, `required`, `additionalProperties` (true or
+ * false), `items` (one schema), `enum`, `const`, `anyOf`, `$ref` to `#/$defs/…` or
+ * `#/definitions/…`, and annotations (`title`, `description`, `default`, `examples`, …).
+ * Generated JSON is compact (no whitespace) and lists every declared property in order, which
+ * any instance of the schema may do.
+ */
+export type JsonSchema = { [keyword: string]: unknown } | boolean;
+
+export class UnsupportedSchemaError extends Error {
+  /** Where in the schema, as a JSON pointer. */
+  readonly pointer: string;
+  constructor(message: string, pointer: string) {
+    super(message);
+    this.name = "UnsupportedSchemaError";
+    this.pointer = pointer;
+  }
+}
+
+const annotations = ["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly", "strict"];
+const structural = ["type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs", "definitions"];
+const known = new Set([...annotations, ...structural]);
+const types = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
+
+type SchemaObject = { [keyword: string]: unknown };
+
+function isObject(value: unknown): value is SchemaObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function resolveReference(root: SchemaObject, reference: string, pointer: string): JsonSchema {
+  const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference);
+  const definitions = match ? root[match[1] as string] : undefined;
+  const target = match && isObject(definitions) ? definitions[decodeURIComponent(match[2] as string)] : undefined;
+  if (target === undefined) throw new UnsupportedSchemaError(`'$ref' ${JSON.stringify(reference)} does not point into this schema's '$defs'`, pointer);
+  return target as JsonSchema;
+}
+
+/** Refuses any keyword or form outside the supported subset, naming it and where it is. */
+export function checkSchema(schema: unknown, root: unknown = schema, pointer = ""): void {
+  if (typeof schema === "boolean") {
+    if (!schema) throw new UnsupportedSchemaError("the schema 'false' admits no value", pointer);
+    return;
+  }
+  if (!isObject(schema)) throw new UnsupportedSchemaError("a schema must be an object", pointer);
+  for (const keyword of Object.keys(schema)) {
+    if (!known.has(keyword)) throw new UnsupportedSchemaError(`the JSON Schema keyword '${keyword}' is not supported`, `${pointer}/${keyword}`);
+  }
+  const listed = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
+  for (const type of listed) {
+    if (typeof type !== "string" || !types.has(type)) throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(type)}`, `${pointer}/type`);
+  }
+  if (schema.properties !== undefined) {
+    if (!isObject(schema.properties)) throw new UnsupportedSchemaError("'properties' must be an object", `${pointer}/properties`);
+    for (const [name, child] of Object.entries(schema.properties)) checkSchema(child, root, `${pointer}/properties/${name}`);
+  }
+  if (schema.required !== undefined) {
+    const properties = isObject(schema.properties) ? schema.properties : {};
+    if (!Array.isArray(schema.required)) throw new UnsupportedSchemaError("'required' must be a list of names", `${pointer}/required`);
+    for (const name of schema.required) {
+      if (typeof name !== "string" || !(name in properties)) {
+        throw new UnsupportedSchemaError(`required property ${JSON.stringify(name)} is not declared in 'properties'`, `${pointer}/required`);
+      }
+    }
+  }
+  if (schema.additionalProperties !== undefined && typeof schema.additionalProperties !== "boolean") {
+    throw new UnsupportedSchemaError("'additionalProperties' as a schema is not supported (use true or false)", `${pointer}/additionalProperties`);
+  }
+  if (schema.items !== undefined) {
+    if (Array.isArray(schema.items)) throw new UnsupportedSchemaError("tuple 'items' (a list of schemas) is not supported", `${pointer}/items`);
+    checkSchema(schema.items, root, `${pointer}/items`);
+  }
+  if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) {
+    throw new UnsupportedSchemaError("'enum' must be a non-empty list", `${pointer}/enum`);
+  }
+  if (schema.anyOf !== undefined) {
+    if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0) throw new UnsupportedSchemaError("'anyOf' must be a non-empty list", `${pointer}/anyOf`);
+    schema.anyOf.forEach((child, index) => checkSchema(child, root, `${pointer}/anyOf/${index}`));
+  }
+  for (const container of ["$defs", "definitions"] as const) {
+    const definitions = schema[container];
+    if (definitions === undefined) continue;
+    if (!isObject(definitions)) throw new UnsupportedSchemaError(`'${container}' must be an object`, `${pointer}/${container}`);
+    for (const [name, child] of Object.entries(definitions)) checkSchema(child, root, `${pointer}/${container}/${name}`);
+  }
+  if (schema.$ref !== undefined) {
+    if (typeof schema.$ref !== "string" || !isObject(root)) throw new UnsupportedSchemaError("'$ref' must be a string", `${pointer}/$ref`);
+    resolveReference(root, schema.$ref, `${pointer}/$ref`);
+  }
+}
+
+// ------------------------------------------------------------------ grammar
+
+/** An EBNF string literal matching `text` exactly. */
+export function literal(text: string): string {
+  let escaped = "";
+  for (const character of text) {
+    const code = character.codePointAt(0) ?? 0;
+    if (character === '"' || character === "\\") escaped += `\\${character}`;
+    else if (code < 0x20) escaped += `\\x${code.toString(16).padStart(2, "0")}`;
+    else escaped += character;
+  }
+  return `"${escaped}"`;
+}
+
+/** Rules for any JSON value, compact. */
+export const jsonRules = [
+  'json_value ::= json_object | json_array | json_string | json_number | "true" | "false" | "null"',
+  'json_object ::= "{" (json_string ":" json_value ("," json_string ":" json_value)*)? "}"',
+  'json_array ::= "[" (json_value ("," json_value)*)? "]"',
+  'json_string ::= "\\"" json_character* "\\""',
+  'json_character ::= [^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" json_hex json_hex json_hex json_hex)',
+  "json_hex ::= [0-9a-fA-F]",
+  'json_number ::= json_integer ("." [0-9]+)? ([eE] [+-]? [0-9]+)?',
+  'json_integer ::= "-"? ("0" | [1-9] [0-9]*)',
+];
+
+export class GrammarBuilder {
+  readonly #rules = new Map<string, string>();
+  readonly #references = new Map<string, string>();
+  #counter = 0;
+
+  constructor() {
+    for (const rule of jsonRules) {
+      const [name, body] = rule.split(" ::= ") as [string, string];
+      this.#rules.set(name, body);
+    }
+  }
+
+  /** Adds `name ::= body` and returns the name; a taken name gets a numeric suffix. */
+  rule(name: string, body: string): string {
+    let unique = name.replace(/[^A-Za-z0-9_]/g, "_");
+    while (this.#rules.has(unique)) unique = `${name.replace(/[^A-Za-z0-9_]/g, "_")}_${++this.#counter}`;
+    this.#rules.set(unique, body);
+    return unique;
+  }
+
+  /** An expression matching exactly the compact JSON of the instances we generate for `schema`. */
+  schema(schema: JsonSchema, root: JsonSchema, name: string): string {
+    if (schema === true || (isObject(schema) && Object.keys(schema).every((keyword) => annotations.includes(keyword) || keyword === "$defs" || keyword === "definitions"))) {
+      return "json_value";
+    }
+    if (!isObject(schema) || !isObject(root)) throw new UnsupportedSchemaError("a schema must be an object", "");
+    if (typeof schema.$ref === "string") {
+      const known = this.#references.get(schema.$ref);
+      if (known) return known;
+      const ruleName = this.rule(`ref_${schema.$ref.split("/").pop() ?? "definition"}`, "json_value");
+      this.#references.set(schema.$ref, ruleName);
+      this.#rules.set(ruleName, this.schema(resolveReference(root, schema.$ref, ""), root, ruleName));
+      return ruleName;
+    }
+    if (schema.const !== undefined) return literal(JSON.stringify(schema.const));
+    if (Array.isArray(schema.enum)) return `(${schema.enum.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
+    if (Array.isArray(schema.anyOf)) {
+      return `(${schema.anyOf.map((child, index) => this.#named(child as JsonSchema, root, `${name}_any${index}`)).join(" | ")})`;
+    }
+    const listed = (schema.type === undefined ? (schema.properties ? ["object"] : schema.items ? ["array"] : []) : Array.isArray(schema.type) ? schema.type : [schema.type]) as string[];
+    if (listed.length === 0) return "json_value";
+    return `(${listed.map((type) => this.#typed(type, schema, root, name)).join(" | ")})`;
+  }
+
+  #named(schema: JsonSchema, root: JsonSchema, name: string): string {
+    const expression = this.schema(schema, root, name);
+    return /^[A-Za-z_][A-Za-z0-9_]*$/.test(expression) ? expression : this.rule(name, expression);
+  }
+
+  #typed(type: string, schema: SchemaObject, root: JsonSchema, name: string): string {
+    switch (type) {
+      case "string":
+        return "json_string";
+      case "number":
+        return "json_number";
+      case "integer":
+        return "json_integer";
+      case "boolean":
+        return '("true" | "false")';
+      case "null":
+        return '"null"';
+      case "array": {
+        if (schema.items === undefined) return "json_array";
+        const item = this.#named(schema.items as JsonSchema, root, `${name}_item`);
+        return `("[" (${item} ("," ${item})*)? "]")`;
+      }
+      default: {
+        const properties = isObject(schema.properties) ? Object.entries(schema.properties) : [];
+        if (properties.length === 0) return schema.additionalProperties === false ? '"{}"' : "json_object";
+        const members = properties.map(
+          ([property, child], index) => `${index === 0 ? "" : '"," '}${literal(JSON.stringify(property))} ":" ${this.#named(child as JsonSchema, root, `${name}_${property}`)}`,
+        );
+        return `("{" ${members.join(" ")} "}")`;
+      }
+    }
+  }
+
+  /** The whole grammar, with `root ::= rootExpression` first. */
+  build(rootExpression: string): string {
+    return [`root ::= ${rootExpression}`, ...[...this.#rules].map(([name, body]) => `${name} ::= ${body}`)].join("\n");
+  }
+}
+
+/** A grammar whose language is the compact JSON instances of `schema`. */
+export function schemaToGrammar(schema: JsonSchema): string {
+  checkSchema(schema);
+  const builder = new GrammarBuilder();
+  return builder.build(builder.schema(schema, schema, "value"));
+}
+
+// ------------------------------------------------------------------ sampling
+
+/** A valid instance of `schema`, chosen by `random` (in [0, 1)). */
+export function sampleSchema(schema: JsonSchema, random: () => number, root: JsonSchema = schema, depth = 0): unknown {
+  if (schema === true || !isObject(schema)) return depth > 3 ? null : { note: "any" };
+  if (typeof schema.$ref === "string" && isObject(root)) return depth > 6 ? null : sampleSchema(resolveReference(root, schema.$ref, ""), random, root, depth + 1);
+  if (schema.const !== undefined) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[Math.floor(random() * schema.enum.length)];
+  if (Array.isArray(schema.anyOf)) return sampleSchema(schema.anyOf[Math.floor(random() * schema.anyOf.length)] as JsonSchema, random, root, depth + 1);
+  const listed = (schema.type === undefined ? (schema.properties ? ["object"] : schema.items ? ["array"] : ["string"]) : Array.isArray(schema.type) ? schema.type : [schema.type]) as string[];
+  // Prefer a non-null type, so optional-looking values still say something.
+  const type = listed.find((candidate) => candidate !== "null") ?? "null";
+  const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
+  switch (type) {
+    case "string":
+      return `${words[Math.floor(random() * words.length)]}`;
+    case "number":
+      return Math.round(random() * 10_000) / 100;
+    case "integer":
+      return Math.floor(random() * 100);
+    case "boolean":
+      return random() < 0.5;
+    case "null":
+      return null;
+    case "array": {
+      const count = depth > 4 ? 0 : 1 + Math.floor(random() * 3);
+      return Array.from({ length: count }, () => sampleSchema((schema.items as JsonSchema | undefined) ?? true, random, root, depth + 1));
+    }
+    default: {
+      const result: Record<string, unknown> = {};
+      for (const [property, child] of Object.entries(isObject(schema.properties) ? schema.properties : {})) {
+        result[property] = sampleSchema(child as JsonSchema, random, root, depth + 1);
+      }
+      return result;
+    }
+  }
+}

@@ -1,0 +1,344 @@
+import Ajv from "ajv";
+import { describe, expect, it } from "vitest";
+import { modelFamilies, type ModelFamily } from "../../src/catalogue.js";
+import type { EngineMessage } from "../../src/engine/types.js";
+import { toolGrammar } from "../../src/http/structured.js";
+import { ToolCallParser, type ToolEvent } from "../../src/http/tool-calls.js";
+import { checkSchema, sampleSchema, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../../src/json-schema.js";
+import { renderChat, toolSyntax, type ToolSpec } from "../../src/templates.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/schemas.js";
+import { accepts, parseGrammar } from "./ebnf.js";
+import { makeApp, sseEvents } from "./support.js";
+
+const ajv = new Ajv({ strict: false });
+
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 16_807) % 2_147_483_647) / 2_147_483_647;
+}
+
+const weather: ToolSpec = {
+  name: "get_weather",
+  description: "Current weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city"] },
+};
+const lights: ToolSpec = { name: "set_lights", parameters: { type: "object", properties: { on: { type: "boolean" }, level: { type: "integer" } }, required: ["on"] } };
+
+/** Every feature we claim, each in a schema of its own. */
+const claimed: Record<string, JsonSchema> = {
+  string: { type: "string" },
+  number: { type: "number" },
+  integer: { type: "integer" },
+  boolean: { type: "boolean" },
+  null: { type: "null" },
+  typeList: { type: ["string", "null"] },
+  object: { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } }, required: ["name"], additionalProperties: false },
+  emptyClosedObject: { type: "object", additionalProperties: false },
+  anyObject: { type: "object" },
+  array: { type: "array", items: { type: "number" } },
+  anyArray: { type: "array" },
+  enum: { enum: ["red", 2, true, null] },
+  const: { const: { fixed: [1, "two"] } },
+  anyOf: { anyOf: [{ type: "integer" }, { type: "object", properties: { kind: { const: "other" } }, required: ["kind"] }] },
+  references: {
+    $defs: { node: { type: "object", properties: { value: { type: "integer" }, next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } }, required: ["value", "next"] } },
+    $ref: "#/$defs/node",
+  },
+  definitions: { definitions: { tag: { type: "string", description: "a label" } }, type: "array", items: { $ref: "#/definitions/tag" }, title: "tags" },
+  any: {},
+};
+
+describe("JSON Schema support", () => {
+  it("translates every claimed feature to a grammar that accepts the schema's instances and nothing else we try", () => {
+    for (const [feature, schema] of Object.entries(claimed)) {
+      const grammar = schemaToGrammar(schema);
+      parseGrammar(grammar);
+      const validate = ajv.compile(schema as object);
+      const random = seeded(feature.length * 7919);
+      for (let attempt = 0; attempt < 15; attempt++) {
+        const instance = sampleSchema(schema, random);
+        expect({ feature, instance, valid: validate(instance) }).toEqual({ feature, instance, valid: true });
+        expect({ feature, text: JSON.stringify(instance), accepted: accepts(grammar, JSON.stringify(instance)) }).toMatchObject({ accepted: true });
+      }
+    }
+    const rejects = (schema: JsonSchema, text: string) => expect({ text, accepted: accepts(schemaToGrammar(schema), text) }).toEqual({ text, accepted: false });
+    rejects(claimed.enum!, '"blue"');
+    rejects(claimed.integer!, "1.5");
+    rejects(claimed.string!, '"line\nbreak"');
+    rejects(claimed.object!, '{"age":3}');
+    rejects(claimed.object!, '{"name": "spaced"}');
+    rejects(claimed.emptyClosedObject!, '{"x":1}');
+    rejects(claimed.boolean!, "True");
+    rejects(claimed.const!, '{"fixed":[1,"three"]}');
+    rejects(claimed.typeList!, "3");
+    expect(accepts(schemaToGrammar(claimed.string!), '"esc\\"aped \\u00e9"')).toBe(true);
+    expect(accepts(schemaToGrammar(claimed.number!), "-12.5e+3")).toBe(true);
+  });
+
+  it("refuses what it cannot honour, naming the keyword and where it is", () => {
+    const cases: [JsonSchema, RegExp, string][] = [
+      [{ oneOf: [{ type: "string" }] }, /'oneOf' is not supported/, "/oneOf"],
+      [{ allOf: [] }, /'allOf'/, "/allOf"],
+      [{ not: {} }, /'not'/, "/not"],
+      [{ type: "string", pattern: "^a" }, /'pattern'/, "/pattern"],
+      [{ type: "string", format: "email" }, /'format'/, "/format"],
+      [{ type: "string", minLength: 2 }, /'minLength'/, "/minLength"],
+      [{ type: "number", maximum: 3 }, /'maximum'/, "/maximum"],
+      [{ type: "integer", multipleOf: 2 }, /'multipleOf'/, "/multipleOf"],
+      [{ type: "array", minItems: 1 }, /'minItems'/, "/minItems"],
+      [{ type: "array", items: [{ type: "string" }] }, /tuple 'items'/, "/items"],
+      [{ type: "object", properties: { a: { type: "string", maxLength: 4 } } }, /'maxLength'/, "/properties/a/maxLength"],
+      [{ type: "object", additionalProperties: { type: "string" } }, /as a schema/, "/additionalProperties"],
+      [{ type: "object", patternProperties: {} }, /'patternProperties'/, "/patternProperties"],
+      [{ type: "object", properties: {}, required: ["ghost"] }, /"ghost" is not declared/, "/required"],
+      [{ $ref: "#/$defs/missing" }, /does not point/, "/$ref"],
+      [{ type: "text" }, /unknown type/, "/type"],
+      [false, /admits no value/, ""],
+    ];
+    for (const [schema, message, pointer] of cases) {
+      try {
+        checkSchema(schema);
+        throw new Error(`accepted ${JSON.stringify(schema)}`);
+      } catch (error) {
+        expect(error).toBeInstanceOf(UnsupportedSchemaError);
+        expect((error as Error).message).toMatch(message);
+        expect((error as UnsupportedSchemaError).pointer).toBe(pointer);
+      }
+    }
+  });
+});
+
+describe("tool prompts per family", () => {
+  const history: EngineMessage[] = [
+    { role: "system", content: "Be brief." },
+    { role: "user", content: "Weather in Oslo?" },
+    { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Oslo"}' }] },
+    { role: "tool", content: '{"temp":3}', toolCallId: "call_1" },
+  ];
+  const tools = [weather];
+  const definition = JSON.stringify({ type: "function", function: weather }, null, 4);
+
+  it("Llama 3: definitions in the first user turn, calls as {name, parameters}, results as ipython", () => {
+    expect(renderChat("llama3", history, tools)).toBe(
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>" +
+        "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n" +
+        'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.\n\n' +
+        `${definition}\n\nWeather in Oslo?<|eot_id|>` +
+        '<|start_header_id|>assistant<|end_header_id|>\n\n{"name":"get_weather","parameters":{"city":"Oslo"}}<|eot_id|>' +
+        '<|start_header_id|>ipython<|end_header_id|>\n\n{"temp":3}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    );
+  });
+
+  it("Gemma 2: definitions folded into the first user turn, calls in a tool_call block", () => {
+    expect(renderChat("gemma2", history, tools)).toBe(
+      "<bos><start_of_turn>user\nBe brief.\n\nYou have access to the following functions. To call one or more of them, reply with only a ```tool_call block holding " +
+        '{"name": function name, "arguments": an object of its arguments}, or a list of such objects.\n\n' +
+        `${definition}\n\nWeather in Oslo?<end_of_turn>\n` +
+        '<start_of_turn>model\n```tool_call\n{"name":"get_weather","arguments":{"city":"Oslo"}}\n```<end_of_turn>\n' +
+        '<start_of_turn>user\n```tool_result\n{"call_id":"call_1","content":"{\\"temp\\":3}"}\n```<end_of_turn>\n<start_of_turn>model\n',
+    );
+  });
+
+  it("Mistral v0.3: [AVAILABLE_TOOLS] before the last user turn, [TOOL_CALLS] and [TOOL_RESULTS]", () => {
+    expect(renderChat("mistral", history, tools)).toBe(
+      `<s>[AVAILABLE_TOOLS] ${JSON.stringify([{ type: "function", function: weather }])}[/AVAILABLE_TOOLS][INST] Be brief.\n\nWeather in Oslo?[/INST]` +
+        '[TOOL_CALLS] [{"name":"get_weather","arguments":{"city":"Oslo"},"id":"call_1"}]</s>' +
+        '[TOOL_RESULTS] {"content":"{\\"temp\\":3}","call_id":"call_1"}[/TOOL_RESULTS]',
+    );
+  });
+
+  it("ChatML (Qwen2): <tools> in the system turn, <tool_call> replies, <tool_response> results", () => {
+    const rendered = renderChat("qwen2", history, tools);
+    expect(rendered.startsWith("<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions")).toBe(true);
+    expect(rendered).toContain(`<tools>\n${JSON.stringify({ type: "function", function: weather })}\n</tools>`);
+    expect(rendered.endsWith(
+      '<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name":"get_weather","arguments":{"city":"Oslo"}}\n</tool_call><|im_end|>\n' +
+        '<|im_start|>user\n<tool_response>\n{"temp":3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
+    )).toBe(true);
+  });
+});
+
+describe("tool grammars", () => {
+  for (const family of modelFamilies) {
+    it(`${family}: required, named and auto choices constrain calls to valid arguments`, () => {
+      const syntax = toolSyntax[family];
+      const one = syntax.write([{ name: "get_weather", arguments: { city: "Oslo", unit: "celsius" } }]);
+      const two = syntax.write([
+        { name: "get_weather", arguments: { city: "Oslo", unit: "fahrenheit" } },
+        { name: "set_lights", arguments: { on: true, level: 3 } },
+      ]);
+      const required = toolGrammar(family, [weather, lights], "required", true);
+      expect(accepts(required, one)).toBe(true);
+      expect(accepts(required, two)).toBe(true);
+      expect(accepts(required, "It is sunny.")).toBe(false);
+      expect(accepts(required, syntax.write([{ name: "get_weather", arguments: { city: "Oslo", unit: "kelvin" } }]))).toBe(false);
+      expect(accepts(required, syntax.write([{ name: "launch", arguments: {} }]))).toBe(false);
+      expect(accepts(toolGrammar(family, [weather, lights], "required", false), two)).toBe(false);
+      const named = toolGrammar(family, [weather, lights], { name: "set_lights" }, true);
+      expect(accepts(named, syntax.write([{ name: "set_lights", arguments: { on: false, level: 0 } }]))).toBe(true);
+      expect(accepts(named, one)).toBe(false);
+      const auto = toolGrammar(family, [weather, lights], "auto", true);
+      expect(accepts(auto, one)).toBe(true);
+      expect(accepts(auto, "It is sunny in Oslo.")).toBe(true);
+    });
+  }
+});
+
+function feed(family: ModelFamily, text: string, pieces: number[]): { events: ToolEvent[]; parser: ToolCallParser } {
+  const parser = new ToolCallParser(toolSyntax[family]);
+  const events: ToolEvent[] = [];
+  let position = 0;
+  for (const size of pieces) {
+    events.push(...parser.push(text.slice(position, position + size)));
+    position += size;
+  }
+  events.push(...parser.push(text.slice(position)), ...parser.end());
+  return { events, parser };
+}
+
+function assemble(events: ToolEvent[]) {
+  const calls: { name: string; arguments: string }[] = [];
+  let text = "";
+  for (const event of events) {
+    if (event.type === "text") text += event.text;
+    else if (event.type === "call") calls[event.index] = { name: event.name, arguments: "" };
+    else calls[event.index]!.arguments += event.fragment;
+  }
+  return { text, calls };
+}
+
+describe("tool-call parsing", () => {
+  for (const family of modelFamilies) {
+    it(`${family}: parallel calls, with arguments split across any chunking, and a 'name' inside arguments`, () => {
+      const calls = [
+        { name: "get_weather", arguments: { city: "Rio \"de\" Janeiro", name: "not a call", nested: { list: [1, { name: "x" }] } } },
+        { name: "set_lights", arguments: { on: true } },
+      ];
+      const text = toolSyntax[family].write(calls);
+      for (const pieces of [[text.length], Array(text.length).fill(1), [3, 7, 1, 20, 2]]) {
+        const { events, parser } = feed(family, text, pieces);
+        expect(parser.mode).toBe("calls");
+        const assembled = assemble(events);
+        expect(assembled.text).toBe("");
+        expect(assembled.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(calls.map((call) => [call.name, call.arguments]));
+        expect(parser.calls.every((call) => call.complete)).toBe(true);
+      }
+    });
+  }
+
+  it("passes text through untouched, including text that only starts like a call", () => {
+    const { events, parser } = feed("qwen2", "<tool the world it is sunny", [1, 2, 3]);
+    expect(parser.mode).toBe("text");
+    expect(assemble(events).text).toBe("<tool the world it is sunny");
+    expect(assemble(feed("llama3", "  Plain words.", [1]).events).text).toBe("  Plain words.");
+    const undecided = new ToolCallParser(toolSyntax.mistral);
+    expect(undecided.push(" [TOOL")).toEqual([]);
+    expect(undecided.mode).toBe("undecided");
+    expect(undecided.end()).toEqual([{ type: "text", text: " [TOOL" }]);
+  });
+
+  it("reports a call cut short as incomplete", () => {
+    const parser = new ToolCallParser(toolSyntax.llama3);
+    parser.push('{"name":"get_weather","parameters":{"city":"Os');
+    expect(parser.calls).toEqual([{ name: "get_weather", arguments: '{"city":"Os', complete: false }]);
+  });
+});
+
+describe("over HTTP, on the deterministic engine", () => {
+  const tools = [weather, lights].map((tool) => ({ type: "function", function: tool }));
+  const messages = [{ role: "user", content: "What is the weather in Oslo?" }];
+
+  it("answers a required tool call: content null, schema-valid arguments, finish_reason tool_calls", async () => {
+    for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
+      const { app, post } = await makeApp();
+      const response = await app.handle(post("/v1/chat/completions", { model, messages, tools, tool_choice: "required", parallel_tool_calls: false }));
+      const body = chatCompletionSchema.parse(await response.json());
+      const choice = body.choices[0]!;
+      expect(choice.finish_reason).toBe("tool_calls");
+      expect(choice.message.content).toBeNull();
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const call = choice.message.tool_calls![0]!;
+      expect(call.id).toMatch(/^call_/);
+      const tool = [weather, lights].find((candidate) => candidate.name === call.function.name)!;
+      expect(ajv.validate(tool.parameters, JSON.parse(call.function.arguments))).toBe(true);
+    }
+  });
+
+  it("calls the named function, two in parallel when required, and answers in text after a tool result", async () => {
+    const { app, post } = await makeApp();
+    const named = chatCompletionSchema.parse(
+      await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, tools, tool_choice: { type: "function", function: { name: "set_lights" } } }))).json(),
+    );
+    expect(named.choices[0]!.message.tool_calls!.map((call) => call.function.name)).toEqual(["set_lights"]);
+    const parallel = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, tools, tool_choice: "required" }))).json());
+    expect(parallel.choices[0]!.message.tool_calls).toHaveLength(2);
+    const call = parallel.choices[0]!.message.tool_calls![0]!;
+    const followUp = chatCompletionSchema.parse(
+      await (
+        await app.handle(
+          post("/v1/chat/completions", {
+            model: "gamma-7b-instruct-v0.3",
+            messages: [...messages, { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: call.id, content: '{"temp":3}' }],
+            tools,
+          }),
+        )
+      ).json(),
+    );
+    expect(followUp.choices[0]).toMatchObject({ finish_reason: "stop", message: { content: expect.any(String) } });
+    expect(followUp.choices[0]!.message.tool_calls).toBeUndefined();
+  });
+
+  it("streams tool calls the OpenAI way: index, id, type and name first with empty arguments, then fragments", async () => {
+    const { app, post } = await makeApp();
+    const response = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages, tools, tool_choice: "required", stream: true }));
+    const chunks = sseEvents(await response.text())
+      .filter((event) => event !== "[DONE]")
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const deltas = chunks.map((chunk) => chunk.choices[0]!);
+    expect(deltas[0]!.delta).toMatchObject({ role: "assistant", content: null, tool_calls: [{ index: 0, id: expect.stringMatching(/^call_/), type: "function", function: { name: expect.any(String), arguments: "" } }] });
+    const byIndex = new Map<number, { name: string; arguments: string }>();
+    for (const { delta } of deltas) {
+      for (const call of delta.tool_calls ?? []) {
+        if (call.id) byIndex.set(call.index, { name: call.function!.name!, arguments: "" });
+        else {
+          expect(call.function?.name).toBeUndefined();
+          byIndex.get(call.index)!.arguments += call.function!.arguments!;
+        }
+      }
+    }
+    expect(deltas.filter((choice) => (choice.delta.tool_calls ?? []).some((call) => !call.id)).length).toBeGreaterThan(1);
+    expect(deltas.at(-1)!.finish_reason).toBe("tool_calls");
+    expect(deltas.slice(0, -1).every((choice) => choice.finish_reason === null)).toBe(true);
+    for (const call of byIndex.values()) {
+      const tool = [weather, lights].find((candidate) => candidate.name === call.name)!;
+      expect(ajv.validate(tool.parameters, JSON.parse(call.arguments))).toBe(true);
+    }
+  });
+
+  it("enforces json_schema, adds the JSON instruction, and refuses unsupported schemas and malformed tools with 400", async () => {
+    const { app, post } = await makeApp();
+    const schema = claimed.object as Record<string, unknown>;
+    const structured = chatCompletionSchema.parse(
+      await (await app.handle(post("/v1/chat/completions", { model: "beta-2-9b-it", messages, response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } } }))).json(),
+    );
+    expect(ajv.validate(schema, JSON.parse(structured.choices[0]!.message.content!))).toBe(true);
+    const mode = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "beta-2-9b-it", messages, response_format: { type: "json_object" } }))).json());
+    expect(typeof JSON.parse(mode.choices[0]!.message.content!)).toBe("object");
+    const error = async (body: unknown) => {
+      const response = await app.handle(post("/v1/chat/completions", body));
+      return { status: response.status, ...((await response.json()) as { error: object }).error };
+    };
+    expect(await error({ model: "beta-2-9b-it", messages, response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a+" } } } })).toMatchObject({
+      status: 400,
+      code: "invalid_schema",
+      param: "response_format.json_schema.schema",
+      message: expect.stringContaining("'pattern' is not supported"),
+    });
+    expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { oneOf: [] } } } } }] })).toMatchObject({
+      status: 400,
+      param: "tools[0].function.parameters",
+    });
+    expect(await error({ model: "beta-2-9b-it", messages, tools: [...tools, tools[0]] })).toMatchObject({ status: 400, param: "tools[2].function.name" });
+    expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function" }] })).toMatchObject({ status: 400, param: "tools[0].function" });
+  });
+});
