@@ -1,11 +1,11 @@
-import { BadRequestError, toApiError } from "../errors.js";
+import { BadRequestError } from "../errors.js";
 import type { EngineMessage } from "../engine/types.js";
 import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
-import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, primed, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
-import type { Route, RouteContext } from "./router.js";
-import { sseHeaders, sseStream } from "./sse.js";
+import { findModel, type HttpDependencies } from "./dependencies.js";
+import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { abortWith, respond } from "./respond.js";
+import type { Route } from "./router.js";
 import { planStructured } from "./structured.js";
 import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
 import { parseWith, readJson } from "./validate.js";
@@ -142,36 +142,6 @@ async function complete(
     }),
     usage,
   };
-}
-
-/**
- * Streams or collects a generation. The controller is aborted when the client goes away,
- * by `request.signal` or by cancelling the body, and the engine stops.
- */
-export async function respond<Event>(
-  context: RouteContext,
-  controller: AbortController,
-  generation: Generation,
-  stream: boolean,
-  toEvents: (generation: Generation) => AsyncGenerator<Event>,
-  toBody: (generation: Generation) => Promise<unknown>,
-): Promise<Response> {
-  if (!stream) return jsonResponse(await toBody(generation));
-  const events = await primed(toEvents(generation));
-  const body = sseStream({
-    events,
-    onError: (error) => toApiError(error, context.requestId).toJSON(),
-    onCancel: () => controller.abort(new DOMException("The client stopped reading the stream.", "AbortError")),
-  });
-  return new Response(body, { headers: sseHeaders });
-}
-
-export function abortWith(request: Request): AbortController {
-  const controller = new AbortController();
-  const signal = request.signal as AbortSignal | undefined;
-  if (signal?.aborted) controller.abort(signal.reason);
-  signal?.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
-  return controller;
 }
 
 export function chatRoute(dependencies: HttpDependencies): Route {

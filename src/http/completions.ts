@@ -1,6 +1,6 @@
 import { BadRequestError } from "../errors.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
-import { abortWith, respond } from "./chat.js";
+import { abortWith, respond } from "./respond.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";

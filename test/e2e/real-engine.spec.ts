@@ -144,3 +144,74 @@ test("a legacy completion on the real engine", async () => {
   expect(parsed.usage?.prompt_tokens).toBe(qwenTokenizer().encode(prompt).length);
   expect(parsed.usage?.completion_tokens).toBe(1);
 });
+
+// Constrained decoding must give valid output even from random weights. Schemas are small, so
+// the replies are a handful of tokens: every token costs seconds here.
+const flagSchema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+const flagTool = { type: "function" as const, function: { name: "f", description: "Set a flag", parameters: { type: "object", properties: { b: { type: "boolean" } }, required: ["b"], additionalProperties: false } } };
+
+test("json_schema on the real engine: the reply validates", async () => {
+  test.setTimeout(900_000);
+  const completion = await page.evaluate(
+    ({ id, schema }) =>
+      window.harness.client().chat.completions.create({
+        model: id,
+        messages: [{ role: "user", content: "Is it ok?" }],
+        max_tokens: 16,
+        temperature: 0,
+        response_format: { type: "json_schema", json_schema: { name: "flag", schema, strict: true } },
+      }),
+    { id: modelId, schema: flagSchema },
+  );
+  const content = completion.choices[0]?.message.content ?? "";
+  expect(completion.choices[0]?.finish_reason).toBe("stop");
+  expect(JSON.parse(content)).toEqual({ ok: expect.any(Boolean) });
+});
+
+test("json_object on the real engine: the reply parses as a JSON object", async () => {
+  test.setTimeout(900_000);
+  const completion = await page.evaluate(
+    (id) =>
+      window.harness.client().chat.completions.create({
+        model: id,
+        messages: [{ role: "user", content: "Answer in JSON." }],
+        max_tokens: 24,
+        temperature: 0,
+        response_format: { type: "json_object" },
+      }),
+    modelId,
+  );
+  const content = completion.choices[0]?.message.content ?? "";
+  expect({ content, finish: completion.choices[0]?.finish_reason }).toMatchObject({ finish: "stop" });
+  expect(typeof JSON.parse(content)).toBe("object");
+});
+
+test("a required tool call on the real engine has schema-valid arguments, not streamed and streamed", async () => {
+  test.setTimeout(1_800_000);
+  const result = await page.evaluate(
+    async ({ id, tool }) => {
+      const client = window.harness.client();
+      const messages = [{ role: "user" as const, content: "Set it." }];
+      const whole = await client.chat.completions.create({ model: id, messages, tools: [tool], tool_choice: "required", max_tokens: 40, temperature: 0 });
+      const stream = await client.chat.completions.create({ model: id, messages, tools: [tool], tool_choice: "required", max_tokens: 40, temperature: 0, stream: true });
+      let name = "";
+      let args = "";
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
+          name += call.function?.name ?? "";
+          args += call.function?.arguments ?? "";
+        }
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      return { whole, streamed: { name, args, finish } };
+    },
+    { id: modelId, tool: flagTool },
+  );
+  const choice = result.whole.choices[0]!;
+  expect(choice.finish_reason).toBe("tool_calls");
+  const call = choice.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+  expect(call.function.name).toBe("f");
+  expect(JSON.parse(call.function.arguments)).toEqual({ b: expect.any(Boolean) });
+  expect(result.streamed).toEqual({ name: "f", args: call.function.arguments, finish: "tool_calls" });
+});

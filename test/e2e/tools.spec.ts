@@ -1,0 +1,126 @@
+/**
+ * Tool calling and structured output through the official openai SDK in a page, on the
+ * deterministic engine, for every catalogue model; and every grammar we generate, parsed by the
+ * real xgrammar.
+ */
+import Ajv from "ajv";
+import { modelFamilies } from "../../src/catalogue.js";
+import { toolGrammar } from "../../src/http/structured.js";
+import { schemaToGrammar } from "../../src/json-schema.js";
+import type { ToolSpec } from "../../src/templates.js";
+import { expect, openHarness, test } from "./harness.js";
+
+const ajv = new Ajv({ strict: false });
+const weather: ToolSpec = {
+  name: "get_weather",
+  description: "Current weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city", "unit"], additionalProperties: false },
+};
+const tools = [{ type: "function" as const, function: weather }];
+const models = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
+
+test("every grammar we generate parses with the real xgrammar", async ({ page }) => {
+  await openHarness(page);
+  const lights: ToolSpec = { name: "set_lights", parameters: { type: "object", properties: { on: { type: "boolean" }, rooms: { type: "array", items: { enum: ["hall", "kitchen"] } } } } };
+  const grammars: Record<string, string> = {
+    jsonObject: schemaToGrammar({ type: "object" }),
+    recursive: schemaToGrammar({ $defs: { node: { type: "object", properties: { next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } } } }, $ref: "#/$defs/node" }),
+    escapes: schemaToGrammar({ enum: ['quote " and \\ backslash', "tab\there", "é ünïcode"] }),
+  };
+  for (const family of modelFamilies) {
+    for (const choice of ["auto", "required", { name: "set_lights" }] as const) {
+      grammars[`${family}-${typeof choice === "object" ? "named" : choice}`] = toolGrammar(family, [weather, lights], choice, true);
+    }
+  }
+  const results = await page.evaluate(async (all) => {
+    const outcome: Record<string, string> = {};
+    for (const [name, ebnf] of Object.entries(all)) outcome[name] = await window.harness.compileGrammar(ebnf).then(() => "ok", (error: Error) => error.message);
+    return outcome;
+  }, grammars);
+  expect(results).toEqual(Object.fromEntries(Object.keys(grammars).map((name) => [name, "ok"])));
+});
+
+test("tool calls for every catalogue model through the SDK: created, streamed, and assembled by the stream helper", async ({ page }) => {
+  await openHarness(page);
+  const results = await page.evaluate(
+    async ({ ids, toolList }) => {
+      const client = window.harness.client();
+      const out = [];
+      for (const model of ids) {
+        const messages = [{ role: "user" as const, content: "Weather in Oslo, please." }];
+        const created = await client.chat.completions.create({ model, messages, tools: toolList, tool_choice: "required" });
+        const stream = await client.chat.completions.create({ model, messages, tools: toolList, tool_choice: "required", stream: true });
+        const streamed: { id?: string; name?: string; arguments: string }[] = [];
+        for await (const chunk of stream) {
+          for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
+            streamed[call.index] ??= { arguments: "" };
+            if (call.id) Object.assign(streamed[call.index]!, { id: call.id, name: call.function?.name });
+            streamed[call.index]!.arguments += call.function?.arguments ?? "";
+          }
+        }
+        const helper = client.chat.completions.stream({ model, messages, tools: toolList, tool_choice: { type: "function", function: { name: "get_weather" } } });
+        const done: string[] = [];
+        helper.on("tool_calls.function.arguments.done", (event) => done.push(event.arguments));
+        const final = await helper.finalChatCompletion();
+        out.push({ model, created, streamed, final, done });
+      }
+      return out;
+    },
+    { ids: models, toolList: tools },
+  );
+  for (const { model, created, streamed, final, done } of results) {
+    const choice = created.choices[0]!;
+    expect({ model, finish: choice.finish_reason, content: choice.message.content }).toEqual({ model, finish: "tool_calls", content: null });
+    const call = choice.message.tool_calls![0]! as { id: string; type: string; function: { name: string; arguments: string } };
+    expect(call).toMatchObject({ id: expect.stringMatching(/^call_/), type: "function", function: { name: "get_weather" } });
+    expect(ajv.validate(weather.parameters, JSON.parse(call.function.arguments))).toBe(true);
+    expect(streamed).toHaveLength(1);
+    expect(streamed[0]).toMatchObject({ id: expect.stringMatching(/^call_/), name: "get_weather" });
+    expect(JSON.parse(streamed[0]!.arguments)).toEqual(JSON.parse(call.function.arguments));
+    const assembled = final.choices[0]!.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+    expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(ajv.validate(weather.parameters, JSON.parse(assembled.function.arguments))).toBe(true);
+    expect(done).toEqual([assembled.function.arguments]);
+  }
+});
+
+test("a full two-turn tool loop with the SDK's runTools, and structured output that validates", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async (parameters) => {
+    const client = window.harness.client();
+    const calls: unknown[] = [];
+    const runner = client.chat.completions.runTools({
+      model: "gamma-7b-instruct-v0.3",
+      messages: [{ role: "user", content: "Weather in Oslo, please." }],
+      tools: [
+        {
+          type: "function" as const,
+          function: {
+            name: "get_weather",
+            description: "Current weather in a city",
+            parameters,
+            parse: (text: string) => JSON.parse(text) as Record<string, unknown>,
+            function: (args: Record<string, unknown>) => {
+              calls.push(args);
+              return { temperature: 3, sky: "overcast" };
+            },
+          },
+        },
+      ],
+    });
+    const content = await runner.finalContent();
+    const schema = { type: "object", properties: { city: { type: "string" }, temperature: { type: "number" }, tags: { type: "array", items: { enum: ["cold", "wet"] } } }, required: ["city", "temperature", "tags"], additionalProperties: false };
+    const structured = await client.chat.completions.create({
+      model: "beta-2-9b-it",
+      messages: [{ role: "user", content: "Describe Oslo's weather." }],
+      response_format: { type: "json_schema", json_schema: { name: "report", schema, strict: true } },
+    });
+    return { calls, content, roles: runner.messages.map((message) => message.role), structured: structured.choices[0]!.message.content, schema };
+  }, weather.parameters);
+  expect(result.calls).toHaveLength(1);
+  expect(ajv.validate(weather.parameters, result.calls[0])).toBe(true);
+  expect(result.roles).toEqual(["user", "assistant", "tool", "assistant"]);
+  expect(typeof result.content).toBe("string");
+  expect(result.content!.length).toBeGreaterThan(0);
+  expect(ajv.validate(result.schema, JSON.parse(result.structured!))).toBe(true);
+});
