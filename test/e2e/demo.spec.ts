@@ -1,23 +1,118 @@
 /**
- * The demo that `npm start` serves: a person picks a catalogue model and chats; the reply
- * streams in through the openai SDK and the service worker.
+ * The demo that `npm start` serves, as a person uses it, on the deterministic engine: keys,
+ * a streamed chat, stopping a reply, the ledger and the chart, working offline, and the views at
+ * phone and desktop widths (screenshots are saved as test artifacts).
  */
+import type { Page } from "@playwright/test";
 import { expect, origin, test } from "./harness.js";
 
-test("the demo chats with a catalogue model and shows usage", async ({ page }) => {
+async function openDemo(page: Page, delay = 30): Promise<string[]> {
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
-  await page.goto(`${origin()}/demo/index.html?engine=deterministic`);
-  await expect(page.locator("#status")).toHaveText("Ready.");
-  await expect(page.locator("#model option")).toHaveCount(4);
+  await page.goto(`${origin()}/demo/index.html?engine=deterministic&delay=${delay}`);
+  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  return errors;
+}
+
+async function chat(page: Page, text: string) {
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill(text);
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  const reply = page.locator("#conversation li.assistant").last();
+  await expect(reply.locator(".stats")).toContainText("tokens", { timeout: 30_000 });
+  return reply;
+}
+
+test("a person creates a key, chats, stops a reply, and sees the ledger and the chart", async ({ page }) => {
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const errors = await openDemo(page, 120);
+  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByLabel("Name").fill("e2e");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect(page.locator("#new-key-value")).toHaveText(/^sk-[A-Za-z0-9_-]{43}$/);
+  await expect(page.locator("#keys-table tbody tr")).toHaveCount(2);
+  await expect(page.locator("#keys-table tbody")).toContainText("(chat)");
+
+  await page.getByRole("button", { name: "Chat" }).click();
   await page.locator("#model").selectOption("beta-2-9b-it");
-  await page.locator("#prompt").fill("What can you do offline?");
-  await page.locator("#prompt").press("Enter");
-  await expect(page.locator("#conversation li.user")).toHaveText("What can you do offline?");
-  const reply = page.locator("#conversation li.assistant").first();
-  await expect(reply.locator(".stats")).toContainText("tokens", { timeout: 20_000 });
-  await expect(reply.locator(".stats")).toContainText("TTFT");
+  const reply = await chat(page, "What can you do offline?");
   expect((await reply.locator(".body").textContent())?.length).toBeGreaterThan(10);
-  await page.screenshot({ path: test.info().outputPath("demo-chat.png"), fullPage: true });
+  await expect(reply.locator(".stats")).toContainText("TTFT");
+
+  // A long reply, stopped once it has begun to stream.
+  await page.getByLabel("Max tokens").fill("400");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Tell me a long story.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  const stopped = page.locator("#conversation li.assistant").last();
+  await expect(stopped.locator(".body")).not.toHaveText("", { timeout: 20_000 });
+  await page.getByRole("button", { name: "Stop" }).click();
+  await expect(stopped.locator(".stats")).toHaveText("Stopped.");
+
+  await page.getByRole("button", { name: "Keys & usage" }).click();
+  const rows = page.locator("#ledger-table tbody tr");
+  await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
+  await expect(rows.filter({ hasText: "completed" }).filter({ hasText: "beta-2-9b-it" })).toHaveCount(1);
+  await expect(page.locator("#chart svg rect").first()).toBeVisible();
+  await expect(page.locator("#rate-state")).toContainText("Requests:");
+  await page.locator("#filter-model").selectOption("beta-2-9b-it");
+  await expect(rows.filter({ hasText: "credit" })).toHaveCount(0);
   expect(errors).toEqual([]);
+
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    for (const view of ["Chat", "Models", "Keys & usage"]) {
+      await page.getByRole("button", { name: view }).click();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect({ width, view, overflow }).toEqual({ width, view, overflow: 0 });
+      await page.screenshot({ path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}.png`), fullPage: true });
+    }
+  }
+});
+
+test("after one visit the demo reloads and chats with the network off", async ({ context, page }) => {
+  await openDemo(page, 0);
+  await chat(page, "Hello while online.");
+  await context.setOffline(true);
+  await page.reload();
+  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  // The conversation is kept locally, and a new reply still streams in.
+  await expect(page.locator("#conversation li.user").first()).toHaveText("Hello while online.");
+  const reply = await chat(page, "Hello while offline.");
+  expect((await reply.locator(".body").textContent())?.length).toBeGreaterThan(10);
+  await context.setOffline(false);
+});
+
+test("the models view lists the catalogue with windows, prices and what this device can run", async ({ page }) => {
+  await openDemo(page);
+  await page.getByRole("button", { name: "Models" }).click();
+  const rows = page.locator("#models-table tbody tr");
+  await expect(rows).toHaveCount(4);
+  await expect(rows.first()).toContainText("alpha3:8b-instruct-q8_0");
+  await expect(rows.first()).toContainText("8,192");
+  await expect(rows.first()).toContainText("0.01 / 0.02");
+  await expect(page.locator("#storage-usage")).toContainText("Using");
+});
+
+test("accessibility: every control is labelled, focus follows the layout, and Enter sends", async ({ page }) => {
+  await openDemo(page);
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea, button")]
+      .filter((control) => !(control as HTMLElement).closest("[hidden]"))
+      .filter((control) => {
+        const labelled = (control as HTMLInputElement).labels?.length || control.getAttribute("aria-label") || (control.tagName === "BUTTON" && control.textContent?.trim());
+        return !labelled;
+      })
+      .map((control) => control.outerHTML),
+  );
+  expect(unlabelled).toEqual([]);
+  await page.locator("body").focus();
+  const order: string[] = [];
+  for (let step = 0; step < 6; step++) {
+    await page.keyboard.press("Tab");
+    order.push(await page.evaluate(() => document.activeElement?.id ?? ""));
+  }
+  expect(order).toEqual(["tab-chat", "tab-models", "tab-keys", "engine", "model", "temperature"]);
+  await page.getByRole("textbox", { name: "Message", exact: true }).focus();
+  await page.keyboard.type("Sent with the keyboard.");
+  await page.keyboard.press("Enter");
+  await expect(page.locator("#conversation li.user").last()).toHaveText("Sent with the keyboard.");
 });

@@ -1,0 +1,47 @@
+/// <reference lib="webworker" />
+/**
+ * The demo's service worker: the inference API, plus an app shell precached at install so the
+ * demo reloads and chats with the network off. The shell's file list is written by the build.
+ */
+import * as webllm from "@mlc-ai/web-llm";
+import { configFromScriptUrl, installInference } from "../src/worker.js";
+
+declare const self: ServiceWorkerGlobalScope;
+
+const shellCache = "webgpu-inference-demo-shell";
+
+const inference = installInference(self, {
+  ...configFromScriptUrl(self.location.href),
+  webllm,
+  onProgress: (modelId, progress) => {
+    void self.clients.matchAll({ type: "window" }).then((clients) => {
+      for (const client of clients) client.postMessage({ type: "webgpu-inference:progress", modelId, progress });
+    });
+  },
+});
+
+async function precache(): Promise<void> {
+  const list = (await (await fetch(new URL("precache.json", self.location.href), { cache: "no-store" })).json()) as string[];
+  const cache = await caches.open(shellCache);
+  await cache.addAll(list.map((path) => new URL(path, self.location.href).href));
+}
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(precache().then(() => self.skipWaiting()));
+});
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+
+// The API's requests are installInference's; the shell is served cache first, everything else
+// from the network.
+self.addEventListener("fetch", (event) => {
+  const url = new URL(event.request.url);
+  if (event.request.method !== "GET" || url.origin !== self.location.origin || inference.app.handles(url)) return;
+  event.respondWith(
+    (async () => {
+      const cache = await caches.open(shellCache);
+      const key = event.request.mode === "navigate" ? new URL("index.html", self.location.href).href : event.request.url;
+      const cached = await cache.match(key, { ignoreSearch: event.request.mode === "navigate" });
+      return cached ?? fetch(event.request);
+    })(),
+  );
+});
