@@ -57,6 +57,9 @@ export default defineConfig(({ mode }): UserConfig => {
       };
     case "demo-worker":
       return workerBuild(resolve(root, "demo/sw.ts"), resolve(root, "dist/demo"), "sw.js");
+    case "e2e-demo-real-worker":
+      // The demo's worker on web-llm 0.2.79, which links the offline test model library.
+      return { ...workerBuild(resolve(root, "demo/sw.ts"), resolve(root, ".cache/e2e/demo"), "real-sw.js"), resolve: { alias: { "@mlc-ai/web-llm": "webllm-offline" } } };
     default:
       return {
         build: {

@@ -3,7 +3,7 @@
  * worker's /v1, the way any app would; keys and usage go through the admin API on the handle.
  */
 import OpenAI from "openai";
-import { startInference, type InferenceHandle, type LedgerEntry, type LoadProgress } from "../src/index.js";
+import { startInference, type InferenceHandle, type LedgerEntry, type LoadProgress, type StartInferenceOptions } from "../src/index.js";
 import { renderUsageChart } from "./chart.js";
 
 type Engine = "webllm" | "deterministic";
@@ -158,10 +158,28 @@ function useKey(key: string, keyId: string): void {
   if (app.handle) app.client = new OpenAI({ baseURL: app.handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
 }
 
+/**
+ * `?config=<url>` points the demo at a JSON file of `startInference` options: a deployment's own
+ * models and artifact URLs, or another worker build.
+ */
+async function deploymentOptions(): Promise<StartInferenceOptions> {
+  const url = query.get("config");
+  if (!url) return {};
+  const response = await fetch(new URL(url, location.href));
+  if (!response.ok) throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
+  return (await response.json()) as StartInferenceOptions;
+}
+
 async function start(engine: Engine): Promise<void> {
   say(`Starting the ${engine === "webllm" ? "WebLLM" : "deterministic"} engine…`);
   const delay = Number(query.get("delay"));
-  const handle = await startInference({ engine, serviceWorkerUrl: new URL("./sw.js", location.href).pathname, scope: "./", ...(delay > 0 ? { tokenDelayMs: delay } : {}) });
+  const handle = await startInference({
+    serviceWorkerUrl: new URL("./sw.js", location.href).pathname,
+    scope: "./",
+    ...(await deploymentOptions()),
+    engine,
+    ...(delay > 0 ? { tokenDelayMs: delay } : {}),
+  });
   app.handle = handle;
   handle.workbox.addEventListener("controlling", (event) => {
     if (event.isUpdate) showBanner("A new version of this app has taken over.", { label: "Reload", run: () => location.reload() });

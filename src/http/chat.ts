@@ -185,6 +185,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         request.stream === true,
         (running) => chunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true, syntax, dependencies.newId),
         (running) => complete(running, base, request.n ?? 1, syntax, dependencies.newId),
+        dependencies.respond,
       );
     },
   };

@@ -79,6 +79,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
         request.stream === true,
         (running) => chunks(running, base, request.stream_options?.include_usage === true, echo),
         (running) => complete(running, base, prompts.length * perPrompt, echo),
+        dependencies.respond,
       );
     },
   };

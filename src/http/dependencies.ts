@@ -3,6 +3,7 @@ import type { Engine } from "../engine/types.js";
 import type { Scheduler } from "../engine/scheduler.js";
 import { NotFoundError } from "../errors.js";
 import type { Policy } from "../policy/policy.js";
+import type { RespondOptions } from "./respond.js";
 import type { Tokenizers } from "../tokenizer.js";
 
 /** Everything the route handlers use, wired once in the worker entry. */
@@ -19,6 +20,8 @@ export interface HttpDependencies {
   clock: () => number;
   /** A fresh id with the given prefix, e.g. `chatcmpl-…`. */
   newId: (prefix: string) => string;
+  /** When to commit a response whose first token is late; see respond.ts. */
+  respond?: RespondOptions;
 }
 
 export function randomId(prefix: string): string {

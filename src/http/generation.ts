@@ -186,24 +186,3 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
 
   return { parts: run(), usage: () => ({ ...totals }) };
 }
-
-/**
- * Waits for the first part, so that failures before generation starts (a model that will not
- * load, a request the engine refuses) still get their own status code.
- */
-export async function primed<T>(iterator: AsyncGenerator<T>): Promise<AsyncGenerator<T>> {
-  const first = await iterator.next();
-  async function* replay(): AsyncGenerator<T> {
-    if (first.done) return;
-    yield first.value;
-    yield* iterator;
-  }
-  const replayed = replay();
-  const originalReturn = replayed.return.bind(replayed);
-  // Closing the replay before it started must still close (and so release) the source.
-  replayed.return = async (value) => {
-    await iterator.return(undefined as never);
-    return originalReturn(value);
-  };
-  return replayed;
-}

@@ -13,8 +13,9 @@ import { renderChat } from "../../src/templates.js";
 import { tokenizerFromFiles } from "../../src/tokenizer.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { expect, launchProfile, origin, test } from "./harness.js";
+import { testModelEntry, testModelId } from "./test-model.js";
 
-const modelId = "qwen2-0.5b-test";
+const modelId = testModelId;
 const tokenizerDirectory = resolve(import.meta.dirname, "../../dist/tokenizers/qwen2");
 
 function qwenTokenizer() {
@@ -39,34 +40,7 @@ test.beforeAll(async () => {
   });
   await page.goto(`${origin()}/index.html`);
   await expect(page.locator("#status")).toHaveText("ready");
-  const here = origin();
-  await page.evaluate(
-    ({ here: base, id }) =>
-      window.harness.start({
-        serviceWorkerUrl: "/real-engine-sw.js",
-        engine: "webllm",
-        models: [
-          {
-            id,
-            family: "qwen2",
-            contextWindow: 4096,
-            price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
-            builds: [
-              {
-                modelId: "Qwen2-0.5B-Instruct-q4f32_1-random",
-                model: `${base}/test-model/`,
-                modelLib: `${base}/test-model/lib/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.wasm`,
-                quantization: "q4f32_1",
-                requiredFeatures: [],
-                estimatedMemoryMB: 1200,
-                overrides: {},
-              },
-            ],
-          },
-        ],
-      }),
-    { here, id: modelId },
-  );
+  await page.evaluate((entry) => window.harness.start({ serviceWorkerUrl: "/real-engine-sw.js", engine: "webllm", models: [entry] }), testModelEntry(origin()));
 });
 
 test.afterAll(async () => {

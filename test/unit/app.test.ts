@@ -247,4 +247,37 @@ describe("HTTP surface", () => {
     await whole.text();
     expect(aborted).toEqual([true, true]);
   });
+
+  it("commits a response whose first token is late, keeping it alive, so a worker never holds a request for minutes", async () => {
+    const slowStart = (fail: boolean) =>
+      new ScriptedEngine(async function* () {
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        if (fail) throw new EngineError("load_failed", "the weights could not be fetched");
+        yield { type: "text-delta", text: "late" };
+        yield { type: "finish", reason: "stop", usage: { promptTokens: 2, completionTokens: 1 } };
+      });
+    const respond = { graceMs: 20, keepAliveMs: 15 };
+
+    const streamed = await makeApp({ engine: slowStart(false), respond });
+    const sse = await streamed.app.handle(streamed.post("/v1/chat/completions", { model, messages, stream: true }));
+    expect(sse.status).toBe(200);
+    const text = await sse.text();
+    expect(text.startsWith(": waiting for the model\n\n")).toBe(true);
+    const frames = text.split("\n\n").filter((frame) => frame.startsWith("data: "));
+    expect(frames.at(-1)).toBe("data: [DONE]");
+    expect(frames.map((frame) => frame.slice(6)).join("")).toContain('"content":"late"');
+
+    const whole = await makeApp({ engine: slowStart(false), respond });
+    const json = await whole.app.handle(whole.post("/v1/chat/completions", { model, messages }));
+    const body = await json.text();
+    expect(body.startsWith(" ")).toBe(true);
+    expect(chatCompletionSchema.parse(JSON.parse(body)).choices[0]!.message.content).toBe("late");
+
+    const failing = await makeApp({ engine: slowStart(true), respond });
+    const failed = await failing.app.handle(failing.post("/v1/chat/completions", { model, messages }));
+    expect(failed.status).toBe(200);
+    expect(JSON.parse(await failed.text())).toMatchObject({ error: { type: "service_unavailable", code: "model_load_failed" } });
+    await checkLedgerInvariant(failing.database);
+    expect((await failing.database.getAll("ledger")).filter((entry) => entry.kind === "charge").map((entry) => entry.status)).toEqual(["failed"]);
+  });
 });

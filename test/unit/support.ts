@@ -6,6 +6,7 @@ import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import { Scheduler } from "../../src/engine/scheduler.js";
 import type { Engine } from "../../src/engine/types.js";
 import { InferenceApp } from "../../src/http/app.js";
+import type { RespondOptions } from "../../src/http/respond.js";
 import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
@@ -49,7 +50,9 @@ export interface TestApp {
 }
 
 /** The whole HTTP surface on the deterministic engine (or `engine`), with an account and a key. */
-export async function makeApp(options: { engine?: Engine; maxQueued?: number; tokenDelayMs?: number; creditUsd?: number; rpm?: number; tpm?: number } = {}): Promise<TestApp> {
+export async function makeApp(
+  options: { engine?: Engine; maxQueued?: number; tokenDelayMs?: number; creditUsd?: number; rpm?: number; tpm?: number; respond?: RespondOptions } = {},
+): Promise<TestApp> {
   let counter = 0;
   const { clock, database, policy, admin } = await makePolicy();
   const engine = options.engine ?? new DeterministicEngine({ tokenizers, tokenDelayMs: options.tokenDelayMs ?? 0 });
@@ -62,6 +65,7 @@ export async function makeApp(options: { engine?: Engine; maxQueued?: number; to
     ready: Promise.resolve(),
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
+    ...(options.respond ? { respond: options.respond } : {}),
   });
   const account = await admin.createAccount({ name: "test", creditUsd: options.creditUsd ?? 10 });
   const created = await admin.createKey({ accountId: account.id, ...(options.rpm ? { rpm: options.rpm } : {}), ...(options.tpm ? { tpm: options.tpm } : {}) });
