@@ -161,10 +161,11 @@ test("json_object on the real engine: the reply parses as a JSON object", async 
 });
 
 test("a required tool call on the real engine has schema-valid arguments, not streamed and streamed", async () => {
-  test.setTimeout(1_800_000);
+  test.setTimeout(60 * 60_000);
   const result = await page.evaluate(
     async ({ id, tool }) => {
-      const client = window.harness.client();
+      // Each call takes minutes here: a long tool prompt, then a grammar-constrained reply.
+      const client = window.harness.client(undefined, 45 * 60_000);
       const messages = [{ role: "user" as const, content: "Set it." }];
       const whole = await client.chat.completions.create({ model: id, messages, tools: [tool], tool_choice: "required", max_tokens: 40, temperature: 0 });
       const stream = await client.chat.completions.create({ model: id, messages, tools: [tool], tool_choice: "required", max_tokens: 40, temperature: 0, stream: true });
