@@ -116,3 +116,37 @@ test("accessibility: every control is labelled, focus follows the layout, and En
   await page.keyboard.press("Enter");
   await expect(page.locator("#conversation li.user").last()).toHaveText("Sent with the keyboard.");
 });
+
+test("failures a person can meet are plain sentences: a revoked key, a rate limit, no WebGPU", async ({ context, page }) => {
+  await openDemo(page, 0);
+  await page.getByRole("button", { name: "Keys & usage" }).click();
+  const chatKeyRow = page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" });
+  await chatKeyRow.getByRole("spinbutton", { name: /Requests per minute/ }).fill("1");
+  await chatKeyRow.getByRole("button", { name: "Save" }).click();
+  await expect(chatKeyRow.getByRole("spinbutton", { name: /Requests per minute/ })).toHaveValue("1");
+
+  // Start-up already spent this minute's window (the model list and model info), so the next request is refused.
+  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Two.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toContainText("Too many requests or tokens for this key this minute");
+
+  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await chatKeyRow.getByRole("button", { name: "Revoke" }).click();
+  await expect(page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" })).toContainText("revoked");
+  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Three.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toHaveText(
+    "This API key was refused: it is missing, unknown or revoked. Create or pick one under Keys & usage.",
+  );
+
+  const noGpu = await context.newPage();
+  await noGpu.addInitScript(() => {
+    delete (Navigator.prototype as { gpu?: unknown }).gpu;
+  });
+  await noGpu.goto(`${origin()}/demo/index.html`);
+  await expect(noGpu.locator("#banner")).toContainText("This browser has no WebGPU");
+  await expect(noGpu.locator("#engine")).toHaveValue("deterministic");
+  await expect(noGpu.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+});
