@@ -96,12 +96,13 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
   const baseUrl = new URL(requestedBase ?? "/openai", location.href).href.replace(/\/+$/, "");
   assertSecureUrl(baseUrl);
   const config: InferenceConfig = { ...rest, baseUrl };
+  // Checked here too: a worker given a bad configuration only says "script evaluation failed".
+  const resolved = resolveConfig(config);
   const scriptUrl = scriptUrlWithConfig(serviceWorkerUrl, config, location.href);
 
   const workbox = new Workbox(scriptUrl, { scope, type: "module" });
   const registration = await workbox.register({ immediate: true });
   if (!registration) throw new Error("webgpu-inference: the service worker could not be registered.");
-  const resolved = resolveConfig(config);
   let stopHosting = () => {};
   if (pageEngine) {
     const tokenizers = new Tokenizers(fetchTokenizerSource(resolved.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
