@@ -53,7 +53,6 @@ type Delta = ChatCompletionChunk["choices"][number]["delta"];
 /** Per choice: reads tool calls out of the reply when the request is in tool mode. */
 class ChoiceState {
   readonly parser: ToolCallParser | null;
-  readonly ids: string[] = [];
   started = false;
   constructor(syntax: ToolSyntax | null) {
     this.parser = syntax ? new ToolCallParser(syntax) : null;
@@ -95,8 +94,7 @@ async function* chunks(
     events.map((event) => {
       if (event.type === "text") return { content: event.text };
       if (event.type === "call") {
-        state.ids[event.index] = newId("call_");
-        return { tool_calls: [{ index: event.index, id: state.ids[event.index], type: "function", function: { name: event.name, arguments: "" } }] };
+        return { tool_calls: [{ index: event.index, id: newId("call_"), type: "function", function: { name: event.name, arguments: "" } }] };
       }
       return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
     });
