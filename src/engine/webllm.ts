@@ -27,6 +27,25 @@ export interface WebLlmEngineInstance {
   // Typed loosely on purpose: the request shapes differ slightly between web-llm versions.
   chat: { completions: { create(request: never): Promise<unknown> } };
   completions: { create(request: never): Promise<unknown> };
+  /** Public in web-llm's declarations; the streaming paths of both create() methods end here. */
+  asyncGenerate(request: unknown, model: string, pipeline: unknown, chatConfig: unknown, genConfig: Record<string, unknown>, ...rest: unknown[]): AsyncGenerator<unknown>;
+}
+
+/**
+ * web-llm's `completion()` builds its generation config without `response_format` (0.2.79
+ * through 0.2.86): a grammar given to a raw completion is accepted and then silently dropped, so
+ * a tool call on our own prompt would decode unconstrained. Its streaming path passes that config
+ * to `asyncGenerate`, where we restore the request's `response_format`. Chat requests already
+ * carry it and are left alone.
+ */
+export function keepCompletionGrammar(engine: WebLlmEngineInstance): void {
+  const original = engine.asyncGenerate;
+  engine.asyncGenerate = function (request, model, pipeline, chatConfig, genConfig, ...rest) {
+    const format = (request as { prompt?: unknown; response_format?: unknown }).response_format;
+    const isCompletion = typeof (request as { prompt?: unknown }).prompt === "string";
+    const restored = isCompletion && format && genConfig.response_format === undefined ? { ...genConfig, response_format: format } : genConfig;
+    return original.call(this, request, model, pipeline, chatConfig, restored, ...rest);
+  };
 }
 
 /** The part of the `@mlc-ai/web-llm` module this adapter uses. */
@@ -137,7 +156,11 @@ export class WebLlmEngine implements Engine {
     if (!choice.ok) throw new EngineError("device", `${model.id} cannot run on this device: ${choice.reason}.`);
     const { build } = choice;
     if (this.#loaded?.modelId === build.modelId && this.#loaded.contextWindow === model.contextWindow) return;
-    const engine = (this.#engine ??= new this.#options.webllm.MLCEngine({ logLevel: "WARN" }));
+    if (!this.#engine) {
+      this.#engine = new this.#options.webllm.MLCEngine({ logLevel: "WARN" });
+      keepCompletionGrammar(this.#engine);
+    }
+    const engine = this.#engine;
     engine.setAppConfig(this.#appConfig(model, build));
     engine.setInitProgressCallback((report) => {
       const progress = toProgress(report);

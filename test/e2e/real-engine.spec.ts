@@ -59,6 +59,42 @@ test("model info sees WebGPU and the f32 build before loading", async () => {
   expect(parsed.build?.model_id).toBe("Qwen2-0.5B-Instruct-q4f32_1-random");
 });
 
+const flagTool = { type: "function" as const, function: { name: "f", description: "Set a flag", parameters: { type: "object", properties: { b: { type: "boolean" } }, required: ["b"], additionalProperties: false } } };
+
+test("a required tool call on the real engine has schema-valid arguments, not streamed and streamed", async () => {
+  test.setTimeout(60 * 60_000);
+  const result = await page.evaluate(
+    async ({ id, tool }) => {
+      // Each call takes minutes here: a long tool prompt, then a grammar-constrained reply.
+      const client = window.harness.client(undefined, 45 * 60_000);
+      const messages = [{ role: "user" as const, content: "Set it." }];
+      // One call exactly: with parallel calls allowed, random weights may open another one. The
+      // grammar leaves the model no choice but the call (32 tokens seen), then the end token.
+      const request = { model: id, messages, tools: [tool], tool_choice: "required" as const, parallel_tool_calls: false, max_tokens: 64, temperature: 0 };
+      const whole = await client.chat.completions.create(request);
+      const stream = await client.chat.completions.create({ ...request, stream: true });
+      let name = "";
+      let args = "";
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
+          name += call.function?.name ?? "";
+          args += call.function?.arguments ?? "";
+        }
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      return { whole, streamed: { name, args, finish } };
+    },
+    { id: modelId, tool: flagTool },
+  );
+  const choice = result.whole.choices[0]!;
+  expect(choice.finish_reason).toBe("tool_calls");
+  const call = choice.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+  expect(call.function.name).toBe("f");
+  expect(JSON.parse(call.function.arguments)).toEqual({ b: expect.any(Boolean) });
+  expect(result.streamed).toEqual({ name: "f", args: call.function.arguments, finish: "tool_calls" });
+});
+
 let nonStreamingText = "";
 
 test("a non-streaming chat completion on the real engine: shape and real token counts", async () => {
