@@ -1,16 +1,7 @@
 import { defineConfig } from "@playwright/test";
 
-/** Debian's Chromium, WebGPU through SwiftShader; see DEVELOPERS.md for why each flag is here. */
-export const chromiumArgs = [
-  "--no-sandbox",
-  "--enable-unsafe-webgpu",
-  "--disable-gpu-watchdog",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--disable-quic",
-  "--no-first-run",
-];
+// @ts-expect-error: a plain JavaScript module, shared with the benchmark
+import { chromiumArgs, chromiumPath } from "./scripts/chromium.mjs";
 
 export default defineConfig({
   testDir: "test/e2e",
@@ -24,6 +15,6 @@ export default defineConfig({
   outputDir: "test-results",
   use: {
     headless: true,
-    launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", args: chromiumArgs },
+    launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
   },
 });

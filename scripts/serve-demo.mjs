@@ -13,5 +13,5 @@ for (const required of ["dist/demo/index.html", "dist/demo/sw.js"]) {
   }
 }
 const port = Number(process.env.PORT ?? 5173);
-const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], port);
+const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], { port });
 console.log(`webgpu-inference demo: ${server.origin}/`);

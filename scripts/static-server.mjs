@@ -21,10 +21,14 @@ const contentTypes = {
   ".svg": "image/svg+xml",
 };
 
-/** @typedef {{ prefix: string, directory: string }} Mount */
+/**
+ * `interrupt` names files whose download is cut halfway while the server's fault switch is on:
+ * a test's way to make a model download fail the way a dropped connection does.
+ * @typedef {{ prefix: string, directory: string, interrupt?: RegExp }} Mount
+ */
 /** @typedef {{ origin: string, close(): Promise<void> }} StaticServer */
 
-/** @param {readonly Mount[]} mounts @param {string} pathname @returns {string | null} */
+/** @param {readonly Mount[]} mounts @param {string} pathname @returns {{ file: string, mount: Mount } | null} */
 function fileFor(mounts, pathname) {
   for (const mount of mounts) {
     if (!pathname.startsWith(mount.prefix)) continue;
@@ -34,8 +38,8 @@ function fileFor(mounts, pathname) {
     if (!candidate.startsWith(root)) continue;
     try {
       const stat = statSync(candidate);
-      if (stat.isFile()) return candidate;
-      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile()) return join(candidate, "index.html");
+      if (stat.isFile()) return { file: candidate, mount };
+      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile()) return { file: join(candidate, "index.html"), mount };
     } catch {
       // Not in this mount; try the next.
     }
@@ -43,15 +47,39 @@ function fileFor(mounts, pathname) {
   return null;
 }
 
-/** @param {readonly Mount[]} mounts @returns {Promise<StaticServer>} */
-export function startStaticServer(mounts, port = 0, host = "127.0.0.1") {
+/**
+ * @param {readonly Mount[]} mounts
+ * @param {{ port?: number, host?: string, control?: boolean }} options `control` turns on the test endpoints under /__server/.
+ * @returns {Promise<StaticServer>}
+ */
+export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false } = {}) {
+  let faults = true;
+  /** @type {Map<string, number>} */
+  const requests = new Map();
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
-    const file = fileFor(mounts, url.pathname);
-    if (!file || (request.method !== "GET" && request.method !== "HEAD")) {
+    // Test control: GET /__server/requests counts the GETs per path; POST /__server/faults
+    // with "on" or "off" switches the cuts.
+    if (control && url.pathname === "/__server/requests") {
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Object.fromEntries(requests)));
+      return;
+    }
+    if (control && url.pathname === "/__server/faults" && request.method === "POST") {
+      let body = "";
+      request.on("data", (chunk) => (body += chunk));
+      request.on("end", () => {
+        faults = body.trim() === "on";
+        response.writeHead(204).end();
+      });
+      return;
+    }
+    const found = fileFor(mounts, url.pathname);
+    if (!found || (request.method !== "GET" && request.method !== "HEAD")) {
       response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${url.pathname}`);
       return;
     }
+    const { file, mount } = found;
+    if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     const size = statSync(file).size;
     response.writeHead(200, {
       "content-type": contentTypes[extname(file)] ?? "application/octet-stream",
@@ -59,7 +87,9 @@ export function startStaticServer(mounts, port = 0, host = "127.0.0.1") {
       "cache-control": "no-cache",
     });
     if (request.method === "HEAD") response.end();
-    else createReadStream(file).pipe(response);
+    else if (faults && mount.interrupt?.test(file)) {
+      createReadStream(file, { end: Math.floor(size / 2) }).on("end", () => response.destroy()).pipe(response, { end: false });
+    } else createReadStream(file).pipe(response);
   });
   return new Promise((resolvePromise, reject) => {
     server.once("error", reject);

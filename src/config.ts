@@ -39,6 +39,12 @@ export const inferenceConfigSchema = z.strictObject({
   limits: z.strictObject({ rpm: z.number().int().min(1).default(60), tpm: z.number().int().min(1).default(150_000) }).default({ rpm: 60, tpm: 150_000 }),
   /** The IndexedDB database that holds keys, balances and the ledger. */
   databaseName: z.string().min(1).default("webgpu-inference-policy"),
+  /**
+   * GPU memory one model may use on this device, in MB. WebGPU does not report it, so the
+   * default is the browser's `navigator.deviceMemory` (which Chromium caps); a larger build is
+   * reported as not runnable instead of failing mid-load.
+   */
+  memoryBudgetMB: z.number().positive().optional(),
   /** Requests that may wait for the engine; one more gets 503. */
   maxQueued: z.number().int().min(0).default(32),
   /** Deterministic engine only: pause between tokens. */

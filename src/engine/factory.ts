@@ -24,6 +24,7 @@ export function createEngine({ config, tokenizers, webllm, onProgress }: EngineF
     webllm,
     ...(config.artifacts.modelBaseUrl ? { modelBaseUrl: config.artifacts.modelBaseUrl } : {}),
     ...(config.artifacts.modelLibBaseUrl ? { modelLibBaseUrl: config.artifacts.modelLibBaseUrl } : {}),
+    ...(config.memoryBudgetMB !== undefined ? { memoryBudgetMB: config.memoryBudgetMB } : {}),
     ...(onProgress ? { onProgress } : {}),
   });
 }

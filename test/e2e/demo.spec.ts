@@ -3,6 +3,8 @@
  * a streamed chat, stopping a reply, the ledger and the chart, working offline, and the views at
  * phone and desktop widths (screenshots are saved as test artifacts).
  */
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
 import { expect, origin, test } from "./harness.js";
 
@@ -149,4 +151,43 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   await expect(noGpu.locator("#banner")).toContainText("This browser has no WebGPU");
   await expect(noGpu.locator("#engine")).toHaveValue("deterministic");
   await expect(noGpu.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+});
+
+test("a balance that cannot cover the reply is a plain sentence, and crediting the account fixes it", async ({ page }) => {
+  await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=/demo/premium-config.json`);
+  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  await page.locator("#model").selectOption("premium-9b");
+  await page.getByLabel("Max tokens").fill("8");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Hello.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toHaveText(
+    "The account's balance cannot cover this request. Add credit under Keys & usage.",
+  );
+
+  // Eight output tokens at $1 each, plus the prompt: $10 more covers it.
+  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByLabel("Add USD").fill("10");
+  await page.getByRole("button", { name: "Add credit" }).click();
+  await expect(page.locator("#balance")).toContainText("Balance $11");
+  await page.getByRole("button", { name: "Chat" }).click();
+  const reply = await chat(page, "Hello again.");
+  await expect(reply.locator(".stats")).toContainText("$");
+});
+
+test("a new version of the worker is announced, and Reload takes it", async ({ page }) => {
+  await openDemo(page, 0);
+  await expect(page.locator("#banner")).toBeHidden();
+  // A deployment ships a changed worker script; the browser finds it on the next visit.
+  const override = resolve(import.meta.dirname, "../../.cache/e2e/demo/sw.js");
+  writeFileSync(override, `${readFileSync(resolve(import.meta.dirname, "../../dist/demo/sw.js"), "utf8")}\n// the next version\n`);
+  try {
+    await page.reload();
+    await expect(page.locator("#banner")).toContainText("A new version of this app has taken over.", { timeout: 30_000 });
+    await page.locator("#banner").getByRole("button", { name: "Reload" }).click();
+    await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+    await expect(page.locator("#banner")).toBeHidden();
+    await chat(page, "Still here after the update?");
+  } finally {
+    rmSync(override, { force: true });
+  }
 });

@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { buildTestModel } from "../../scripts/test-model.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { startStaticServer } from "../../scripts/static-server.mjs";
+import { seedCatalogue } from "../../src/catalogue.js";
 import { testModelEntry } from "./test-model.js";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -19,15 +20,23 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   await buildTestModel(resolve(root, ".cache/test-model"));
   const server = await startStaticServer([
     { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },
+    // The same weights again, for the demo: one shard is cut halfway until a test switches faults off.
+    { prefix: "/flaky-model/resolve/main/", directory: resolve(root, ".cache/test-model/model"), interrupt: /params_shard_3\.bin$/ },
     { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
     { prefix: "/", directory: resolve(root, ".cache/e2e") },
     { prefix: "/", directory: resolve(root, "dist") },
-  ]);
+  ], { control: true });
   process.env.E2E_ORIGIN = server.origin;
-  // The demo, pointed at the test model and at its worker built on web-llm 0.2.79.
+  // The demo, pointed at the test model (through the flaky mount) and at its worker built on web-llm 0.2.79.
   writeFileSync(
     resolve(root, ".cache/e2e/demo/real-config.json"),
-    JSON.stringify({ serviceWorkerUrl: "/demo/real-sw.js", scope: "/demo/", models: [testModelEntry(server.origin)] }),
+    // A 4 GB device: the test model fits, Gemma 2 9B does not.
+    JSON.stringify({ serviceWorkerUrl: "/demo/real-sw.js", scope: "/demo/", memoryBudgetMB: 4096, models: [testModelEntry(server.origin, "flaky-model")] }),
+  );
+  // A deployment's own model priced above the demo account's $1 credit for any reply: a 403.
+  writeFileSync(
+    resolve(root, ".cache/e2e/demo/premium-config.json"),
+    JSON.stringify({ models: [{ ...seedCatalogue.find((model) => model.id === "beta-2-9b-it"), id: "premium-9b", price: { inputNanoUsdPerToken: 1_000, outputNanoUsdPerToken: 1_000_000_000 } }] }),
   );
   return () => server.close();
 }

@@ -2,7 +2,8 @@ import { chromium, test as base, expect, type BrowserContext, type Page } from "
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromiumArgs } from "../../playwright.config.js";
+// @ts-expect-error: a plain JavaScript module, shared with the benchmark
+import { chromiumArgs, chromiumPath } from "../../scripts/chromium.mjs";
 import type { StartInferenceOptions } from "../../src/index.js";
 import type { AccountSetup } from "./fixtures/main.js";
 
@@ -12,7 +13,7 @@ export const origin = () => {
   return value;
 };
 
-export const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const executablePath: string = chromiumPath;
 
 /** Chromium refuses service workers in Playwright's off-the-record contexts, so every test gets a fresh on-disk profile. */
 export async function launchProfile(): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {

@@ -1,24 +1,12 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { ModelEntryInput } from "../../src/index.js";
 
-export const testModelId = "qwen2-0.5b-test";
+const template = readFileSync(resolve(import.meta.dirname, "../../scripts/test-model-entry.json"), "utf8");
 
-/** The generated random-weight Qwen2 model, as a catalogue entry whose artifacts `origin` serves. */
-export function testModelEntry(origin: string): ModelEntryInput {
-  return {
-    id: testModelId,
-    family: "qwen2",
-    contextWindow: 4096,
-    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
-    builds: [
-      {
-        modelId: "Qwen2-0.5B-Instruct-q4f32_1-random",
-        model: `${origin}/test-model/`,
-        modelLib: `${origin}/test-model/lib/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.wasm`,
-        quantization: "q4f32_1",
-        requiredFeatures: [],
-        estimatedMemoryMB: 1200,
-        overrides: {},
-      },
-    ],
-  };
+/** The generated random-weight Qwen2 model, as a catalogue entry whose artifacts `origin` serves under `/<weights>/`. */
+export function testModelEntry(origin: string, weights = "test-model"): ModelEntryInput {
+  return JSON.parse(template.replaceAll("{origin}", origin).replaceAll("{weights}", weights)) as ModelEntryInput;
 }
+
+export const testModelId = (JSON.parse(template) as ModelEntryInput).id;
