@@ -3,7 +3,8 @@
  * - (default) the library: dist/index.js and dist/sw.js, dependencies left as imports;
  * - `worker`: dist/inference-sw.js, the ready-made service worker with everything inlined;
  * - `e2e`: the pages and workers the Playwright suite serves, into .cache/e2e;
- * - `demo` and `demo-worker`: the PWA chat demo and its service worker, into dist/demo.
+ * - `demo` and `demo-worker`: the PWA chat demo and its service worker, into dist/demo;
+ * - `bench` and `bench-worker`: the benchmark's page and worker, into .cache/bench.
  */
 import { resolve } from "node:path";
 import { defineConfig, type UserConfig } from "vite";
@@ -55,6 +56,14 @@ export default defineConfig(({ mode }): UserConfig => {
         plugins: [demoAssets()],
         build: { outDir: resolve(root, "dist/demo"), emptyOutDir: true, target: "es2022", sourcemap: true },
       };
+    case "bench":
+      return {
+        root: resolve(root, "bench/page"),
+        base: "./",
+        build: { outDir: resolve(root, ".cache/bench"), emptyOutDir: false, sourcemap: true, minify: false, target: "es2022" },
+      };
+    case "bench-worker":
+      return workerBuild(resolve(root, "bench/page/bench-sw.ts"), resolve(root, ".cache/bench"), "bench-sw.js");
     case "demo-worker":
       return workerBuild(resolve(root, "demo/sw.ts"), resolve(root, "dist/demo"), "sw.js");
     case "e2e-demo-real-worker":

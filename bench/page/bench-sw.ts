@@ -1,0 +1,141 @@
+/// <reference lib="webworker" />
+/**
+ * The benchmark's worker: the same `installInference` as the ready-made worker, plus what the
+ * other side of each comparison needs, on the same engine instance:
+ * - `/bench/echo`: a trivial route, the floor under any service-worker round trip;
+ * - `bench:raw`: web-llm's own `chat.completions.create` on the engine our adapter loaded,
+ *   streamed to the page over a MessagePort the way web-llm's own ServiceWorkerMLCEngine does;
+ * - `bench:reload`: web-llm's own unload and reload of that model, then its first token;
+ * - `bench:policy`: authenticate, limit check, reserve and settle, timed as the ledger grows.
+ *
+ * `webllm-offline` is web-llm 0.2.79, which links the offline test model's library; on a real GPU
+ * the same worker loads any model whose library that runtime can link (see the README).
+ */
+import * as webllm from "webllm-offline";
+import { configFromScriptUrl, installInference } from "../../src/worker.js";
+import type { WebLlmEngineInstance, WebLlmModule } from "../../src/engine/webllm.js";
+import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
+import type { BenchReply, BenchRequest } from "./protocol.js";
+
+declare const self: ServiceWorkerGlobalScope;
+
+const engines: WebLlmEngineInstance[] = [];
+const Base = webllm.MLCEngine as unknown as WebLlmModule["MLCEngine"];
+// The adapter builds its engine from the module it is given; this one remembers the instance.
+const recording: WebLlmModule = {
+  ...(webllm as unknown as WebLlmModule),
+  MLCEngine: class extends Base {
+    constructor(config: { logLevel: "WARN" }) {
+      super(config);
+      engines.push(this);
+    }
+  },
+};
+
+const config = configFromScriptUrl(self.location.href);
+const installed = installInference(self, { ...config, webllm: recording });
+
+self.addEventListener("fetch", (event) => {
+  if (new URL(event.request.url).pathname.endsWith("/bench/echo")) event.respondWith(new Response("ok"));
+});
+self.addEventListener("install", () => void self.skipWaiting());
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+
+function engine(): WebLlmEngineInstance {
+  const current = engines.at(-1);
+  if (!current) throw new Error("the engine is not loaded yet: make one request through /v1 first");
+  return current;
+}
+
+type Chunk = { choices: { delta?: { content?: string | null } }[]; usage?: { prompt_tokens: number; completion_tokens: number } | null };
+
+/** web-llm's own chat completion, each chunk posted as it comes. */
+async function raw(request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
+  const result = await engine().chat.completions.create(<never>request);
+  if (!request.stream) {
+    reply({ kind: "result", body: result });
+    return;
+  }
+  for await (const chunk of result as AsyncIterable<Chunk>) reply({ kind: "chunk", body: chunk });
+}
+
+async function reload(modelId: string, request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
+  const current = engine();
+  await current.unload();
+  const started = performance.now();
+  await current.reload(modelId);
+  const loaded = performance.now();
+  reply({ kind: "result", body: { reloadMs: loaded - started } });
+  await raw({ ...request, stream: true }, reply);
+}
+
+function percentile(values: number[], fraction: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))] ?? Number.NaN;
+}
+
+/**
+ * The policy's work for one request, as the HTTP surface does it, timed at each ledger size.
+ * Filler entries go in one transaction per 10,000, the shape real charges have.
+ */
+async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]> {
+  const database = await openPolicyStore(config.databaseName);
+  const results: { ledgerEntries: number; p50Ms: number; p95Ms: number }[] = [];
+  const price = { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 };
+  for (const size of request.sizes) {
+    let count = await database.count("ledger");
+    while (count < size) {
+      const batch = Math.min(10_000, size - count);
+      const transaction = database.transaction("ledger", "readwrite");
+      const now = Date.now();
+      for (let index = 0; index < batch; index++) {
+        const entry: LedgerEntry = {
+          id: `led_fill_${count + index}`,
+          kind: "charge",
+          accountId: request.accountId,
+          keyId: request.keyId,
+          requestId: `fill_${count + index}`,
+          model: "filler",
+          promptTokens: 10,
+          completionTokens: 10,
+          amountNanoUsd: 30,
+          status: "completed",
+          createdAt: now - 86_400_000,
+        };
+        void transaction.store.add(entry);
+      }
+      await transaction.done;
+      count += batch;
+    }
+    const durations: number[] = [];
+    for (let iteration = 0; iteration < request.iterations; iteration++) {
+      const started = performance.now();
+      const key = await installed.policy.authenticate(`Bearer ${request.key}`);
+      await installed.policy.countRequest(key.id);
+      const admission = await installed.policy.admit({ keyId: key.id, requestId: `bench_${size}_${iteration}_${Date.now()}`, model: "filler", price, promptTokens: 10, maxCompletionTokens: 10 });
+      await installed.policy.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
+      durations.push(performance.now() - started);
+    }
+    results.push({ ledgerEntries: await database.count("ledger"), p50Ms: percentile(durations, 0.5), p95Ms: percentile(durations, 0.95) });
+  }
+  database.close();
+  return results;
+}
+
+self.addEventListener("message", (event) => {
+  const request = event.data as BenchRequest | null;
+  const port = event.ports[0];
+  if (!port || !request?.type?.startsWith("bench:")) return;
+  const reply = (message: BenchReply) => port.postMessage(message);
+  const work = (async () => {
+    if (request.type === "bench:raw") await raw(request.request, reply);
+    else if (request.type === "bench:reload") await reload(request.modelId, request.request, reply);
+    else reply({ kind: "result", body: await policy(request) });
+  })();
+  event.waitUntil(
+    work.then(
+      () => reply({ kind: "done" }),
+      (error: unknown) => reply({ kind: "error", message: error instanceof Error ? error.message : String(error) }),
+    ),
+  );
+});

@@ -1,0 +1,166 @@
+/**
+ * The benchmark page. Each comparison is measured here, in the page, the way an app would see
+ * it: web-llm's own API over a MessagePort to the worker, against fetch() through our /v1.
+ * `bench/run.mjs` drives it through `window.bench`.
+ */
+import { startInference, type InferenceHandle, type StartInferenceOptions } from "../../src/index.js";
+import type { BenchReply, BenchRequest } from "./protocol.js";
+
+/** One generation as the page saw it. Times are ms from the request's start. */
+export interface Sample {
+  firstTokenMs: number | null;
+  totalMs: number;
+  completionTokens: number;
+  text: string;
+}
+
+export interface Bench {
+  start(options: StartInferenceOptions): Promise<{ key: string; keyId: string; accountId: string; baseURL: string }>;
+  /** web-llm's own chat.completions.create, in the worker, on the engine our adapter loaded. */
+  raw(request: Record<string, unknown>): Promise<Sample>;
+  /** The same request through fetch() and our /v1. */
+  ours(request: Record<string, unknown>): Promise<Sample>;
+  /** web-llm's own unload and reload of the loaded model, then a one-token generation. */
+  rawReload(modelId: string, request: Record<string, unknown>): Promise<{ reloadMs: number; sample: Sample }>;
+  /** Sequential round trips to `path` (a URL or a path under the origin), each expected to answer `status`; the duration of each, in ms. */
+  roundTrips(path: string, count: number, authorization: string | null, status: number): Promise<number[]>;
+  policy(sizes: number[], iterations: number): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]>;
+}
+
+declare global {
+  interface Window {
+    bench: Bench;
+  }
+}
+
+let handle: InferenceHandle | undefined;
+let account = { key: "", keyId: "", accountId: "", baseURL: "" };
+
+function ask(message: BenchRequest, onReply: (reply: BenchReply) => void): Promise<void> {
+  const worker = navigator.serviceWorker.controller;
+  if (!worker) throw new Error("no service worker controls this page");
+  const channel = new MessageChannel();
+  return new Promise((resolve, reject) => {
+    channel.port1.onmessage = (event: MessageEvent<BenchReply>) => {
+      const reply = event.data;
+      if (reply.kind === "done") resolve();
+      else if (reply.kind === "error") reject(new Error(reply.message));
+      else onReply(reply);
+    };
+    worker.postMessage(message, [channel.port2]);
+  });
+}
+
+type Usage = { completion_tokens: number } | null | undefined;
+type ChunkBody = { choices: { delta?: { content?: string | null } }[]; usage?: Usage };
+type ResultBody = { choices: { message: { content: string | null } }[]; usage: Usage };
+
+/** web-llm reports decode steps as completion tokens; the token from prefill is one more (see the adapter). */
+const producedTokens = (usage: Usage) => (usage ? usage.completion_tokens + 1 : 0);
+
+function collector(started: number) {
+  const sample: Sample = { firstTokenMs: null, totalMs: 0, completionTokens: 0, text: "" };
+  return {
+    sample,
+    chunk(body: ChunkBody, usageIsRaw: boolean) {
+      const content = body.choices[0]?.delta?.content;
+      if (content) {
+        sample.firstTokenMs ??= performance.now() - started;
+        sample.text += content;
+      }
+      if (body.usage) sample.completionTokens = usageIsRaw ? producedTokens(body.usage) : body.usage.completion_tokens;
+    },
+  };
+}
+
+async function raw(request: Record<string, unknown>): Promise<Sample> {
+  const started = performance.now();
+  const { sample, chunk } = collector(started);
+  await ask({ type: "bench:raw", request: { ...request, ...(request.stream ? { stream_options: { include_usage: true } } : {}) } }, (reply) => {
+    if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
+    else if (reply.kind === "result") {
+      const body = reply.body as ResultBody;
+      sample.text = body.choices[0]?.message.content ?? "";
+      sample.completionTokens = producedTokens(body.usage);
+    }
+  });
+  sample.totalMs = performance.now() - started;
+  return sample;
+}
+
+async function ours(request: Record<string, unknown>): Promise<Sample> {
+  if (!handle) throw new Error("start() first");
+  const started = performance.now();
+  const { sample, chunk } = collector(started);
+  const response = await fetch(`${handle.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${account.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ ...request, ...(request.stream ? { stream_options: { include_usage: true } } : {}) }),
+  });
+  if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+  if (request.stream) {
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffered += value;
+      const events = buffered.split("\n\n");
+      buffered = events.pop() ?? "";
+      for (const event of events) {
+        const data = event.startsWith("data: ") ? event.slice(6) : "";
+        if (data && data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
+      }
+    }
+  } else {
+    const body = (await response.json()) as ResultBody;
+    sample.text = body.choices[0]?.message.content ?? "";
+    sample.completionTokens = body.usage?.completion_tokens ?? 0;
+  }
+  sample.totalMs = performance.now() - started;
+  return sample;
+}
+
+window.bench = {
+  async start(options) {
+    handle = await startInference(options);
+    const created = await handle.admin.createAccount({ name: "bench", creditUsd: 1_000 });
+    // High limits: the benchmark measures the policy, not its refusals.
+    const key = await handle.admin.createKey({ accountId: created.id, rpm: 10_000_000, tpm: 1_000_000_000 });
+    account = { key: key.key, keyId: key.id, accountId: created.id, baseURL: handle.baseURL };
+    return account;
+  },
+  raw,
+  ours,
+  async rawReload(modelId, request) {
+    const started = performance.now();
+    let reloadMs = 0;
+    const { sample, chunk } = collector(started);
+    await ask({ type: "bench:reload", modelId, request: { ...request, stream_options: { include_usage: true } } }, (reply) => {
+      if (reply.kind === "result") reloadMs = (reply.body as { reloadMs: number }).reloadMs;
+      else if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
+    });
+    sample.totalMs = performance.now() - started;
+    return { reloadMs, sample };
+  },
+  async roundTrips(path, count, authorization, status) {
+    const durations: number[] = [];
+    const headers: Record<string, string> = authorization ? { authorization } : {};
+    for (let index = 0; index < count; index++) {
+      const started = performance.now();
+      const response = await fetch(path, { headers });
+      await response.arrayBuffer();
+      durations.push(performance.now() - started);
+      if (response.status !== status) throw new Error(`${path} answered ${response.status}, not ${status}`);
+    }
+    return durations;
+  },
+  async policy(sizes, iterations) {
+    const results: { ledgerEntries: number; p50Ms: number; p95Ms: number }[] = [];
+    await ask({ type: "bench:policy", ...account, sizes, iterations }, (reply) => {
+      if (reply.kind === "result") results.push(...(reply.body as typeof results));
+    });
+    return results;
+  },
+};
+document.getElementById("status")!.textContent = "ready";

@@ -1,0 +1,192 @@
+/**
+ * Turns a benchmark run's samples into the results table and the chart. Pure: the samples in,
+ * text out, so a run's JSON can be re-reported (`node bench/report.mjs results.json`).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+
+/** The nearest-rank percentile. */
+export function percentile(values, fraction) {
+  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))];
+}
+const median = (values) => percentile(values, 0.5);
+
+/** Decode rate: tokens after the first over the time after the first, or the whole request's rate when not streamed. */
+function tokensPerSecond(sample, stream) {
+  if (stream) return sample.firstTokenMs === null || sample.completionTokens < 2 ? Number.NaN : ((sample.completionTokens - 1) * 1000) / (sample.totalMs - sample.firstTokenMs);
+  return (sample.completionTokens * 1000) / sample.totalMs;
+}
+
+const fixed = (value, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");
+
+/** The summary each target is judged on. */
+export function summarize(results) {
+  const byMode = (stream) => results.generation.filter((row) => row.stream === stream);
+  const generation = Object.fromEntries(
+    [true, false].map((stream) => {
+      const rows = byMode(stream);
+      const ratios = rows.map((row) => tokensPerSecond(row.ours, stream) / tokensPerSecond(row.raw, stream));
+      const ttftDifferences = rows.map((row) => (row.ours.firstTokenMs ?? Number.NaN) - (row.raw.firstTokenMs ?? Number.NaN));
+      const totalRatios = rows.map((row) => row.ours.totalMs / row.raw.totalMs);
+      return [
+        stream ? "streamed" : "whole",
+        {
+          requests: rows.length,
+          rawTokensPerSecond: median(rows.map((row) => tokensPerSecond(row.raw, stream))),
+          oursTokensPerSecond: median(rows.map((row) => tokensPerSecond(row.ours, stream))),
+          ratioMedian: median(ratios),
+          ratioP95Low: percentile(ratios, 0.05),
+          ttftDifferenceMedianMs: median(ttftDifferences),
+          ttftDifferenceP95Ms: percentile(ttftDifferences, 0.95),
+          totalRatioMedian: median(totalRatios),
+          sameOutput: rows.every((row) => row.raw.text === row.ours.text && row.raw.completionTokens === row.ours.completionTokens),
+        },
+      ];
+    }),
+  );
+  const trips = Object.fromEntries(Object.entries(results.roundTrips).map(([name, values]) => [name, { count: values.length, p50Ms: median(values), p99Ms: percentile(values, 0.99) }]));
+  const turnRows = (path) => results.turns.filter((row) => row.path === path);
+  const turnRatio = (path) => median(turnRows(path).map((row) => (row.turn2.firstTokenMs ?? Number.NaN) / (row.turn1.firstTokenMs ?? Number.NaN)));
+  const policyP50s = results.policy.map((row) => row.p50Ms);
+  return {
+    generation,
+    trips,
+    policy: { rows: results.policy, worstP50Ms: Math.max(...policyP50s), growth: policyP50s.at(-1) / policyP50s[0] },
+    turns: {
+      ours: { turn1Ms: median(turnRows("ours").map((row) => row.turn1.firstTokenMs)), turn2Ms: median(turnRows("ours").map((row) => row.turn2.firstTokenMs)), ratio: turnRatio("ours") },
+      raw: { turn1Ms: median(turnRows("raw").map((row) => row.turn1.firstTokenMs)), turn2Ms: median(turnRows("raw").map((row) => row.turn2.firstTokenMs)), ratio: turnRatio("raw") },
+    },
+    coldStart: {
+      rawMs: median(results.coldStarts.map((row) => row.raw.sample.firstTokenMs)),
+      rawReloadMs: median(results.coldStarts.map((row) => row.raw.reloadMs)),
+      oursMs: median(results.coldStarts.map((row) => row.ours.firstTokenMs)),
+    },
+  };
+}
+
+/** Each product goal: the measured value, whether it is met, and by how much it is missed. */
+export function targets(summary) {
+  const streamed = summary.generation.streamed;
+  // A value this run could not measure (one token per request has no decode interval) is not met.
+  const judged = (row) => (Number.isFinite(row.value) ? row : { ...row, met: false, gap: "not measured in this run" });
+  const rows = [
+    { goal: "Decode throughput, ours / raw (streamed, median)", target: "≥ 0.98", value: streamed.ratioMedian, met: streamed.ratioMedian >= 0.98, gap: `${fixed((0.98 - streamed.ratioMedian) * 100, 1)} points short` },
+    { goal: "TTFT overhead, ours − raw (streamed, p50)", target: "≤ 5 ms", value: streamed.ttftDifferenceMedianMs, unit: "ms", met: streamed.ttftDifferenceMedianMs <= 5, gap: `${fixed(streamed.ttftDifferenceMedianMs - 5, 1)} ms over` },
+    { goal: "GET /v1/models round trip (p50)", target: "≤ 2 ms", value: summary.trips.models.p50Ms, unit: "ms", met: summary.trips.models.p50Ms <= 2, gap: `${fixed(summary.trips.models.p50Ms - 2)} ms over` },
+    { goal: "Policy per request (worst p50 over ledger sizes)", target: "≤ 3 ms", value: summary.policy.worstP50Ms, unit: "ms", met: summary.policy.worstP50Ms <= 3, gap: `${fixed(summary.policy.worstP50Ms - 3)} ms over` },
+    { goal: "Policy p50, largest ledger / smallest", target: "flat (≤ 1.5)", value: summary.policy.growth, met: summary.policy.growth <= 1.5, gap: `${fixed(summary.policy.growth)}× growth` },
+    { goal: "Turn-2 TTFT / turn-1 TTFT (ours)", target: "≤ 0.5", value: summary.turns.ours.ratio, met: summary.turns.ours.ratio <= 0.5, gap: `${fixed(summary.turns.ours.ratio - 0.5)} over` },
+  ];
+  return rows.map(judged);
+}
+
+function chart(summary, title) {
+  // Each bar is ours relative to its baseline; 1.0 is parity.
+  const bars = [
+    ["Decode tok/s, streamed", summary.generation.streamed.ratioMedian, 0.98],
+    ["Decode tok/s, whole", summary.generation.whole.ratioMedian, 0.98],
+    ["Request time, streamed", 1 / summary.generation.streamed.totalRatioMedian, null],
+    ["/v1/models vs echo (p50)", summary.trips.echo.p50Ms / summary.trips.models.p50Ms, null],
+    ["401 vs echo (p50)", summary.trips.echo.p50Ms / summary.trips.unauthorized.p50Ms, null],
+    ["Cold start vs web-llm reload", summary.coldStart.rawMs / summary.coldStart.oursMs, null],
+    ["Turn 2 / turn 1 TTFT (ours)", summary.turns.ours.ratio, 0.5],
+    ["Turn 2 / turn 1 TTFT (raw)", summary.turns.raw.ratio, 0.5],
+  ];
+  const width = 560;
+  const scale = (value) => Math.max(0, Math.min(1.5, Number.isFinite(value) ? value : 0)) * (width / 1.5);
+  const rows = bars
+    .map(([label, value, target], index) => {
+      const y = 20 + index * 52;
+      return `<text x="0" y="${y + 20}" class="label">${label}</text>
+        <rect x="300" y="${y}" width="${scale(value)}" height="28" fill="#3465a4"/>
+        <text x="${306 + scale(value)}" y="${y + 20}" class="value">${fixed(value)}</text>
+        ${target === null ? "" : `<line x1="${300 + scale(target)}" x2="${300 + scale(target)}" y1="${y - 4}" y2="${y + 32}" stroke="#c00" stroke-width="2"/>`}`;
+    })
+    .join("\n");
+  return `<!doctype html><html><head><meta charset="utf-8"><style>
+    body { font: 15px system-ui, sans-serif; margin: 20px; color: #222; }
+    .label { font-size: 14px; } .value { font-size: 13px; fill: #333; }
+  </style></head><body>
+  <h3 style="margin:0 0 8px">${title}</h3>
+  <p style="margin:0 0 8px;color:#555">Ours relative to raw WebLLM (speed ratios: 1.0 is parity, higher is faster); red lines are targets.</p>
+  <svg width="920" height="${40 + bars.length * 52}">
+    <line x1="${300 + scale(1)}" x2="${300 + scale(1)}" y1="10" y2="${30 + bars.length * 52}" stroke="#999" stroke-dasharray="4 4"/>
+    ${rows}
+  </svg></body></html>`;
+}
+
+/** Reasons behind misses seen on this kind of machine; each names what was measured. */
+export const explanations = {};
+
+export function report(results) {
+  const summary = summarize(results);
+  const goals = targets(summary);
+  const g = summary.generation;
+  const lines = [
+    `# Benchmark: the service-worker path against raw WebLLM${results.quick ? " (quick mode: a harness check, not a measurement)" : ""}`,
+    "",
+    `Run ${results.date} · model \`${results.model.id}\` (\`${results.model.build}\`) · ${results.browser.userAgent} · WebGPU adapter: ${results.browser.adapter}`,
+    "",
+    `Plan: ${results.plan.iterations} requests per path and mode at max_tokens ${results.plan.maxTokens}, interleaved raw, ours, raw, ours; ${results.plan.roundTrips} round trips of each kind; policy at ${results.plan.ledgerSizes.join(", ")} ledger entries × ${results.plan.policyIterations}; ${results.plan.turns} two-turn chats per path; ${results.plan.coldStarts} cold starts per path.`,
+    "",
+    "## Targets",
+    "",
+    "| Goal | Target | Measured | Met | Gap |",
+    "|---|---|---|---|---|",
+    ...goals.map((row) => `| ${row.goal} | ${row.target} | ${fixed(row.value)}${row.unit ? ` ${row.unit}` : ""} | ${row.met ? "yes" : "**no**"} | ${row.met ? "" : row.gap} |`),
+    "",
+    "## 1. Generation: raw `engine.chat.completions.create` in the worker vs `fetch` to /v1",
+    "",
+    "| Mode | Requests | Raw tok/s (median) | Ours tok/s (median) | Ratio median | Ratio p95 (low tail) | TTFT ours − raw, median | p95 | Same output |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...Object.entries(g).map(
+      ([mode, row]) =>
+        `| ${mode} | ${row.requests} | ${fixed(row.rawTokensPerSecond, 3)} | ${fixed(row.oursTokensPerSecond, 3)} | ${fixed(row.ratioMedian, 3)} | ${fixed(row.ratioP95Low, 3)} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceMedianMs, 1)} ms` : "—"} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceP95Ms, 1)} ms` : "—"} | ${row.sameOutput ? "yes" : "no"} |`,
+    ),
+    "",
+    "## 2. Round trips with no engine (sequential, from the page)",
+    "",
+    "| Route | Requests | p50 | p99 | p50 over echo |",
+    "|---|---|---|---|---|",
+    ...[
+      ["Trivial worker echo (baseline)", "echo"],
+      ["GET /v1/models (valid key)", "models"],
+      ["GET /v1/models (wrong key: 401)", "unauthorized"],
+    ].map(([label, name]) => `| ${label} | ${summary.trips[name].count} | ${fixed(summary.trips[name].p50Ms)} ms | ${fixed(summary.trips[name].p99Ms)} ms | ${name === "echo" ? "—" : `${fixed(summary.trips[name].p50Ms - summary.trips.echo.p50Ms)} ms`} |`),
+    "",
+    "## 3. Policy per request (authenticate, limit check, reserve, settle with its ledger write), in the worker",
+    "",
+    "| Ledger entries | p50 | p95 |",
+    "|---|---|---|",
+    ...summary.policy.rows.map((row) => `| ${row.ledgerEntries.toLocaleString("en-US")} | ${fixed(row.p50Ms)} ms | ${fixed(row.p95Ms)} ms |`),
+    "",
+    "## 4. Multi-turn: TTFT of turn 2 (turn 1 re-sent) against turn 1",
+    "",
+    "| Path | Turn 1 TTFT (median) | Turn 2 TTFT (median) | Turn 2 / turn 1 |",
+    "|---|---|---|---|",
+    ...["raw", "ours"].map((path) => `| ${path} | ${fixed(summary.turns[path].turn1Ms, 0)} ms | ${fixed(summary.turns[path].turn2Ms, 0)} ms | ${fixed(summary.turns[path].ratio)} |`),
+    "",
+    "## 5. Cold start with the weights cached",
+    "",
+    "| Path | First token (median) | Of which model reload |",
+    "|---|---|---|",
+    `| web-llm's own unload + reload, then the request | ${fixed(summary.coldStart.rawMs, 0)} ms | ${fixed(summary.coldStart.rawReloadMs, 0)} ms |`,
+    `| Ours: worker stopped, woken by the request | ${fixed(summary.coldStart.oursMs, 0)} ms | — |`,
+    `| Ratio ours / raw | ${fixed(summary.coldStart.oursMs / summary.coldStart.rawMs)} | |`,
+    "",
+  ];
+  const missed = goals.filter((row) => !row.met);
+  if (missed.length && !results.quick) {
+    lines.push("## Missed targets, and why", "");
+    for (const row of missed) lines.push(`- **${row.goal}**: ${row.gap}. ${explanations[row.goal] ?? "No explanation recorded for this run."}`);
+    lines.push("");
+  }
+  return { summary, markdown: `${lines.join("\n")}\n`, chartHtml: chart(summary, `webgpu-inference vs raw WebLLM — ${results.model.id}`) };
+}
+
+// Re-report a saved run: node bench/report.mjs bench/results/latest.json
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split("/").pop())) {
+  const file = process.argv[2];
+  if (file) writeFileSync(file.replace(/\.json$/, ".md"), report(JSON.parse(readFileSync(file, "utf8"))).markdown);
+}

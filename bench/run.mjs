@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: what the service-worker path costs over raw WebLLM, measured side by side in
+ * one run, on one model, one browser and one engine instance. Writes <out>/<name>.json (every
+ * sample), <name>.md (the table against the targets) and <name>.png (the chart).
+ *
+ *   npm run bench                    the full run: bench/results/latest.*
+ *   npm run bench -- --quick         a few requests of each kind: bench/results/quick.* (part of npm test)
+ *   npm run bench -- --model m.json  a real model: a catalogue entry whose build names its artifacts
+ *   --iterations N --max-tokens N --out DIR
+ *
+ * Absolute times on SwiftShader mean little; the ratios between the two paths are the result.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { chromium } from "@playwright/test";
+import { chromiumArgs, chromiumPath } from "../scripts/chromium.mjs";
+import { startStaticServer } from "../scripts/static-server.mjs";
+import { buildTestModel } from "../scripts/test-model.mjs";
+import { report } from "./report.mjs";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    model: { type: "string" },
+    iterations: { type: "string" },
+    "max-tokens": { type: "string" },
+    out: { type: "string", default: resolve(root, "bench/results") },
+  },
+});
+const quick = options.quick;
+const plan = {
+  iterations: Number(options.iterations ?? (quick ? 1 : 10)),
+  maxTokens: Number(options["max-tokens"] ?? (quick ? 1 : 3)),
+  roundTrips: quick ? 30 : 1_000,
+  ledgerSizes: quick ? [100, 1_000] : [1_000, 10_000, 100_000],
+  policyIterations: quick ? 20 : 200,
+  turns: quick ? 1 : 2,
+  // The shared system prompt's copies: turn 1's prefill must dominate its TTFT for turn 2's
+  // reuse to show, but each copy costs seconds of prefill on a CPU.
+  systemRepeats: quick ? 1 : 4,
+  coldStarts: quick ? 1 : 3,
+};
+const name = quick ? "quick" : "latest";
+
+for (const required of [".cache/bench/index.html", ".cache/bench/bench-sw.js", "dist/tokenizers/qwen2/tokenizer.json"]) {
+  if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm run bench', which builds it first.`);
+}
+
+const mounts = [
+  { prefix: "/", directory: resolve(root, ".cache/bench") },
+  { prefix: "/", directory: resolve(root, "dist") },
+];
+if (!options.model) {
+  await buildTestModel(resolve(root, ".cache/test-model"));
+  mounts.unshift(
+    { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },
+    { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
+  );
+}
+const server = await startStaticServer(mounts);
+const model = options.model
+  ? JSON.parse(readFileSync(resolve(options.model), "utf8"))
+  : JSON.parse(readFileSync(resolve(root, "scripts/test-model-entry.json"), "utf8").replaceAll("{origin}", server.origin).replaceAll("{weights}", "test-model"));
+const buildId = model.builds[0].modelId;
+
+const profile = mkdtempSync(join(tmpdir(), "webgpu-inference-bench-"));
+const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, args: chromiumArgs, headless: true });
+const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  // The 401s are the point of one round-trip series; other console errors are worth seeing.
+  page.on("console", (message) => message.type() === "error" && !message.text().includes("status of 401") && console.log(`[page] ${message.text()}`));
+  await page.goto(`${server.origin}/index.html`);
+  await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
+  const account = await page.evaluate((entry) => window.bench.start({ serviceWorkerUrl: "/bench-sw.js", engine: "webllm", models: [entry], databaseName: "webgpu-inference-bench" }), model);
+
+  const prompt = "Write one short sentence about the sea.";
+  const request = (modelName, stream, extra = {}) => ({ model: modelName, messages: [{ role: "user", content: prompt }], max_tokens: plan.maxTokens, temperature: 0, stream, ...extra });
+  const browserInfo = await page.evaluate(async () => {
+    const adapter = await navigator.gpu?.requestAdapter();
+    return { userAgent: navigator.userAgent, adapter: adapter?.info ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : "none" };
+  });
+
+  log(`loading ${model.id} (${buildId}) through /v1`);
+  const warmup = await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: 1 }));
+
+  // 1. Decode throughput and TTFT: raw and ours interleaved, A B A B, streaming and not.
+  const generation = [];
+  for (let iteration = 0; iteration < plan.iterations; iteration++) {
+    for (const stream of [true, false]) {
+      const raw = await page.evaluate((body) => window.bench.raw(body), request(buildId, stream));
+      const ours = await page.evaluate((body) => window.bench.ours(body), request(model.id, stream));
+      generation.push({ iteration, stream, raw, ours });
+      log(`generation ${iteration + 1}/${plan.iterations} ${stream ? "streamed" : "whole"}: raw ${Math.round(raw.totalMs)} ms, ours ${Math.round(ours.totalMs)} ms`);
+    }
+  }
+
+  // 2. Round trips with no engine involved: a trivial worker route, the model list, and a 401.
+  const roundTrips = { echo: [], models: [], unauthorized: [] };
+  const block = Math.min(100, plan.roundTrips);
+  for (let done = 0; done < plan.roundTrips; done += block) {
+    roundTrips.echo.push(...(await page.evaluate(([count]) => window.bench.roundTrips("/bench/echo", count, null, 200), [block])));
+    roundTrips.models.push(...(await page.evaluate(([count, key, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer ${key}`, 200), [block, account.key, account.baseURL])));
+    roundTrips.unauthorized.push(...(await page.evaluate(([count, base]) => window.bench.roundTrips(`${base}/models`, count, "Bearer sk-wrong", 401), [block, account.baseURL])));
+  }
+  log(`round trips: ${roundTrips.echo.length} of each`);
+
+  // 3. The policy's cost per request as the ledger grows.
+  const policy = await page.evaluate(([sizes, iterations]) => window.bench.policy(sizes, iterations), [plan.ledgerSizes, plan.policyIterations]);
+  log(`policy: ${policy.map((row) => `${row.ledgerEntries} entries ${row.p50Ms.toFixed(2)} ms`).join(", ")}`);
+
+  // 4. A second turn that re-sends the first: is the KV cache reused through our layer?
+  const system = "You are a patient assistant who answers questions about the sea, ships, weather and navigation. ".repeat(plan.systemRepeats).trim();
+  const turns = [];
+  for (let repetition = 0; repetition < plan.turns; repetition++) {
+    for (const path of ["raw", "ours"]) {
+      const modelName = path === "raw" ? buildId : model.id;
+      const first = [{ role: "system", content: system }, { role: "user", content: `Question ${repetition}: what is a tide?` }];
+      const turn1 = await page.evaluate(([which, body]) => window.bench[which](body), [path, { model: modelName, messages: first, max_tokens: plan.maxTokens, temperature: 0, stream: true }]);
+      const second = [...first, { role: "assistant", content: turn1.text }, { role: "user", content: "And a current?" }];
+      const turn2 = await page.evaluate(([which, body]) => window.bench[which](body), [path, { model: modelName, messages: second, max_tokens: plan.maxTokens, temperature: 0, stream: true }]);
+      turns.push({ repetition, path, turn1, turn2 });
+      log(`turns ${path}: turn 1 TTFT ${Math.round(turn1.firstTokenMs ?? Number.NaN)} ms, turn 2 ${Math.round(turn2.firstTokenMs ?? Number.NaN)} ms`);
+    }
+  }
+
+  // 5. Cold start with the weights cached: web-llm's own reload, against a stopped worker woken by a request.
+  const coldStarts = [];
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("ServiceWorker.enable");
+  for (let repetition = 0; repetition < plan.coldStarts; repetition++) {
+    const raw = await page.evaluate(([id, body]) => window.bench.rawReload(id, body), [buildId, request(buildId, true, { max_tokens: 1 })]);
+    await cdp.send("ServiceWorker.stopAllWorkers");
+    const ours = await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: 1 }));
+    coldStarts.push({ repetition, raw, ours });
+    log(`cold start: raw reload ${Math.round(raw.sample.firstTokenMs ?? Number.NaN)} ms to first token, ours ${Math.round(ours.firstTokenMs ?? Number.NaN)} ms`);
+  }
+
+  const results = {
+    name,
+    quick,
+    date: new Date().toISOString(),
+    model: { id: model.id, build: buildId },
+    browser: browserInfo,
+    plan,
+    warmup,
+    generation,
+    roundTrips,
+    policy,
+    turns,
+    coldStarts,
+  };
+  mkdirSync(options.out, { recursive: true });
+  writeFileSync(join(options.out, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  const { markdown, chartHtml } = report(results);
+  writeFileSync(join(options.out, `${name}.md`), markdown);
+  const chart = await context.newPage();
+  await chart.setViewportSize({ width: 960, height: 560 });
+  await chart.setContent(chartHtml);
+  await chart.screenshot({ path: join(options.out, `${name}.png`) });
+  log(`wrote ${join(options.out, `${name}.{json,md,png}`)}`);
+} finally {
+  await context.close().catch(() => undefined);
+  rmSync(profile, { recursive: true, force: true });
+  await server.close();
+}

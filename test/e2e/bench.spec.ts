@@ -1,0 +1,52 @@
+/**
+ * `npm run bench -- --quick`: the benchmark harness end to end, in its own browser, writing its
+ * files. It checks that every section measured something and that the report was written; it
+ * does not gate on timings, which mean little on a shared CPU.
+ */
+import { test, expect } from "@playwright/test";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+test("the benchmark's quick mode runs every section and writes its table, chart and samples", async () => {
+  test.setTimeout(1_800_000);
+  const out = test.info().outputPath("bench");
+  const output: string[] = [];
+  const exitCode = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, ["bench/run.mjs", "--quick", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (data: Buffer) => output.push(data.toString()));
+    child.stderr.on("data", (data: Buffer) => output.push(data.toString()));
+    child.on("error", reject);
+    child.on("close", resolve);
+  });
+  expect(exitCode, output.join("")).toBe(0);
+
+  const results = JSON.parse(readFileSync(join(out, "quick.json"), "utf8"));
+  expect(results.quick).toBe(true);
+  expect(results.generation.map((row: { stream: boolean }) => row.stream)).toEqual([true, false]);
+  for (const row of results.generation) {
+    for (const sample of [row.raw, row.ours]) {
+      expect(sample.completionTokens).toBe(1);
+      expect(sample.totalMs).toBeGreaterThan(0);
+    }
+  }
+  for (const name of ["echo", "models", "unauthorized"]) expect(results.roundTrips[name]).toHaveLength(results.plan.roundTrips);
+  expect(results.policy).toHaveLength(results.plan.ledgerSizes.length);
+  results.policy.forEach((row: { ledgerEntries: number; p50Ms: number }, index: number) => {
+    expect(row.ledgerEntries).toBeGreaterThanOrEqual(results.plan.ledgerSizes[index]);
+    expect(row.p50Ms).toBeGreaterThan(0);
+  });
+  expect(results.turns).toHaveLength(2 * results.plan.turns);
+  for (const row of results.turns) expect(row.turn2.firstTokenMs).toBeGreaterThan(0);
+  expect(results.coldStarts).toHaveLength(results.plan.coldStarts);
+  for (const row of results.coldStarts) {
+    expect(row.raw.reloadMs).toBeGreaterThan(0);
+    expect(row.ours.firstTokenMs).toBeGreaterThan(0);
+  }
+
+  const markdown = readFileSync(join(out, "quick.md"), "utf8");
+  expect(markdown).toContain("## Targets");
+  expect(markdown).toContain("## 5. Cold start with the weights cached");
+  const png = readFileSync(join(out, "quick.png"));
+  expect(png.subarray(1, 4).toString()).toBe("PNG");
+});
