@@ -5,6 +5,7 @@
  * Money is integer nano-USD per token: 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
  */
 import { z } from "zod";
+import { assertSecureUrl } from "./secure-url.js";
 
 export const modelFamilies = ["llama3", "gemma2", "mistral", "qwen2"] as const;
 export type ModelFamily = (typeof modelFamilies)[number];
@@ -26,6 +27,27 @@ export const mlcBuildSchema = z.strictObject({
 
 const safeNano = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
+/**
+ * A remote engine speaking OpenAI's protocol (vLLM, llama.cpp's llama-server, Ollama, the hosted
+ * API) that serves this model when the device does not. The secret is not here: configuration
+ * travels in the worker's script URL, so `credential` only names a secret the app stored once
+ * through the admin API (`setUpstreamCredential`), which stays in the worker's database.
+ */
+export const upstreamSchema = z.strictObject({
+  name: z.string().min(1),
+  /** Up to and including `/v1`, e.g. `https://llm.example/v1`; `https:` unless loopback. */
+  baseUrl: z.string().url(),
+  /** The model's name upstream. */
+  model: z.string().min(1),
+  /** The stored credential sent as `Authorization: Bearer …`; none for an open upstream. */
+  credential: z.string().min(1).optional(),
+});
+export type Upstream = z.infer<typeof upstreamSchema>;
+
+/** `local`: this device only; `remote`: the upstreams only; `auto`: local when the device can run it, else remote. */
+export const routingPolicies = ["local", "remote", "auto"] as const;
+export type RoutingPolicy = (typeof routingPolicies)[number];
+
 export const modelEntrySchema = z.strictObject({
   id: z.string().min(1),
   ownedBy: z.string().default("webgpu-inference"),
@@ -33,8 +55,37 @@ export const modelEntrySchema = z.strictObject({
   family: z.enum(modelFamilies),
   contextWindow: z.number().int().positive(),
   price: z.strictObject({ inputNanoUsdPerToken: safeNano, outputNanoUsdPerToken: safeNano }),
-  /** In order of preference; the first the device can run is used. */
-  builds: z.array(mlcBuildSchema).min(1),
+  /** In order of preference; the first the device can run is used. Empty for a remote-only model. */
+  builds: z.array(mlcBuildSchema).default([]),
+  routing: z.enum(routingPolicies).default("local"),
+  /** Tried in order: a failure before the first byte moves on to the next. */
+  upstreams: z.array(upstreamSchema).default([]),
+});
+
+/**
+ * An app's entry: a new model, complete, or fields that replace a seed model's. No defaults
+ * here: a default would overwrite the seed's value for a field the app did not give.
+ */
+export const modelOverrideSchema = z.strictObject({
+  ...Object.fromEntries(Object.entries(modelEntrySchema.shape).map(([name, field]) => [name, (field instanceof z.ZodDefault ? field.unwrap() : field).optional()])),
+  id: modelEntrySchema.shape.id,
+}) as unknown as z.ZodType<Partial<ModelEntryInput> & { id: string }>;
+
+/** An entry that can serve: a build unless it is remote-only, an upstream unless it is local-only. */
+const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
+  if (model.routing !== "remote" && model.builds.length === 0) {
+    context.addIssue({ code: "custom", path: ["builds"], message: `${model.id} has routing '${model.routing}' but no MLC build; give it builds or routing 'remote'` });
+  }
+  if (model.routing !== "local" && model.upstreams.length === 0) {
+    context.addIssue({ code: "custom", path: ["upstreams"], message: `${model.id} has routing '${model.routing}' but no upstream` });
+  }
+  model.upstreams.forEach((upstream, index) => {
+    try {
+      assertSecureUrl(upstream.baseUrl, `upstream URL of ${model.id}`);
+    } catch (error) {
+      context.addIssue({ code: "custom", path: ["upstreams", index, "baseUrl"], message: (error as Error).message });
+    }
+  });
 });
 
 export type MlcBuild = z.infer<typeof mlcBuildSchema>;
@@ -42,7 +93,7 @@ export type ModelEntry = z.infer<typeof modelEntrySchema>;
 export type ModelEntryInput = z.input<typeof modelEntrySchema>;
 
 /** Model libraries are named relative to the web-llm module's own library folder by default. */
-function build(modelId: string, modelLib: string, quantization: string, estimatedMemoryMB: number, extra: Partial<MlcBuild> = {}): ModelEntryInput["builds"][number] {
+function build(modelId: string, modelLib: string, quantization: string, estimatedMemoryMB: number, extra: Partial<MlcBuild> = {}): NonNullable<ModelEntryInput["builds"]>[number] {
   return {
     modelId,
     model: modelId,
@@ -118,7 +169,7 @@ export class Catalogue {
   static create(additions: readonly (Partial<ModelEntryInput> & { id: string })[] = []): Catalogue {
     const merged = new Map<string, Partial<ModelEntryInput>>(seedCatalogue.map((model) => [model.id, model]));
     for (const addition of additions) merged.set(addition.id, { ...merged.get(addition.id), ...addition });
-    return new Catalogue([...merged.values()].map((model) => modelEntrySchema.parse(model)));
+    return new Catalogue([...merged.values()].map((model) => servableModelSchema.parse(model)));
   }
 
   get(id: string): ModelEntry | undefined {
@@ -146,6 +197,7 @@ export type BuildChoice = { ok: true; build: MlcBuild } | { ok: false; reason: s
 
 /** The first build whose features the adapter has, or why none fits. */
 export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildChoice {
+  if (model.builds.length === 0) return { ok: false, reason: `${model.id} has no build for this device's engine; it is served remotely`, build: null };
   if (!device.webgpu) return { ok: false, reason: "WebGPU is not available in this browser", build: null };
   const usable = model.builds.find((build) => build.requiredFeatures.every((feature) => device.features.has(feature)));
   if (!usable) {

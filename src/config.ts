@@ -3,19 +3,10 @@
  * receives it in its script URL, which survives the browser stopping and restarting the worker.
  */
 import { z } from "zod";
-import { modelEntrySchema } from "./catalogue.js";
+import { modelOverrideSchema } from "./catalogue.js";
+import { assertSecureUrl } from "./secure-url.js";
 
-const loopbackHosts = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
-
-/** Plain HTTP is for loopback development only; a remote `http:` base URL would leak keys and prompts. */
-export function assertSecureUrl(value: string, what = "base URL"): URL {
-  const url = new URL(value);
-  if (url.protocol === "https:") return url;
-  if (url.protocol === "http:" && loopbackHosts.test(url.hostname)) return url;
-  throw new Error(
-    `webgpu-inference refuses the ${what} ${url.origin}: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
-  );
-}
+export { assertSecureUrl } from "./secure-url.js";
 
 export const inferenceConfigSchema = z.strictObject({
   /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */
@@ -27,7 +18,7 @@ export const inferenceConfigSchema = z.strictObject({
    */
   engineHost: z.enum(["auto", "worker", "page"]).default("auto"),
   /** Catalogue overrides (by id) and additions. */
-  models: z.array(modelEntrySchema.partial().extend({ id: z.string().min(1) })).default([]),
+  models: z.array(modelOverrideSchema).default([]),
   artifacts: z
     .strictObject({
       modelBaseUrl: z.string().url().optional(),

@@ -65,6 +65,8 @@ export interface Environment {
   webgpu: boolean;
   /** Window clients, for a page-hosted engine. */
   clients?: Clients;
+  /** The network, for remote models' upstreams; the global fetch by default. */
+  fetch?: typeof fetch;
 }
 
 /** Builds the app without touching any global: usable from a worker, a page or a test. */
@@ -94,6 +96,7 @@ export function createInference(options: InstallOptions, environment: Environmen
     ready: policy.releaseOrphans(),
     clock,
     newId: randomId,
+    fetch: environment.fetch ?? ((input, init) => fetch(input, init)),
   });
   return { app, engine, catalogue, policy, scheduler };
 }

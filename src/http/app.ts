@@ -41,7 +41,7 @@ export class InferenceApp {
       await ready;
       const key = await policy.authenticate(request.headers.get("authorization"));
       const found = this.#router.match(request.method, url);
-      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, key, rate: null };
+      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, key, rate: null, headers: {} };
       if (!found.route) {
         context.rate = await policy.countRequest(key.id);
         throw new NotFoundError(`Invalid URL (${request.method} ${url.pathname})`, { code: "unknown_url" });
@@ -54,6 +54,7 @@ export class InferenceApp {
       response = errorResponse(apiError);
     }
     if (context) {
+      for (const [name, value] of Object.entries(context.headers)) response.headers.set(name, value);
       const rate = context.rate ?? (await policy.state(context.key.id).catch(() => null));
       if (rate) for (const [name, value] of Object.entries(rateLimitHeaders(rate))) response.headers.set(name, value);
     }

@@ -4,7 +4,9 @@ import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { forward, routeOf } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
+import { routeHeaders } from "../routing.js";
 import type { Route } from "./router.js";
 import { planStructured } from "./structured.js";
 import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
@@ -148,16 +150,39 @@ export function chatRoute(dependencies: HttpDependencies): Route {
     generates: true,
     path: /^\/chat\/completions\/?$/,
     handler: async (context) => {
-      const request = parseWith(chatCompletionRequestSchema, await readJson(context.request));
+      const json = await readJson(context.request);
+      const request = parseWith(chatCompletionRequestSchema, json);
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
       const model = findModel(dependencies, request.model);
+      const decision = await routeOf(dependencies, model);
+      context.headers = routeHeaders(decision);
+      const requested = request.max_completion_tokens ?? request.max_tokens;
+      if (decision.target === "remote") {
+        // The upstream applies its own template and tool syntax; here the messages are checked
+        // and the prompt counted, for the context window and the reservation.
+        const messages = toEngineMessages(request.messages);
+        const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+        const promptTokens = tokenizer.encode(renderChat(model.family, messages, []) + (request.tools ? JSON.stringify(request.tools) : "")).length;
+        const maxTokens = completionBudget(model, promptTokens, requested, "messages");
+        return forward(dependencies, context, {
+          model,
+          decision,
+          endpoint: "chat/completions",
+          // Bounded, so that no reply can cost more than was reserved.
+          body: { ...(json as Record<string, unknown>), ...(requested == null ? { max_tokens: maxTokens } : {}) },
+          stream: request.stream === true,
+          includeUsage: request.stream_options?.include_usage === true,
+          promptTokens,
+          maxCompletionTokens: maxTokens * (request.n ?? 1),
+          countTokens: (text) => tokenizer.encode(text).length,
+        });
+      }
       const structured = planStructured(request, model.family, toEngineMessages(request.messages));
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);
       const prompt = renderChat(model.family, structured.messages, structured.tools ?? []);
       const promptTokens = tokenizer.encode(prompt).length;
-      const requested = request.max_completion_tokens ?? request.max_tokens;
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
       const syntax = structured.tools ? toolSyntax[model.family] : null;
 

@@ -1,6 +1,8 @@
 import { BadRequestError } from "../errors.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
+import { forward, routeOf } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
+import { routeHeaders } from "../routing.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";
@@ -40,7 +42,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
     generates: true,
     path: /^\/completions\/?$/,
     handler: async (context) => {
-      const request = parseWith(completionRequestSchema, await readJson(context.request));
+      const json = await readJson(context.request);
+      const request = parseWith(completionRequestSchema, json);
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
@@ -51,6 +54,22 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
       const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
       const perPrompt = request.n ?? 1;
+      const decision = await routeOf(dependencies, model);
+      context.headers = routeHeaders(decision);
+      if (decision.target === "remote") {
+        return forward(dependencies, context, {
+          model,
+          decision,
+          endpoint: "completions",
+          // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
+          body: { ...(json as Record<string, unknown>), max_tokens: maxTokens },
+          stream: request.stream === true,
+          includeUsage: request.stream_options?.include_usage === true,
+          promptTokens: counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),
+          maxCompletionTokens: maxTokens * prompts.length * perPrompt,
+          countTokens: (text) => tokenizer.encode(text).length,
+        });
+      }
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(

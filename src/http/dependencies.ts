@@ -20,6 +20,8 @@ export interface HttpDependencies {
   clock: () => number;
   /** A fresh id with the given prefix, e.g. `chatcmpl-…`. */
   newId: (prefix: string) => string;
+  /** The network, for upstreams; injected so tests can stand in for it. */
+  fetch: typeof fetch;
   /** When to commit a response whose first token is late; see respond.ts. */
   respond?: RespondOptions;
 }

@@ -16,6 +16,8 @@ export interface RouteContext {
   key: KeyRecord;
   /** The key's rate-limit window after this request was counted; set by whoever counts it. */
   rate: RateLimitState | null;
+  /** Headers for the response, error or not, e.g. where the request was routed. */
+  headers: Record<string, string>;
 }
 
 export interface Route {

@@ -160,6 +160,21 @@ export class Admin {
     return query.limit === undefined ? matching : matching.slice(0, query.limit);
   }
 
+  /**
+   * Stores (or, with null, deletes) the secret an upstream named by `credential` in the catalogue
+   * is called with. Call it once at setup; it is not readable through this API afterwards.
+   */
+  async setUpstreamCredential(name: string, secret: string | null): Promise<void> {
+    const database = await this.#opening;
+    if (secret === null) await database.delete("upstreamCredentials", name);
+    else await database.put("upstreamCredentials", { name, secret, updatedAt: this.#clock() });
+  }
+
+  /** The names of the stored upstream credentials, never their secrets. */
+  async listUpstreamCredentials(): Promise<string[]> {
+    return (await this.#opening).getAllKeys("upstreamCredentials");
+  }
+
   async exportLedger(format: "json" | "csv" = "json", query: LedgerQuery = {}): Promise<string> {
     const entries = (await this.ledger(query)).reverse();
     if (format === "json") return JSON.stringify(entries, null, 2);

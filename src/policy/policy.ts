@@ -41,6 +41,8 @@ export interface Settlement {
   completionTokens: number;
   status: LedgerEntry["status"];
   timings?: Timings;
+  upstream?: string;
+  usageEstimated?: boolean;
 }
 
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
@@ -64,7 +66,7 @@ export function ledgerId(now: number): string {
 function chargeEntry(
   reservation: ReservationRecord,
   now: number,
-  outcome: Pick<LedgerEntry, "promptTokens" | "completionTokens" | "amountNanoUsd" | "status" | "timings">,
+  outcome: Pick<LedgerEntry, "promptTokens" | "completionTokens" | "amountNanoUsd" | "status" | "timings" | "upstream" | "usageEstimated">,
 ): LedgerEntry {
   return {
     id: ledgerId(now),
@@ -244,6 +246,8 @@ export class Policy {
       amountNanoUsd: charge,
       status: settlement.status,
       ...(settlement.timings ? { timings: settlement.timings } : {}),
+      ...(settlement.upstream !== undefined ? { upstream: settlement.upstream } : {}),
+      ...(settlement.usageEstimated ? { usageEstimated: true } : {}),
     });
     const writes: Promise<unknown>[] = [transaction.objectStore("reservations").delete(reservation.requestId), transaction.objectStore("ledger").add(entry)];
     if (account) {
@@ -259,6 +263,11 @@ export class Policy {
     await Promise.all(writes);
     await transaction.done;
     return entry;
+  }
+
+  /** The secret stored for an upstream, for the worker's forwarding only. */
+  async upstreamSecret(name: string): Promise<string | undefined> {
+    return (await (await this.#database).get("upstreamCredentials", name))?.secret;
   }
 
   /**

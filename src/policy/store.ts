@@ -53,6 +53,10 @@ export interface LedgerEntry {
   status: "completed" | "aborted" | "failed";
   createdAt: number;
   timings?: Timings;
+  /** The upstream that served it, for a request routed remotely. */
+  upstream?: string;
+  /** The upstream reported no usage, so the tokens were counted here with the model's tokenizer. */
+  usageEstimated?: boolean;
 }
 
 export interface ReservationRecord {
@@ -77,12 +81,23 @@ export interface WindowRecord {
   tokens: number;
 }
 
+/**
+ * A secret the worker sends to an upstream. It is kept as given (the worker must send it) and
+ * never read back by the admin API; only the worker's forwarding reads it.
+ */
+export interface UpstreamCredentialRecord {
+  name: string;
+  secret: string;
+  updatedAt: number;
+}
+
 export interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
   ledger: { key: number; value: LedgerEntry; indexes: { id: string; accountId: string; keyId: string; createdAt: number } };
   reservations: { key: string; value: ReservationRecord; indexes: { holder: string } };
   windows: { key: string; value: WindowRecord };
+  upstreamCredentials: { key: string; value: UpstreamCredentialRecord };
 }
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
@@ -104,6 +119,9 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
     const reservations = database.createObjectStore("reservations", { keyPath: "requestId" });
     reservations.createIndex("holder", "holder");
     database.createObjectStore("windows", { keyPath: "keyId" });
+  },
+  (database) => {
+    database.createObjectStore("upstreamCredentials", { keyPath: "name" });
   },
 ];
 

@@ -51,13 +51,25 @@ export interface TestApp {
 
 /** The whole HTTP surface on the deterministic engine (or `engine`), with an account and a key. */
 export async function makeApp(
-  options: { engine?: Engine; maxQueued?: number; tokenDelayMs?: number; creditUsd?: number; rpm?: number; tpm?: number; respond?: RespondOptions } = {},
+  options: {
+    engine?: Engine;
+    maxQueued?: number;
+    tokenDelayMs?: number;
+    creditUsd?: number;
+    rpm?: number;
+    tpm?: number;
+    respond?: RespondOptions;
+    /** Catalogue additions, e.g. remote models. */
+    models?: Parameters<typeof Catalogue.create>[0];
+    /** Stands in for the network, for upstreams; unset, any upstream fetch fails the test. */
+    fetch?: typeof fetch;
+  } = {},
 ): Promise<TestApp> {
   let counter = 0;
   const { clock, database, policy, admin } = await makePolicy();
   const engine = options.engine ?? new DeterministicEngine({ tokenizers, tokenDelayMs: options.tokenDelayMs ?? 0 });
   const app = new InferenceApp(baseUrl, {
-    catalogue: Catalogue.create(),
+    catalogue: Catalogue.create(options.models ?? []),
     engine,
     scheduler: new Scheduler({ maxQueued: options.maxQueued ?? 4 }),
     tokenizers,
@@ -66,6 +78,11 @@ export async function makeApp(
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
     ...(options.respond ? { respond: options.respond } : {}),
+    fetch:
+      options.fetch ??
+      (async (input) => {
+        throw new Error(`unexpected upstream fetch of ${String(input)}`);
+      }),
   });
   const account = await admin.createAccount({ name: "test", creditUsd: options.creditUsd ?? 10 });
   const created = await admin.createKey({ accountId: account.id, ...(options.rpm ? { rpm: options.rpm } : {}), ...(options.tpm ? { tpm: options.tpm } : {}) });

@@ -1,0 +1,257 @@
+/**
+ * Serving a model from its upstreams: remote engines that speak OpenAI's protocol (vLLM,
+ * llama-server, Ollama, the hosted API). The request is admitted, reserved and settled exactly as
+ * a local one; only the generation happens elsewhere.
+ *
+ * - The client's validated JSON goes upstream with the upstream's model name, and a stream
+ *   always asks for `stream_options.include_usage`, so the bill uses the upstream's own counts.
+ *   Without them, tokens are counted here with the model family's tokenizer and the usage (and
+ *   the ledger entry) is marked `estimated`.
+ * - Upstream events are re-framed, not rebuilt: each is parsed whatever its framing, given our
+ *   model id, and written by the one SSE writer; a usage chunk the client did not ask for is
+ *   dropped.
+ * - Failover: a connection failure (CORS included) or any answer but a client error (400, 413,
+ *   422) moves on to the next upstream, before the first byte reaches the client. None left: 503
+ *   with every upstream's reason. Those attempts are charged nothing, 429s and 5xx included.
+ * - The client's abort aborts the upstream fetch, and what was streamed until then is billed.
+ */
+import type { ModelEntry, Upstream } from "../catalogue.js";
+import { BadRequestError, ServiceUnavailableError, toApiError } from "../errors.js";
+import type { LedgerEntry } from "../policy/store.js";
+import { decideRoute, routeHeaders, type RouteDecision } from "../routing.js";
+import { upstreamChunkSchema, upstreamCompletionSchema, type UpstreamChoice, type UpstreamUsage, type Usage } from "../wire/schemas.js";
+import { jsonResponse, type HttpDependencies } from "./dependencies.js";
+import { abortWith } from "./respond.js";
+import type { RouteContext } from "./router.js";
+import { readSse, sseHeaders, sseStream } from "./sse.js";
+
+export interface ForwardPlan {
+  model: ModelEntry;
+  decision: RouteDecision;
+  endpoint: "chat/completions" | "completions";
+  /** The client's request as validated; forwarded with the upstream's model name. */
+  body: Record<string, unknown>;
+  stream: boolean;
+  includeUsage: boolean;
+  /** Counted here with the family tokenizer: what is admitted, and the estimate's prompt. */
+  promptTokens: number;
+  maxCompletionTokens: number;
+  countTokens(text: string): number;
+}
+
+/** Where `model` is served now; the engine is asked only when the policy is `auto`. */
+export async function routeOf(dependencies: HttpDependencies, model: ModelEntry): Promise<RouteDecision> {
+  return decideRoute(model, model.routing === "auto" ? (await dependencies.engine.status(model)).runnable : { ok: false, reason: null });
+}
+
+/** Client errors: every upstream would refuse the request alike, so there is no failing over. */
+const clientErrors = new Set([400, 413, 422]);
+
+/** Usage as billed, with whether it was counted here. */
+interface Counted {
+  promptTokens: number;
+  completionTokens: number;
+  estimated: boolean;
+}
+
+export function wireUsageOf(counted: Counted): Usage & { estimated?: true } {
+  return {
+    prompt_tokens: counted.promptTokens,
+    completion_tokens: counted.completionTokens,
+    total_tokens: counted.promptTokens + counted.completionTokens,
+    ...(counted.estimated ? { estimated: true as const } : {}),
+  };
+}
+
+/** The text a choice produced, for counting: content, text, and tool calls' names and arguments. */
+function producedText(choice: UpstreamChoice): string {
+  const message = choice.delta ?? choice.message;
+  const calls = message?.tool_calls ?? [];
+  return (choice.text ?? "") + (message?.content ?? "") + calls.map((call) => (call.function?.name ?? "") + (call.function?.arguments ?? "")).join("");
+}
+
+/** The reason an upstream gives in its error body, in any of the shapes these servers use. */
+async function upstreamReason(response: Response): Promise<{ message: string; code: string | null; param: string | null }> {
+  const text = (await response.text().catch(() => "")).trim();
+  try {
+    const body = JSON.parse(text) as { error?: string | { message?: string; code?: string | number | null; param?: string | null }; message?: string; detail?: string };
+    if (typeof body.error === "string") return { message: body.error, code: null, param: null };
+    if (body.error?.message) return { message: body.error.message, code: body.error.code == null ? null : String(body.error.code), param: body.error.param ?? null };
+    if (body.message ?? body.detail) return { message: String(body.message ?? body.detail), code: null, param: null };
+  } catch {
+    // Not JSON: the text itself is the reason.
+  }
+  return { message: text.slice(0, 300) || response.statusText || "no reason given", code: null, param: null };
+}
+
+/** Fields OpenAI always sends that some upstreams leave out, given OpenAI's values; the rest passes through. */
+function withOpenAiDefaults<Body extends { choices: UpstreamChoice[]; system_fingerprint?: string | null | undefined }>(body: Body, modelId: string): Body & { model: string } {
+  return {
+    ...body,
+    model: modelId,
+    system_fingerprint: body.system_fingerprint ?? null,
+    choices: body.choices.map((choice) => ({
+      ...choice,
+      logprobs: choice.logprobs ?? null,
+      ...(choice.message ? { message: { refusal: null, ...choice.message } } : {}),
+    })),
+  };
+}
+
+function endpointUrl(upstream: Upstream, endpoint: ForwardPlan["endpoint"]): string {
+  return `${upstream.baseUrl.replace(/\/+$/, "")}/${endpoint}`;
+}
+
+export async function forward(dependencies: HttpDependencies, context: RouteContext, plan: ForwardPlan): Promise<Response> {
+  const { policy, clock } = dependencies;
+  const controller = abortWith(context.request);
+  const signal = controller.signal;
+  const admission = await policy.admit({
+    keyId: context.key.id,
+    requestId: context.requestId,
+    model: plan.model.id,
+    price: plan.model.price,
+    promptTokens: plan.promptTokens,
+    maxCompletionTokens: plan.maxCompletionTokens,
+  });
+  context.rate = admission.rate;
+  context.headers = { ...context.headers, ...routeHeaders(plan.decision) };
+  let firstTokenAt: number | undefined;
+  const settle = (status: LedgerEntry["status"], counted: Counted, upstream?: Upstream) =>
+    policy.settle(admission, {
+      promptTokens: counted.promptTokens,
+      completionTokens: counted.completionTokens,
+      status,
+      usageEstimated: counted.estimated,
+      ...(upstream ? { upstream: upstream.name } : {}),
+      timings: { receivedAt: context.receivedAt, ...(firstTokenAt !== undefined ? { firstTokenAt } : {}), finishedAt: clock() },
+    });
+  const nothing: Counted = { promptTokens: 0, completionTokens: 0, estimated: false };
+  const origin = new URL(context.request.url).origin;
+
+  const failures: string[] = [];
+  let retryLater = false;
+  try {
+    for (const upstream of plan.decision.upstreams) {
+      const headers: Record<string, string> = { "content-type": "application/json", accept: plan.stream ? "text/event-stream" : "application/json" };
+      if (upstream.credential) {
+        const secret = await policy.upstreamSecret(upstream.credential);
+        if (secret === undefined) {
+          failures.push(`${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)`);
+          continue;
+        }
+        headers.authorization = `Bearer ${secret}`;
+      }
+      const body = {
+        ...plan.body,
+        model: upstream.model,
+        ...(plan.stream ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } } : {}),
+      };
+      let response: Response;
+      try {
+        response = await dependencies.fetch(endpointUrl(upstream, plan.endpoint), { method: "POST", headers, body: JSON.stringify(body), signal });
+      } catch (error) {
+        if (signal.aborted) throw error;
+        // A refused connection and a missing CORS header look the same from inside the browser.
+        failures.push(
+          `${upstream.name}: could not reach ${new URL(upstream.baseUrl).origin} (${(error as Error).message}); if it is running, it must allow cross-origin requests from ${origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings)`,
+        );
+        continue;
+      }
+      if (!response.ok) {
+        const reason = await upstreamReason(response);
+        if (clientErrors.has(response.status)) {
+          throw new BadRequestError(`${upstream.name} refused the request: ${reason.message}`, { code: reason.code ?? "upstream_rejected", param: reason.param });
+        }
+        if (response.status === 429 || response.status === 503) retryLater = true;
+        failures.push(`${upstream.name}: HTTP ${response.status}: ${reason.message}`);
+        continue;
+      }
+      context.headers = { ...context.headers, ...routeHeaders(plan.decision, upstream) };
+      return plan.stream ? streamed(response, upstream) : await whole(response, upstream);
+    }
+  } catch (error) {
+    await settle(signal.aborted ? "aborted" : "failed", nothing);
+    throw error;
+  }
+  await settle("failed", nothing);
+  throw new ServiceUnavailableError(`No upstream could serve ${plan.model.id}. ${failures.join(". ") || "None is configured"}.`, {
+    code: "upstream_unavailable",
+    ...(retryLater ? { retryAfterSeconds: 1 } : {}),
+  });
+
+  /** Billed counts: the upstream's when it gave them, else ours, over what was produced. */
+  function counted(usage: UpstreamUsage | null | undefined, produced: string[]): Counted {
+    if (usage) return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
+    return { promptTokens: plan.promptTokens, completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0), estimated: true };
+  }
+
+  async function whole(response: Response, upstream: Upstream): Promise<Response> {
+    let parsed;
+    try {
+      parsed = upstreamCompletionSchema.safeParse(await response.json());
+    } catch (error) {
+      await settle(signal.aborted ? "aborted" : "failed", signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing, upstream);
+      throw signal.aborted ? error : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, { code: "upstream_invalid_response" });
+    }
+    if (!parsed.success) {
+      await settle("failed", nothing, upstream);
+      throw new ServiceUnavailableError(`${upstream.name} sent a reply that is not a completion: ${parsed.error.issues[0]?.message ?? "unknown shape"}`, { code: "upstream_invalid_response" });
+    }
+    firstTokenAt = clock();
+    const bill = counted(parsed.data.usage, parsed.data.choices.map(producedText));
+    await settle("completed", bill, upstream);
+    return jsonResponse({ ...withOpenAiDefaults(parsed.data, plan.model.id), usage: wireUsageOf(bill) });
+  }
+
+  function streamed(response: Response, upstream: Upstream): Response {
+    const produced: string[] = [];
+    async function* events(): AsyncGenerator<unknown> {
+      let status: LedgerEntry["status"] = "failed";
+      let usage: UpstreamUsage | null = null;
+      let last: { id?: string; object?: string; created?: number; system_fingerprint?: string | null } = {};
+      try {
+        for await (const data of readSse(response.body!)) {
+          if (data.trim() === "[DONE]") break;
+          let json: unknown;
+          try {
+            json = JSON.parse(data);
+          } catch {
+            throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, { code: "upstream_invalid_response" });
+          }
+          const failure = (json as { error?: { message?: string } | string }).error;
+          if (failure) throw new ServiceUnavailableError(`${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`, { code: "upstream_error" });
+          const chunk = upstreamChunkSchema.parse(json);
+          last = chunk;
+          if (chunk.usage) usage = chunk.usage;
+          for (const choice of chunk.choices) {
+            const text = producedText(choice);
+            if (text) {
+              firstTokenAt ??= clock();
+              produced[choice.index ?? 0] = (produced[choice.index ?? 0] ?? "") + text;
+            }
+          }
+          if (!plan.includeUsage) {
+            if (chunk.choices.length === 0) continue;
+            const { usage: _usage, ...rest } = chunk;
+            yield withOpenAiDefaults(rest, plan.model.id);
+          } else yield { ...withOpenAiDefaults(chunk, plan.model.id), ...(chunk.usage ? { usage: wireUsageOf(counted(chunk.usage, [])) } : {}) };
+        }
+        status = "completed";
+        if (plan.includeUsage && !usage) {
+          yield { id: last.id, object: last.object, created: last.created, model: plan.model.id, system_fingerprint: last.system_fingerprint ?? null, choices: [], usage: wireUsageOf(counted(null, produced)) };
+        }
+      } finally {
+        if (signal.aborted) status = "aborted";
+        // An upstream that broke mid-stream is charged nothing, as a failed local generation is.
+        await settle(status, status === "failed" ? nothing : counted(status === "completed" ? usage : null, produced), upstream);
+      }
+    }
+    const stream = sseStream({
+      events: events(),
+      onError: (error) => toApiError(error, context.requestId).toJSON(),
+      onCancel: () => controller.abort(new DOMException("The client went away.", "AbortError")),
+    });
+    return new Response(stream, { headers: sseHeaders });
+  }
+}

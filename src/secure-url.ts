@@ -1,0 +1,13 @@
+/** The one rule for every URL that keys or prompts travel in: the API base URL and each upstream. */
+
+const loopbackHosts = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
+
+/** Plain HTTP is for loopback development only; a remote `http:` base URL would leak keys and prompts. */
+export function assertSecureUrl(value: string, what = "base URL"): URL {
+  const url = new URL(value);
+  if (url.protocol === "https:") return url;
+  if (url.protocol === "http:" && loopbackHosts.test(url.hostname)) return url;
+  throw new Error(
+    `webgpu-inference refuses the ${what} ${url.origin}: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
+  );
+}

@@ -1,0 +1,248 @@
+import { describe, expect, it } from "vitest";
+import { Catalogue, chooseBuild, type DeviceFeatures, type ModelEntry, type ModelEntryInput } from "../../src/catalogue.js";
+import { resolveConfig } from "../../src/config.js";
+import { readSse } from "../../src/http/sse.js";
+import { decideRoute as decide } from "../../src/routing.js";
+import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema } from "../../src/wire/schemas.js";
+import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
+
+const upstreamA = { name: "a", baseUrl: "https://a.example/v1", model: "llama-3-8b", credential: "a-key" };
+const upstreamB = { name: "b", baseUrl: "http://127.0.0.1:9/v1", model: "llama3:8b" };
+const remoteModel: ModelEntryInput = {
+  id: "remote-llama",
+  family: "llama3",
+  contextWindow: 8_192,
+  price: { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 },
+  routing: "remote",
+  upstreams: [upstreamA, upstreamB],
+};
+const messages = [{ role: "user", content: "Hello" }];
+
+function bytes(...parts: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(encoder.encode(part));
+      controller.close();
+    },
+  });
+}
+
+async function collectSse(stream: ReadableStream<Uint8Array>): Promise<string[]> {
+  const events: string[] = [];
+  for await (const data of readSse(stream)) events.push(data);
+  return events;
+}
+
+/** An upstream's chunk as vLLM sends it. */
+function chunk(content: string | null, finish: string | null = null, usage: unknown = undefined) {
+  return { id: "chatcmpl-up", object: "chat.completion.chunk", created: 1, model: "llama-3-8b", choices: content === null && finish === null ? [] : [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }], ...(usage === undefined ? {} : { usage }) };
+}
+
+function sseBody(events: unknown[]): string {
+  return events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("") + "data: [DONE]\n\n";
+}
+
+interface Call {
+  url: string;
+  body: Record<string, unknown>;
+  authorization: string | null;
+}
+
+/** A scripted network: each upstream URL prefix answers with its handler. */
+function network(handlers: Record<string, (call: Call) => Response | Promise<Response>>) {
+  const calls: Call[] = [];
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const url = String(input);
+    const call = { url, body: JSON.parse(String(init?.body)) as Record<string, unknown>, authorization: new Headers(init?.headers).get("authorization") };
+    calls.push(call);
+    const handler = Object.entries(handlers).find(([prefix]) => url.startsWith(prefix))?.[1];
+    if (!handler) throw new TypeError("Failed to fetch");
+    return handler(call);
+  };
+  return { fetch: fetch as typeof globalThis.fetch, calls };
+}
+
+/** The decision as the WebLLM engine's status would feed it, from the device's features and budget. */
+const decideRoute = (model: ModelEntry, device: DeviceFeatures) => {
+  const choice = chooseBuild(model, device);
+  return decide(model, choice.ok ? { ok: true, reason: null } : { ok: false, reason: choice.reason });
+};
+
+describe("routing decisions", () => {
+  const catalogue = Catalogue.create([
+    { id: "alpha-3-70b-instruct", routing: "auto", upstreams: [upstreamA] },
+    { id: "beta-2-9b-it", routing: "auto", upstreams: [upstreamA] },
+    remoteModel,
+  ]);
+  const seventy = catalogue.get("alpha-3-70b-instruct")!;
+  const gemma = catalogue.get("beta-2-9b-it")!;
+
+  it("auto: local when a build fits the adapter and the memory budget, else remote, saying why", () => {
+    const f16 = { webgpu: true, features: new Set(["shader-f16"]), memoryBudgetMB: 64_000 };
+    expect(decideRoute(seventy, f16)).toMatchObject({ target: "local", policy: "auto", upstreams: [] });
+    const noF16 = decideRoute(seventy, { webgpu: true, features: new Set() });
+    expect(noF16).toMatchObject({ target: "remote", upstreams: [upstreamA] });
+    expect(noF16.reason).toContain("shader-f16");
+    const small = decideRoute(gemma, { webgpu: true, features: new Set(), memoryBudgetMB: 4_096 });
+    expect(small.target).toBe("remote");
+    expect(small.reason).toContain("8383 MB");
+    expect(decideRoute(gemma, { webgpu: false, features: new Set() }).reason).toContain("WebGPU is not available");
+  });
+
+  it("local and remote are taken as configured, whatever the device", () => {
+    const device = { webgpu: true, features: new Set(["shader-f16"]) };
+    expect(decideRoute(catalogue.get("alpha3:8b-instruct-q8_0")!, { webgpu: false, features: new Set() })).toMatchObject({ target: "local", policy: "local" });
+    expect(decideRoute(catalogue.get("remote-llama")!, device)).toMatchObject({ target: "remote", reason: "routing is 'remote'" });
+  });
+
+  it("an app's override of a seed model changes only the fields it gives", () => {
+    const config = resolveConfig({ baseUrl: "https://app.example/openai", models: [{ id: "alpha-3-70b-instruct", routing: "auto", upstreams: [upstreamA] }] });
+    const overridden = Catalogue.create(config.models).get("alpha-3-70b-instruct")!;
+    const seed = Catalogue.create().get("alpha-3-70b-instruct")!;
+    expect(overridden).toEqual({ ...seed, routing: "auto", upstreams: [upstreamA] });
+  });
+
+  it("refuses a remote model without upstreams, a local one without builds, and a plain-HTTP upstream off loopback", () => {
+    expect(() => Catalogue.create([{ ...remoteModel, upstreams: [] }])).toThrow(/no upstream/);
+    expect(() => Catalogue.create([{ ...remoteModel, routing: "local" }])).toThrow(/no MLC build/);
+    expect(() => Catalogue.create([{ ...remoteModel, upstreams: [{ ...upstreamA, baseUrl: "http://llm.example/v1" }] }])).toThrow(/must use https/);
+  });
+});
+
+describe("reading server-sent events", () => {
+  it("re-frames whatever the sender's chunking and line endings", async () => {
+    const events = await collectSse(bytes('data: {"a":', '1}\r\n\r\n: keep-alive\n\ndata:{"b":2}\r', "\r\rdata: x\ndata: y\n\nevent: ping\ndata: [DONE]\n\n"));
+    expect(events).toEqual(['{"a":1}', '{"b":2}', "x\ny", "[DONE]"]);
+  });
+
+  it("yields a last event that has no closing blank line", async () => {
+    expect(await collectSse(bytes("data: one\n\ndata: two"))).toEqual(["one", "two"]);
+  });
+});
+
+describe("forwarding to upstreams", () => {
+  async function remoteApp(handlers: Parameters<typeof network>[0]) {
+    const net = network(handlers);
+    const app = await makeApp({ models: [remoteModel], fetch: net.fetch });
+    await app.admin.setUpstreamCredential("a-key", "sk-upstream-secret");
+    return { ...app, calls: net.calls };
+  }
+
+  it("streams the upstream's chunks under our model id, bills its usage, and asks it for usage even when the client did not", async () => {
+    const { app, post, calls, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        new Response(sseBody([chunk(""), chunk("Hi"), chunk(" there"), chunk(null, "stop"), chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 })]), {
+          headers: { "content-type": "text/event-stream" },
+        }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-inference-route")).toBe("remote");
+    expect(response.headers.get("x-inference-upstream")).toBe("a");
+    expect(response.headers.get("x-ratelimit-remaining-requests")).not.toBeNull();
+    const events = sseEvents(await response.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    expect(chunks.every((parsed) => parsed.model === "remote-llama" && parsed.choices.length === 1 && parsed.usage === undefined)).toBe(true);
+    expect(chunks.map((parsed) => parsed.choices[0]?.delta.content ?? "").join("")).toBe("Hi there");
+
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.body).toMatchObject({ model: "llama-3-8b", stream: true, stream_options: { include_usage: true }, max_tokens: 20 });
+    expect(calls[0]!.authorization).toBe("Bearer sk-upstream-secret");
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "completed", promptTokens: 11, completionTokens: 3, amountNanoUsd: 11 * 10 + 3 * 20, upstream: "a", model: "remote-llama" });
+    expect(entry?.usageEstimated).toBeUndefined();
+    await checkLedgerInvariant(database);
+  });
+
+  it("counts the tokens itself, marked as an estimate, when the upstream sends no usage", async () => {
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => new Response(sseBody([chunk(""), chunk("Hello world"), chunk(null, "stop")])),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, stream_options: { include_usage: true } }));
+    const events = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event));
+    const usage = events.at(-1);
+    expect(usage.choices).toEqual([]);
+    expect(usage.usage).toMatchObject({ completion_tokens: 2, estimated: true });
+    expect(usage.usage.total_tokens).toBe(usage.usage.prompt_tokens + 2);
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "completed", completionTokens: 2, usageEstimated: true });
+    await checkLedgerInvariant(database);
+  });
+
+  it("fails over before the first byte, charging nothing for the upstream that answered 500", async () => {
+    const { app, post, calls, admin, database } = await remoteApp({
+      "https://a.example/": () => new Response(JSON.stringify({ error: { message: "CUDA out of memory" } }), { status: 500 }),
+      "http://127.0.0.1:9/v1/chat/completions": () =>
+        Response.json({ id: "x", object: "chat.completion", created: 1, model: "llama3:8b", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-inference-upstream")).toBe("b");
+    const body = chatCompletionSchema.parse(await response.json());
+    expect(body).toMatchObject({ model: "remote-llama", usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } });
+    expect(calls.map((call) => call.url)).toEqual(["https://a.example/v1/chat/completions", "http://127.0.0.1:9/v1/chat/completions"]);
+    expect(calls[1]!.authorization).toBeNull();
+    const entries = (await admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ status: "completed", upstream: "b", amountNanoUsd: 5 * 10 + 1 * 20 });
+    await checkLedgerInvariant(database);
+  });
+
+  it("answers 503 with every upstream's reason when none can serve, and charges nothing", async () => {
+    const { app, post, admin, database, accountId } = await remoteApp({
+      "https://a.example/": () => new Response("slow down", { status: 429 }),
+    });
+    const before = (await admin.getAccount(accountId))!.balanceNanoUsd;
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+    expect(response.status).toBe(503);
+    const { error } = errorBodySchema.parse(await response.json());
+    expect(error.code).toBe("upstream_unavailable");
+    expect(error.message).toContain("a: HTTP 429: slow down");
+    expect(error.message).toMatch(/b: could not reach http:\/\/127\.0\.0\.1:9 .*cross-origin requests from https:\/\/app\.example/);
+    expect(response.headers.get("retry-after")).toBe("1");
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "failed", amountNanoUsd: 0 });
+    expect((await admin.getAccount(accountId))!.balanceNanoUsd).toBe(before);
+    await checkLedgerInvariant(database);
+  });
+
+  it("passes a client error through without failing over", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/": () => new Response(JSON.stringify({ error: { message: "'temperature' is out of range", param: "temperature", code: null } }), { status: 400 }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+    expect(response.status).toBe(400);
+    expect(errorBodySchema.parse(await response.json()).error).toMatchObject({ type: "invalid_request_error", param: "temperature", message: "a refused the request: 'temperature' is out of range" });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("skips an upstream whose credential was never stored", async () => {
+    const net = network({ "http://127.0.0.1:9/": () => new Response(sseBody([chunk("ok"), chunk(null, "stop")])) });
+    const { app, post } = await makeApp({ models: [remoteModel], fetch: net.fetch });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
+    expect(response.status).toBe(200);
+    await response.text();
+    expect(net.calls.map((call) => call.url)).toEqual(["http://127.0.0.1:9/v1/chat/completions"]);
+  });
+
+  it("forwards legacy completions to the upstream's /completions, with the hosted default max_tokens made explicit", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/v1/completions": () =>
+        Response.json({ id: "cmpl-up", object: "text_completion", created: 1, model: "llama-3-8b", choices: [{ index: 0, text: " there", finish_reason: "length" }], usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 } }),
+    });
+    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: "Hello" }));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ object: "text_completion", model: "remote-llama", choices: [{ text: " there", logprobs: null }], system_fingerprint: null });
+    expect(calls[0]!.body).toEqual({ model: "llama-3-8b", prompt: "Hello", max_tokens: 16 });
+  });
+
+  it("says where a model is served, and why, in model info", async () => {
+    const { app, get } = await remoteApp({});
+    const info = await (await app.handle(get("/v1/model/info?model=remote-llama"))).json();
+    expect(info.routing).toEqual({ policy: "remote", target: "remote", reason: "routing is 'remote'", upstreams: ["a", "b"] });
+    const local = await app.handle(get("/v1/model/info?model=gamma-7b-instruct-v0.3"));
+    expect((await local.json()).routing).toMatchObject({ policy: "local", target: "local" });
+  });
+});
