@@ -231,15 +231,15 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
               produced[choice.index ?? 0] = (produced[choice.index ?? 0] ?? "") + text;
             }
           }
-          if (!plan.includeUsage) {
-            if (chunk.choices.length === 0) continue;
-            const { usage: _usage, ...rest } = chunk;
-            yield withOpenAiDefaults(rest, plan.model.id);
-          } else yield { ...withOpenAiDefaults(chunk, plan.model.id), ...(chunk.usage ? { usage: wireUsageOf(counted(chunk.usage, [])) } : {}) };
+          // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
+          // a choice chunk instead, or send it unasked.
+          if (chunk.choices.length === 0) continue;
+          const { usage: _usage, ...rest } = chunk;
+          yield { ...withOpenAiDefaults(rest, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) };
         }
         status = "completed";
-        if (plan.includeUsage && !usage) {
-          yield { id: last.id, object: last.object, created: last.created, model: plan.model.id, system_fingerprint: last.system_fingerprint ?? null, choices: [], usage: wireUsageOf(counted(null, produced)) };
+        if (plan.includeUsage) {
+          yield { id: last.id, object: last.object, created: last.created, model: plan.model.id, system_fingerprint: last.system_fingerprint ?? null, choices: [], usage: wireUsageOf(counted(usage, produced)) };
         }
       } finally {
         if (signal.aborted) status = "aborted";

@@ -171,6 +171,19 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("moves usage sent on a choice chunk into a last chunk of its own, and gives every other chunk usage null", async () => {
+    const { app, post } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => new Response(sseBody([chunk("Hi"), chunk(null, "stop", { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 })].map((event, index) => (index === 1 ? { ...event, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] } : event)))),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, stream_options: { include_usage: true } }));
+    const events = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event));
+    expect(events.map((event) => [event.choices.length, event.usage])).toEqual([
+      [1, null],
+      [1, null],
+      [0, { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 }],
+    ]);
+  });
+
   it("fails over before the first byte, charging nothing for the upstream that answered 500", async () => {
     const { app, post, calls, admin, database } = await remoteApp({
       "https://a.example/": () => new Response(JSON.stringify({ error: { message: "CUDA out of memory" } }), { status: 500 }),
