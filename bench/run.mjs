@@ -101,13 +101,14 @@ try {
     }
   }
 
-  // 2. Round trips with no engine involved: a trivial worker route, the model list, and a 401.
+  // 2. Round trips with no engine involved: a trivial worker route, the model list, and a 401 for
+  // a well-formed key that is not ours (hashed and looked up, then refused).
   const roundTrips = { echo: [], models: [], unauthorized: [] };
   const block = Math.min(100, plan.roundTrips);
   for (let done = 0; done < plan.roundTrips; done += block) {
     roundTrips.echo.push(...(await page.evaluate(([count]) => window.bench.roundTrips("/bench/echo", count, null, 200), [block])));
     roundTrips.models.push(...(await page.evaluate(([count, key, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer ${key}`, 200), [block, account.key, account.baseURL])));
-    roundTrips.unauthorized.push(...(await page.evaluate(([count, base]) => window.bench.roundTrips(`${base}/models`, count, "Bearer sk-wrong", 401), [block, account.baseURL])));
+    roundTrips.unauthorized.push(...(await page.evaluate(([count, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer sk-${"0".repeat(40)}`, 401), [block, account.baseURL])));
   }
   log(`round trips: ${roundTrips.echo.length} of each`);
 

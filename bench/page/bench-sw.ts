@@ -6,7 +6,8 @@
  * - `bench:raw`: web-llm's own `chat.completions.create` on the engine our adapter loaded,
  *   streamed to the page over a MessagePort the way web-llm's own ServiceWorkerMLCEngine does;
  * - `bench:reload`: web-llm's own unload and reload of that model, then its first token;
- * - `bench:policy`: authenticate, limit check, reserve and settle, timed as the ledger grows.
+ * - `bench:policy`: authenticate, then admit (limit check and reserve), then settle (the charge
+ *   and its ledger entry), timed as the ledger grows.
  *
  * `webllm-offline` is web-llm 0.2.79, which links the offline test model's library; on a real GPU
  * the same worker loads any model whose library that runtime can link (see the README).
@@ -110,8 +111,8 @@ async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>):
     const durations: number[] = [];
     for (let iteration = 0; iteration < request.iterations; iteration++) {
       const started = performance.now();
+      // What the HTTP surface does for a generation: admit counts the request itself.
       const key = await installed.policy.authenticate(`Bearer ${request.key}`);
-      await installed.policy.countRequest(key.id);
       const admission = await installed.policy.admit({ keyId: key.id, requestId: `bench_${size}_${iteration}_${Date.now()}`, model: "filler", price, promptTokens: 10, maxCompletionTokens: 10 });
       await installed.policy.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
       durations.push(performance.now() - started);
