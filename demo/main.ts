@@ -362,6 +362,8 @@ async function download(model: ModelRow, slot: HTMLTableCellElement): Promise<vo
   } catch (error) {
     text.textContent = `Download failed: ${describeError(error)}`;
     text.classList.add("error");
+    // The status line still shows the last progress report; it must not read as still loading.
+    say(`Downloading ${model.id} failed; what was fetched is kept, and Retry resumes from there.`, true);
     slot.append(button("Retry (resumes where it stopped)", () => void download(model, slot)));
   }
 }

@@ -32,6 +32,7 @@ test("real-engine smoke: a model too big, a failed download resumed, a streamed 
   await expect(row).toContainText("Runs here");
   await row.getByRole("button", { name: "Download" }).click();
   await expect(row.locator(".progress-text")).toContainText("Download failed", { timeout: 120_000 });
+  await expect(page.locator("#status")).toContainText(`Downloading ${testModelId} failed`);
   await page.screenshot({ path: test.info().outputPath("demo-models-download-failed-1280.png"), fullPage: true });
   await server("faults", "off");
   await row.getByRole("button", { name: /Retry/ }).click();
