@@ -4,9 +4,8 @@ import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
-import { forward, routeOf } from "./forward.js";
+import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
-import { routeHeaders } from "../routing.js";
 import type { Route } from "./router.js";
 import { planStructured } from "./structured.js";
 import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
@@ -156,8 +155,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
       const model = findModel(dependencies, request.model);
-      const decision = await routeOf(dependencies, model);
-      context.headers = routeHeaders(decision);
+      const decision = await routeRequest(dependencies, context, model);
       const requested = request.max_completion_tokens ?? request.max_tokens;
       if (decision.target === "remote") {
         // The upstream applies its own template and tool syntax; here the messages are checked

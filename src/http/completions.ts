@@ -1,8 +1,7 @@
 import { BadRequestError } from "../errors.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
-import { forward, routeOf } from "./forward.js";
+import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
-import { routeHeaders } from "../routing.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";
@@ -54,8 +53,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
       const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
       const perPrompt = request.n ?? 1;
-      const decision = await routeOf(dependencies, model);
-      context.headers = routeHeaders(decision);
+      const decision = await routeRequest(dependencies, context, model);
       if (decision.target === "remote") {
         return forward(dependencies, context, {
           model,

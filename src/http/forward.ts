@@ -39,9 +39,14 @@ export interface ForwardPlan {
   countTokens(text: string): number;
 }
 
-/** Where `model` is served now; the engine is asked only when the policy is `auto`. */
-export async function routeOf(dependencies: HttpDependencies, model: ModelEntry): Promise<RouteDecision> {
-  return decideRoute(model, model.routing === "auto" ? (await dependencies.engine.status(model)).runnable : { ok: false, reason: null });
+/**
+ * Where `model` is served now, also put in the response's headers; the engine is asked only
+ * when the policy is `auto`.
+ */
+export async function routeRequest(dependencies: HttpDependencies, context: RouteContext, model: ModelEntry): Promise<RouteDecision> {
+  const decision = decideRoute(model, model.routing === "auto" ? (await dependencies.engine.status(model)).runnable : { ok: false, reason: null });
+  context.headers = { ...context.headers, ...routeHeaders(decision) };
+  return decision;
 }
 
 /** Client errors: every upstream would refuse the request alike, so there is no failing over. */
@@ -115,7 +120,6 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
     maxCompletionTokens: plan.maxCompletionTokens,
   });
   context.rate = admission.rate;
-  context.headers = { ...context.headers, ...routeHeaders(plan.decision) };
   let firstTokenAt: number | undefined;
   const settle = (status: LedgerEntry["status"], counted: Counted, upstream?: Upstream) =>
     policy.settle(admission, {

@@ -3,7 +3,7 @@ import { BadRequestError } from "../errors.js";
 import type { ModelInfo, ModelObject } from "../wire/schemas.js";
 import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
 import type { Route } from "./router.js";
-import { routeOf } from "./forward.js";
+import { decideRoute } from "../routing.js";
 
 function modelObject(model: ModelEntry): ModelObject {
   return { id: model.id, object: "model", created: model.created, owned_by: model.ownedBy };
@@ -29,7 +29,7 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
         if (!id) throw new BadRequestError("Missing required query parameter: 'model'.", { param: "model", code: "missing_required_parameter" });
         const model = findModel(dependencies, id);
         const status = await dependencies.engine.status(model);
-        const decision = await routeOf(dependencies, model);
+        const decision = decideRoute(model, status.runnable);
         const info: ModelInfo = {
           id: model.id,
           object: "model.info",
