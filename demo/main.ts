@@ -44,7 +44,10 @@ const app: {
   rate?: Record<string, string>;
   history: Message[];
   models: ModelRow[];
-} = { history: [], models: [] };
+  // Broadcast progress and a load's own reply travel on different channels, so a progress report
+  // can arrive after the load has failed; it must not overwrite the failure on the status line.
+  failedDownloads: Set<string>;
+} = { history: [], models: [], failedDownloads: new Set() };
 
 // ------------------------------------------------------------------ small helpers
 
@@ -250,6 +253,7 @@ async function send(text: string): Promise<void> {
   bubble("user", text);
   const reply = bubble("assistant", "");
   const model = modelSelect.value;
+  app.failedDownloads.delete(model);
   const controller = new AbortController();
   app.running = controller;
   sendButton.disabled = true;
@@ -352,6 +356,7 @@ async function download(model: ModelRow, slot: HTMLTableCellElement): Promise<vo
   const text = document.createElement("span");
   text.className = "progress-text";
   slot.replaceChildren(bar, text);
+  app.failedDownloads.delete(model.id);
   try {
     await app.handle!.loadModel(model.id, (progress) => {
       bar.value = progress.progress;
@@ -362,7 +367,7 @@ async function download(model: ModelRow, slot: HTMLTableCellElement): Promise<vo
   } catch (error) {
     text.textContent = `Download failed: ${describeError(error)}`;
     text.classList.add("error");
-    // The status line still shows the last progress report; it must not read as still loading.
+    app.failedDownloads.add(model.id);
     say(`Downloading ${model.id} failed; what was fetched is kept, and Retry resumes from there.`, true);
     slot.append(button("Retry (resumes where it stopped)", () => void download(model, slot)));
   }
@@ -520,5 +525,6 @@ if (!hasWebGpu) {
 restoreConversation();
 void start(engineSelect.value as Engine).catch((error: unknown) => say(describeError(error), true));
 navigator.serviceWorker?.addEventListener("message", (event: MessageEvent<{ type?: string; modelId?: string; progress?: LoadProgress }>) => {
-  if (event.data?.type === "webgpu-inference:progress" && event.data.progress) say(`Loading ${event.data.modelId}: ${progressText(event.data.progress)} — ${event.data.progress.text}`);
+  const { type, modelId, progress } = event.data ?? {};
+  if (type === "webgpu-inference:progress" && progress && modelId && !app.failedDownloads.has(modelId)) say(`Loading ${modelId}: ${progressText(progress)} — ${progress.text}`);
 });
