@@ -3,6 +3,7 @@
  * it: web-llm's own API over a MessagePort to the worker, against fetch() through our /v1.
  * `bench/run.mjs` drives it through `window.bench`.
  */
+import { readSse } from "../../src/http/sse.js";
 import { startInference, type InferenceHandle, type StartInferenceOptions } from "../../src/index.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 
@@ -99,19 +100,7 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
   if (request.stream) {
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffered = "";
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buffered += value;
-      const events = buffered.split("\n\n");
-      buffered = events.pop() ?? "";
-      for (const event of events) {
-        const data = event.startsWith("data: ") ? event.slice(6) : "";
-        if (data && data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
-      }
-    }
+    for await (const data of readSse(response.body!)) if (data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
   } else {
     const body = (await response.json()) as ResultBody;
     sample.text = body.choices[0]?.message.content ?? "";
