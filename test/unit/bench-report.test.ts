@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+// @ts-expect-error: a plain JavaScript module, run by node as the benchmark's reporter
+import { medianInterval, targets } from "../../bench/report.mjs";
+
+type Interval = [number, number] | null;
+type Verdict = { goal: string; verdict: "met" | "missed" | "unresolved"; gap: string };
+
+function summary(ratioInterval: Interval, ttftDifferenceInterval: Interval, modelsP50Ms = 1.5) {
+  return {
+    generation: { streamed: { ratioMedian: 1, ratioInterval, ttftDifferenceMedianMs: 0, ttftDifferenceInterval } },
+    trips: { models: { p50Ms: modelsP50Ms } },
+    policy: { worstP50Ms: 2, growth: 1 },
+    turns: { ours: { ratio: 0.4 } },
+  };
+}
+
+const verdictOf = (rows: Verdict[], goal: string) => rows.find((row) => row.goal.startsWith(goal))!;
+
+describe("the benchmark's median interval", () => {
+  it("takes the order statistics whose coverage is at least 95%", () => {
+    // n = 10: [x(2), x(9)] covers 1 − 2 · 11/1024 ≈ 97.9%; [x(3), x(8)] only 89%.
+    expect(medianInterval([10, 9, 8, 7, 6, 5, 4, 3, 2, 1])).toEqual([2, 9]);
+    // n = 6: only [min, max] reaches 95% (96.9%); n = 5 has no such interval.
+    expect(medianInterval([6, 1, 5, 2, 4, 3])).toEqual([1, 6]);
+    expect(medianInterval([1, 2, 3, 4, 5])).toBeNull();
+  });
+
+  it("ignores samples that were not measured", () => {
+    expect(medianInterval([Number.NaN, 1, 2, 3, 4, 5, 6])).toEqual([1, 6]);
+  });
+});
+
+describe("the benchmark's verdicts", () => {
+  it("calls a generation target met or missed only when the whole interval is on one side", () => {
+    const met = targets(summary([0.99, 1.1], [1, 4])) as Verdict[];
+    expect(verdictOf(met, "Decode throughput").verdict).toBe("met");
+    expect(verdictOf(met, "TTFT overhead").verdict).toBe("met");
+    const missed = targets(summary([0.9, 0.97], [6, 40])) as Verdict[];
+    expect(verdictOf(missed, "Decode throughput").verdict).toBe("missed");
+    expect(verdictOf(missed, "TTFT overhead").verdict).toBe("missed");
+  });
+
+  it("says a target is not resolved when the interval crosses it, however good the median looks", () => {
+    const rows = targets(summary([0.959, 1.1], [-1168.6, 726.3])) as Verdict[];
+    expect(verdictOf(rows, "Decode throughput")).toMatchObject({ verdict: "unresolved", gap: "the median's 95% interval, 0.959 to 1.100, spans the target" });
+    expect(verdictOf(rows, "TTFT overhead")).toMatchObject({ verdict: "unresolved", gap: "the median's 95% interval, -1168.6 to 726.3 ms, spans the target" });
+    expect(verdictOf(targets(summary(null, null)) as Verdict[], "TTFT overhead").verdict).toBe("unresolved");
+  });
+
+  it("judges the round-trip and policy targets on their value", () => {
+    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({ verdict: "missed", gap: "0.70 ms over" });
+    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4])) as Verdict[], "Policy per request").verdict).toBe("met");
+  });
+});
