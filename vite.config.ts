@@ -1,6 +1,7 @@
 /**
  * One config, four builds, chosen by `--mode`:
  * - (default) the library: dist/index.js and dist/sw.js, dependencies left as imports;
+ * - `node`: dist/vite.js (the Vite plugin) and dist/cli.js (the copy-assets command), for Node;
  * - `worker`: dist/inference-sw.js, the ready-made service worker with everything inlined;
  * - `e2e`: the pages and workers the Playwright suite serves, into .cache/e2e;
  * - `demo` and `demo-worker`: the PWA chat demo and its service worker, into dist/demo;
@@ -24,7 +25,7 @@ function workerBuild(entry: string, outDir: string, fileName: string): UserConfi
       minify: false,
       target: "es2022",
       lib: { entry, formats: ["es"], fileName: () => fileName },
-      rollupOptions: { output: { inlineDynamicImports: true } },
+      rolldownOptions: { output: { codeSplitting: false } },
     },
   };
 }
@@ -69,6 +70,21 @@ export default defineConfig(({ mode }): UserConfig => {
     case "e2e-demo-real-worker":
       // The demo's worker on web-llm 0.2.79, which links the offline test model library.
       return { ...workerBuild(resolve(root, "demo/sw.ts"), resolve(root, ".cache/e2e/demo"), "real-sw.js"), resolve: { alias: { "@mlc-ai/web-llm": "webllm-offline" } } };
+    case "node":
+      return {
+        build: {
+          outDir: resolve(root, "dist"),
+          emptyOutDir: false,
+          ssr: true,
+          minify: false,
+          target: "node20",
+          rolldownOptions: {
+            input: { vite: resolve(root, "src/node/vite-plugin.ts"), cli: resolve(root, "src/node/cli.ts") },
+            output: { format: "es", entryFileNames: "[name].js", chunkFileNames: "node-[hash].js" },
+            external: [/^node:/, "vite"],
+          },
+        },
+      };
     default:
       return {
         build: {

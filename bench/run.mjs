@@ -47,7 +47,7 @@ const plan = {
 };
 const name = quick ? "quick" : "latest";
 
-for (const required of [".cache/bench/index.html", ".cache/bench/bench-sw.js", "dist/tokenizers/qwen2/tokenizer.json"]) {
+for (const required of [".cache/bench/index.html", ".cache/bench/bench-sw.js", "dist/tokenizers/qwen2.json.gz"]) {
   if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm run bench', which builds it first.`);
 }
 

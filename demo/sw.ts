@@ -4,14 +4,13 @@
  * demo reloads and chats with the network off. The shell's file list is written by the build.
  */
 import * as webllm from "@mlc-ai/web-llm";
-import { configFromScriptUrl, installInference } from "../src/worker.js";
+import { installInference } from "../src/worker.js";
 
 declare const self: ServiceWorkerGlobalScope;
 
 const shellCache = "webgpu-inference-demo-shell";
 
 const inference = installInference(self, {
-  ...configFromScriptUrl(self.location.href),
   webllm,
   onProgress: (modelId, progress) => {
     void self.clients.matchAll({ type: "window" }).then((clients) => {
@@ -27,15 +26,14 @@ async function precache(): Promise<void> {
 }
 
 self.addEventListener("install", (event) => {
-  event.waitUntil(precache().then(() => self.skipWaiting()));
+  event.waitUntil(precache());
 });
-self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 
 // The API's requests are installInference's; the shell is served cache first, everything else
 // from the network.
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
-  if (event.request.method !== "GET" || url.origin !== self.location.origin || inference.app.handles(url)) return;
+  if (event.request.method !== "GET" || url.origin !== self.location.origin || inference.handles(url)) return;
   event.respondWith(
     (async () => {
       const cache = await caches.open(shellCache);

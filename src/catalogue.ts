@@ -5,10 +5,12 @@
  * Money is integer nano-USD per token: 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
  */
 import { z } from "zod";
+import { seedCatalogue } from "./seed-catalogue.js";
 import { assertSecureUrl } from "./secure-url.js";
 
-export const modelFamilies = ["llama3", "gemma2", "mistral", "qwen2"] as const;
-export type ModelFamily = (typeof modelFamilies)[number];
+import { modelFamilies } from "./families.js";
+
+export { modelFamilies, type ModelFamily } from "./families.js";
 
 export const mlcBuildSchema = z.strictObject({
   /** web-llm's `model_id`. */
@@ -92,68 +94,7 @@ export type MlcBuild = z.infer<typeof mlcBuildSchema>;
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 export type ModelEntryInput = z.input<typeof modelEntrySchema>;
 
-/** Model libraries are named relative to the web-llm module's own library folder by default. */
-function build(modelId: string, modelLib: string, quantization: string, estimatedMemoryMB: number, extra: Partial<MlcBuild> = {}): NonNullable<ModelEntryInput["builds"]>[number] {
-  return {
-    modelId,
-    model: modelId,
-    modelLib,
-    quantization,
-    requiredFeatures: quantization.includes("f16") ? ["shader-f16"] : [],
-    estimatedMemoryMB,
-    ...extra,
-  };
-}
-
-/** The seed catalogue. Its IDs, windows and prices are the hosted contract and are kept exactly. */
-export const seedCatalogue: readonly ModelEntryInput[] = [
-  {
-    id: "alpha3:8b-instruct-q8_0",
-    created: 1_713_398_400,
-    family: "llama3",
-    contextWindow: 8_192,
-    price: { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 },
-    builds: [
-      build("Llama-3-8B-Instruct-q4f16_1-MLC", "Llama-3-8B-Instruct-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 5_001),
-      build("Llama-3-8B-Instruct-q4f32_1-MLC", "Llama-3-8B-Instruct-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 6_101),
-    ],
-  },
-  {
-    id: "alpha-3-70b-instruct",
-    created: 1_713_398_400,
-    family: "llama3",
-    contextWindow: 16_384,
-    price: { inputNanoUsdPerToken: 100, outputNanoUsdPerToken: 200 },
-    // MLC publishes no f32 build of the 70B model: without shader-f16 it cannot run locally.
-    builds: [build("Llama-3-70B-Instruct-q3f16_1-MLC", "Llama-3-70B-Instruct-q3f16_1_cs1k-webgpu.wasm", "q3f16_1", 31_153)],
-  },
-  {
-    id: "beta-2-9b-it",
-    created: 1_719_446_400,
-    family: "gemma2",
-    contextWindow: 8_192,
-    price: { inputNanoUsdPerToken: 5, outputNanoUsdPerToken: 10 },
-    builds: [
-      build("gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 6_422),
-      build("gemma-2-9b-it-q4f32_1-MLC", "gemma-2-9b-it-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 8_383),
-    ],
-  },
-  {
-    id: "gamma-7b-instruct-v0.3",
-    created: 1_716_422_400,
-    family: "mistral",
-    contextWindow: 4_096,
-    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
-    builds: [
-      build("Mistral-7B-Instruct-v0.3-q4f16_1-MLC", "Mistral-7B-Instruct-v0.3-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 4_573, {
-        overrides: { sliding_window_size: -1 },
-      }),
-      build("Mistral-7B-Instruct-v0.3-q4f32_1-MLC", "Mistral-7B-Instruct-v0.3-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 5_619, {
-        overrides: { sliding_window_size: -1 },
-      }),
-    ],
-  },
-];
+export { seedCatalogue } from "./seed-catalogue.js";
 
 export class Catalogue {
   readonly #models: Map<string, ModelEntry>;

@@ -1,6 +1,6 @@
 /**
- * The configuration a worker is started with. It is plain JSON, because the ready-made worker
- * receives it in its script URL, which survives the browser stopping and restarting the worker.
+ * The configuration a worker serves with. It is plain JSON: a page sends it to the ready-made
+ * worker in a message, and the worker keeps it in IndexedDB (src/config-store.ts) for restarts.
  */
 import { z } from "zod";
 import { modelOverrideSchema } from "./catalogue.js";
@@ -45,23 +45,22 @@ export const inferenceConfigSchema = z.strictObject({
 export type InferenceConfig = z.input<typeof inferenceConfigSchema>;
 export type ResolvedConfig = z.output<typeof inferenceConfigSchema>;
 
+/** Validates a configuration and fills in the defaults, naming the option at fault in an error. */
 export function resolveConfig(config: InferenceConfig): ResolvedConfig {
-  const resolved = inferenceConfigSchema.parse(config);
-  assertSecureUrl(resolved.baseUrl);
-  return resolved;
+  const parsed = inferenceConfigSchema.safeParse(config);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`webgpu-inference: the option \`${issue.path.join(".") || "(options)"}\` is invalid: ${issue.message}.`);
+  }
+  assertSecureUrl(parsed.data.baseUrl);
+  return parsed.data;
 }
 
-export const configParameter = "config";
-
-/** The configuration carried in a worker script URL (`?config=<json>`). */
-export function configFromScriptUrl(scriptUrl: string): InferenceConfig {
-  const raw = new URL(scriptUrl).searchParams.get(configParameter);
-  if (!raw) throw new Error(`webgpu-inference: the worker script URL carries no '${configParameter}' parameter; register it through startInference().`);
-  return JSON.parse(raw) as InferenceConfig;
-}
-
-export function scriptUrlWithConfig(scriptUrl: string, config: InferenceConfig, base: string): string {
-  const url = new URL(scriptUrl, base);
-  url.searchParams.set(configParameter, JSON.stringify(config));
-  return url.href;
+/**
+ * The top-level options whose values differ between two configurations, as
+ * "name: a → b", for an error a person reads. Only `keys` are compared when given.
+ */
+export function differingOptions(current: Record<string, unknown>, wanted: Record<string, unknown>, keys: string[] = [...new Set([...Object.keys(current), ...Object.keys(wanted)])]): string[] {
+  const show = (value: unknown) => (value === undefined ? "unset" : JSON.stringify(value));
+  return keys.filter((key) => JSON.stringify(current[key]) !== JSON.stringify(wanted[key])).map((key) => `${key}: ${show(current[key])} → ${show(wanted[key])}`);
 }

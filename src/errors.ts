@@ -5,6 +5,8 @@
  *
  * As in openai-node, each status has its own class, so callers can `instanceof` them.
  */
+import { EngineError } from "./engine/errors.js";
+
 export type ErrorType =
   | "invalid_request_error"
   | "insufficient_quota"
@@ -88,12 +90,36 @@ export class InternalServerError extends ApiError {
 }
 
 export class ServiceUnavailableError extends ApiError {
-  constructor(message: string, options: { code?: string; retryAfterSeconds?: number } = {}) {
+  /**
+   * `retryAfterSeconds` marks a transient failure (`Retry-After`); `permanent` one that a retry
+   * cannot fix, marked `x-should-retry: false`, which the openai SDK honours, so a missing file
+   * does not start the same download three more times.
+   */
+  constructor(message: string, options: { code?: string; retryAfterSeconds?: number; permanent?: boolean } = {}) {
     super(503, message, {
       type: "service_unavailable",
       code: options.code ?? "service_unavailable",
-      headers: options.retryAfterSeconds ? { "retry-after": String(options.retryAfterSeconds) } : {},
+      headers: options.retryAfterSeconds ? { "retry-after": String(options.retryAfterSeconds) } : options.permanent ? { "x-should-retry": "false" } : {},
     });
+  }
+}
+
+/** The status, code and retry advice of each failure an engine or an asset fetch can name. */
+export function engineErrorToApi(error: EngineError): ApiError {
+  const retry = error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : { permanent: true };
+  switch (error.kind) {
+    case "unsupported":
+      return new BadRequestError(error.message, { code: "unsupported_request" });
+    case "context_length":
+      return new BadRequestError(error.message, { code: "context_length_exceeded", param: "messages" });
+    case "busy":
+      return new ServiceUnavailableError(error.message, { code: "engine_busy", retryAfterSeconds: error.retryAfterSeconds ?? 1 });
+    case "device":
+      return new ServiceUnavailableError(error.message, { code: "model_not_runnable", permanent: true });
+    case "load_failed":
+      return new ServiceUnavailableError(error.message, { code: "model_load_failed", ...retry });
+    case "asset":
+      return new ServiceUnavailableError(error.message, { code: "asset_unavailable", ...retry });
   }
 }
 
@@ -103,6 +129,7 @@ export class ServiceUnavailableError extends ApiError {
  */
 export function toApiError(error: unknown, requestId: string): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof EngineError) return engineErrorToApi(error);
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return new InternalServerError(`The server had an error while processing your request (request id ${requestId}): ${detail}`);
 }

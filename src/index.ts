@@ -1,39 +1,46 @@
 /**
  * `webgpu-inference`: the page side. `startInference` registers the inference service worker
- * (through workbox-window) and resolves once that worker controls the page, so the very next
- * `fetch` to the base URL is answered on this device.
+ * (through workbox-window), waits until it controls the page, and gives it this page's options;
+ * from then on every `fetch` to the base URL is answered on this device.
+ *
+ * This entry carries only what a page runs: validation, tokenizers and engines live in the
+ * worker (an engine a page hosts is loaded on demand), so an app's bundle stays small.
  */
 import { Workbox } from "workbox-window";
-import { assertSecureUrl, resolveConfig, scriptUrlWithConfig, type InferenceConfig } from "./config.js";
-import { createEngine } from "./engine/factory.js";
-import { hostEngine } from "./engine/page-hosted.js";
+import type { InferenceConfig, ResolvedConfig } from "./config.js";
+import type { PageEngineOptions } from "./page-engine.js";
 import type { LoadProgress } from "./engine/types.js";
-import type { WebLlmModule } from "./engine/webllm.js";
 import { Admin } from "./policy/admin.js";
 import { openPolicyStore } from "./policy/store.js";
-import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
-import { manageMessage, type ManageReply, type ManageRequest } from "./worker-protocol.js";
+import { assertSecureUrl } from "./secure-url.js";
+import { configureMessage, manageMessage, type ConfigureReply, type ManageReply, type ManageRequest } from "./worker-protocol.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
-  /** The worker script: `dist/inference-sw.js` served by the app, or the app's own worker. Default `/inference-sw.js`. */
+  /**
+   * The worker script: the ready-made `inference-sw.js` (which the Vite plugin or the
+   * `copy-assets` command serves), or the app's own worker that calls `installInference`.
+   * Default `/inference-sw.js`.
+   */
   serviceWorkerUrl?: string;
   /** The registration scope. Default `/`. */
   scope?: string;
   /** Where the API answers. Default `<origin>/openai`; the SDK's `baseURL` is this plus `/v1`. */
   baseUrl?: string;
-  /** How long to wait for the worker to take control, in ms. Default 30 s. */
+  /** How long to wait for the worker to take control and answer, in ms. Default 30 s. */
   timeoutMs?: number;
   /**
    * Host the engine in this page, for browsers without WebGPU in service workers (used when
    * `engineHost` is `page`, or `auto` and the worker has no WebGPU). For `webllm`, pass the
    * module: `{ webllm: await import('@mlc-ai/web-llm') }`. The page must stay open to serve.
    */
-  pageEngine?: { webllm?: WebLlmModule; onProgress?: (modelId: string, progress: LoadProgress) => void };
+  pageEngine?: PageEngineOptions;
 }
 
 export interface InferenceHandle {
   /** The base URL, without `/v1`. */
   baseUrl: string;
+  /** The configuration the worker serves with, defaults filled in. */
+  config: ResolvedConfig;
   /** What to give the OpenAI SDK (`new OpenAI({ baseURL })`): the base URL plus `/v1`. */
   baseURL: string;
   registration: ServiceWorkerRegistration;
@@ -48,6 +55,10 @@ export interface InferenceHandle {
   stop(): Promise<boolean>;
 }
 
+/** What an app does when the worker script is not where the page looks for it. */
+const workerFix =
+  "Serve it: add the Vite plugin (`import inference from 'webgpu-inference/vite'`, then `plugins: [inference()]`), or copy it into your static folder with `npx webgpu-inference copy-assets <folder>`; for your own worker, pass its URL as `serviceWorkerUrl`";
+
 function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
   const container = navigator.serviceWorker;
   const isOurs = () => container.controller?.scriptURL === scriptUrl;
@@ -55,7 +66,11 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       container.removeEventListener("controllerchange", check);
-      reject(new Error(`webgpu-inference: the service worker did not take control of this page within ${timeoutMs} ms.`));
+      reject(
+        new Error(
+          `webgpu-inference: the service worker ${scriptUrl} did not take control of this page within ${timeoutMs} ms. A worker of your own must call installInference() (which claims its pages), and its scope must cover this page.`,
+        ),
+      );
     }, timeoutMs);
     function check() {
       if (!isOurs()) return;
@@ -67,24 +82,72 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
   });
 }
 
-function manage(request: ManageRequest, onProgress?: (progress: LoadProgress) => void): Promise<void> {
+/** Posts `message` to the controlling worker on a fresh channel; `onReply` sees each reply until it returns true. */
+function ask<Reply>(message: unknown, onReply: (reply: Reply) => boolean, timeoutMs?: number, onTimeout?: () => Error): Promise<void> {
   const worker = navigator.serviceWorker.controller;
   if (!worker) return Promise.reject(new Error("webgpu-inference: no service worker controls this page."));
   const channel = new MessageChannel();
   return new Promise((resolve, reject) => {
-    channel.port1.onmessage = (event: MessageEvent<ManageReply>) => {
-      const reply = event.data;
-      if ("progress" in reply) onProgress?.(reply.progress);
-      else {
-        channel.port1.close();
-        if (reply.ok) resolve();
-        else reject(new Error(reply.message));
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(onTimeout?.()), timeoutMs);
+    channel.port1.onmessage = (event: MessageEvent<Reply>) => {
+      try {
+        if (!onReply(event.data)) return;
+        resolve();
+      } catch (error) {
+        reject(error as Error);
       }
+      clearTimeout(timer);
+      channel.port1.close();
     };
-    worker.postMessage(request, [channel.port2]);
+    worker.postMessage(message, [channel.port2]);
   });
 }
 
+function manage(request: ManageRequest, onProgress?: (progress: LoadProgress) => void): Promise<void> {
+  return ask<ManageReply>(request, (reply) => {
+    if ("progress" in reply) {
+      onProgress?.(reply.progress);
+      return false;
+    }
+    if (!reply.ok) throw new Error(reply.message);
+    return true;
+  });
+}
+
+/** Gives the worker this page's options; it answers with the configuration it serves with, or why not. */
+async function configure(options: Partial<InferenceConfig>, scriptUrl: string, timeoutMs: number): Promise<ResolvedConfig> {
+  let config: ResolvedConfig | undefined;
+  await ask<ConfigureReply>(
+    { type: configureMessage, options },
+    (reply) => {
+      if (!reply.ok) throw new Error(reply.message);
+      config = reply.config;
+      return true;
+    },
+    timeoutMs,
+    () => new Error(`webgpu-inference: the service worker ${scriptUrl} did not answer within ${timeoutMs} ms. A worker of your own must call installInference() from webgpu-inference/sw.`),
+  );
+  return config!;
+}
+
+async function register(scriptUrl: string, scope: string): Promise<{ workbox: Workbox; registration: ServiceWorkerRegistration }> {
+  const workbox = new Workbox(scriptUrl, { scope, type: "module" });
+  let registration: ServiceWorkerRegistration | undefined;
+  try {
+    registration = await workbox.register({ immediate: true });
+  } catch (error) {
+    throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered (${(error as Error).message}). ${workerFix}.`, { cause: error });
+  }
+  if (!registration) throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered. ${workerFix}.`);
+  return { workbox, registration };
+}
+
+/**
+ * Registers the worker, waits until it controls this page, and configures it. One configuration
+ * serves every tab of the origin: options that differ from the one in force are refused while
+ * other tabs use it (the error names each option), and a worker whose code sets its own
+ * configuration refuses any other values.
+ */
 export async function startInference(options: StartInferenceOptions = {}): Promise<InferenceHandle> {
   if (!globalThis.isSecureContext) {
     throw new Error(
@@ -93,29 +156,23 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
   }
   if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
   const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, pageEngine, ...rest } = options;
-  const baseUrl = new URL(requestedBase ?? "/openai", location.href).href.replace(/\/+$/, "");
-  assertSecureUrl(baseUrl);
-  const config: InferenceConfig = { ...rest, baseUrl };
-  // Checked here too: a worker given a bad configuration only says "script evaluation failed".
-  const resolved = resolveConfig(config);
-  const scriptUrl = scriptUrlWithConfig(serviceWorkerUrl, config, location.href);
+  const wanted: Partial<InferenceConfig> = { ...rest };
+  if (requestedBase !== undefined) wanted.baseUrl = assertSecureUrl(new URL(requestedBase, location.href).href.replace(/\/+$/, "")).href.replace(/\/+$/, "");
+  const scriptUrl = new URL(serviceWorkerUrl, location.href).href;
 
-  const workbox = new Workbox(scriptUrl, { scope, type: "module" });
-  const registration = await workbox.register({ immediate: true });
-  if (!registration) throw new Error("webgpu-inference: the service worker could not be registered.");
-  let stopHosting = () => {};
-  if (pageEngine) {
-    const tokenizers = new Tokenizers(fetchTokenizerSource(resolved.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
-    // Listening before the worker takes control, so its first call is not missed.
-    stopHosting = hostEngine(createEngine({ config: resolved, tokenizers, webllm: pageEngine.webllm, onProgress: pageEngine.onProgress }));
-  }
+  const { workbox, registration } = await register(scriptUrl, scope);
   await waitForControl(scriptUrl, timeoutMs);
+  const config = await configure(wanted, scriptUrl, timeoutMs);
+  let stopHosting = () => {};
+  if (pageEngine) stopHosting = (await import("./page-engine.js")).hostPageEngine(config, scriptUrl, pageEngine);
+  const baseUrl = config.baseUrl.replace(/\/+$/, "");
   return {
     baseUrl,
     baseURL: `${baseUrl}/v1`,
+    config,
     registration,
     workbox,
-    admin: new Admin({ database: openPolicyStore(resolved.databaseName), defaults: resolved.limits }),
+    admin: new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits }),
     loadModel: (modelId, onProgress) => manage({ type: manageMessage, action: "load", modelId }, onProgress),
     deleteModel: (modelId) => manage({ type: manageMessage, action: "delete", modelId }),
     stop: () => {
@@ -125,11 +182,13 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
   };
 }
 
-export { assertSecureUrl } from "./config.js";
-export type { InferenceConfig } from "./config.js";
+export { assertSecureUrl } from "./secure-url.js";
+export type { InferenceConfig, ResolvedConfig } from "./config.js";
+export type { PageEngineOptions } from "./page-engine.js";
 export { ApiError } from "./errors.js";
 export type { Admin } from "./policy/admin.js";
 export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
 export type { LedgerEntry } from "./policy/store.js";
 export type { LoadProgress } from "./engine/types.js";
-export { seedCatalogue, type ModelEntry, type ModelEntryInput, type MlcBuild } from "./catalogue.js";
+export { seedCatalogue } from "./seed-catalogue.js";
+export type { ModelEntry, ModelEntryInput, MlcBuild } from "./catalogue.js";

@@ -4,7 +4,10 @@
  * tokenizer. Nothing is fetched until a family is first asked for.
  */
 import { TokenizerLoader } from "@lenml/tokenizers";
-import type { ModelFamily } from "./catalogue.js";
+import { EngineError, fetchAsset } from "./engine/errors.js";
+import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
+
+export { tokenizerNames } from "./families.js";
 
 export interface Tokenizer {
   encode(text: string): number[];
@@ -16,38 +19,77 @@ export interface TokenizerFiles {
   config: unknown;
 }
 
-/** Fetches `<name>/tokenizer.json` and `<name>/tokenizer_config.json`. */
+/** Loads the named tokenizer (`llama3`, `gemma`, …). */
 export type TokenizerSource = (name: string) => Promise<TokenizerFiles>;
 
-/** The tokenizer asset each family counts with; see scripts/tokenizers.ts for where each comes from. */
-export const tokenizerNames: Record<ModelFamily, string> = {
-  llama3: "llama3",
-  gemma2: "gemma",
-  mistral: "mistral",
-  qwen2: "qwen2",
-};
 
-export const tokenizerCacheName = "webgpu-inference-tokenizers";
+/** Versioned with the file format, so an upgrade never reads a cached file of the old one. */
+export const tokenizerCacheName = "webgpu-inference-tokenizers-v1";
+const compactFormat = "webgpu-inference-tokenizer/1";
+
+/** What to do when a tokenizer file is missing: the ways an app serves the library's assets. */
+export const assetFix =
+  "serve the library's assets there: add the Vite plugin (`import inference from 'webgpu-inference/vite'`, then `plugins: [inference()]`), or copy them with `npx webgpu-inference copy-assets <your static folder>`, or set `artifacts.tokenizerBaseUrl` to where they are";
+
+interface CompactTokenizer {
+  model: { vocab: string[]; merges: number[] } & Record<string, unknown>;
+}
+
+/**
+ * The inverse of `compactTokenizer` (scripts/tokenizers.mjs): the vocabulary as a piece → id map,
+ * and each merge as "left right", where the merged piece is the vocabulary's and the left part
+ * its first `length` code points.
+ */
+export function expandTokenizer(compact: CompactTokenizer): unknown {
+  const { vocab: pieces, merges: numbers } = compact.model;
+  const vocab: Record<string, number> = {};
+  pieces.forEach((piece, id) => (vocab[piece] = id));
+  const merges: string[] = [];
+  let id = 0;
+  for (let index = 0; index < numbers.length; index += 2) {
+    id += numbers[index]!;
+    const points = Array.from(pieces[id]!);
+    const length = numbers[index + 1]!;
+    merges.push(`${points.slice(0, length).join("")} ${points.slice(length).join("")}`);
+  }
+  return { ...compact, model: { ...compact.model, vocab, merges } };
+}
+
+/** Reads a tokenizer file: gzip (unless the server already undid it with Content-Encoding), then JSON. */
+async function readTokenizerFile(response: Response, url: string): Promise<TokenizerFiles> {
+  try {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const gzipped = bytes[0] === 0x1f && bytes[1] === 0x8b;
+    const text = gzipped ? await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text() : new TextDecoder().decode(bytes);
+    const file = JSON.parse(text) as { format?: string; tokenizer: CompactTokenizer; config: unknown };
+    if (file.format !== compactFormat) throw new Error(`its format is ${JSON.stringify(file.format)}, not ${compactFormat}`);
+    return { tokenizer: expandTokenizer(file.tokenizer), config: file.config };
+  } catch (error) {
+    throw new EngineError("asset", `The tokenizer file ${url} could not be read (${(error as Error).message}). Serve the one that comes with this version of webgpu-inference: ${assetFix}.`, { cause: error });
+  }
+}
 
 /**
  * Reads tokenizer files from Cache Storage, else fetches them and keeps them there (as web-llm
- * keeps weights), so counting works offline once a family has been used.
+ * keeps weights), so counting works offline once a family has been used. Only the families a
+ * request needs are ever fetched.
  */
 export function fetchTokenizerSource(baseUrl: string, fetcher: typeof fetch = (input, init) => fetch(input, init)): TokenizerSource {
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
   const storage = typeof caches === "undefined" ? undefined : caches;
-  const getJson = async (url: string): Promise<unknown> => {
-    const cache = storage ? await storage.open(tokenizerCacheName) : undefined;
-    const cached = await cache?.match(url);
-    if (cached) return cached.json();
-    const response = await fetcher(url);
-    if (!response.ok) throw new Error(`could not fetch tokenizer file ${url}: HTTP ${response.status}`);
-    await cache?.put(url, response.clone());
-    return response.json();
-  };
   return async (name) => {
-    const [tokenizer, config] = await Promise.all([getJson(`${base}${name}/tokenizer.json`), getJson(`${base}${name}/tokenizer_config.json`)]);
-    return { tokenizer, config };
+    const url = `${base}${tokenizerFileName(name)}`;
+    const cache = await storage?.open(tokenizerCacheName);
+    const cached = await cache?.match(url);
+    if (cached) return readTokenizerFile(cached, url);
+    const response = await fetchAsset(url, `the ${name} tokenizer`, assetFix, {
+      fetcher,
+      // A dev server's or a host's fallback page answers 200 with HTML for a file it does not have.
+      expect: (answer) => (/text\/html/i.test(answer.headers.get("content-type") ?? "") ? "the server answered with an HTML page, not the file" : null),
+    });
+    const files = await readTokenizerFile(response.clone(), url);
+    await cache?.put(url, response);
+    return files;
   };
 }
 

@@ -1,7 +1,9 @@
-/** Messages a page sends the worker to manage models; shared by both sides. */
+/** Messages a page sends the worker (configuration, model management); shared by both sides. */
+import type { InferenceConfig, ResolvedConfig } from "./config.js";
 import type { LoadProgress } from "./engine/types.js";
 
 export const manageMessage = "webgpu-inference:manage";
+export const configureMessage = "webgpu-inference:configure";
 
 export interface ManageRequest {
   type: typeof manageMessage;
@@ -11,3 +13,12 @@ export interface ManageRequest {
 
 /** Progress while loading, then one final `ok`. */
 export type ManageReply = { progress: LoadProgress } | { ok: true } | { ok: false; message: string };
+
+/** The options a page's `startInference` was given; `baseUrl` only when it chose one. */
+export interface ConfigureRequest {
+  type: typeof configureMessage;
+  options: Partial<InferenceConfig>;
+}
+
+/** The configuration the worker serves with, or why it refused the page's options. */
+export type ConfigureReply = { ok: true; config: ResolvedConfig } | { ok: false; message: string };

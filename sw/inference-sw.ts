@@ -1,15 +1,14 @@
 /// <reference lib="webworker" />
 /**
- * The ready-made service worker (`dist/inference-sw.js`). Its configuration comes in its own
- * script URL, written by `startInference()`.
+ * The ready-made service worker (`dist/inference-sw.js`). It takes its configuration from the
+ * first page's `startInference()` and keeps it for restarts (see `installInference`).
  */
 import * as webllm from "@mlc-ai/web-llm";
-import { configFromScriptUrl, installInference } from "../src/worker.js";
+import { installInference } from "../src/worker.js";
 
 declare const self: ServiceWorkerGlobalScope;
 
 installInference(self, {
-  ...configFromScriptUrl(self.location.href),
   webllm,
   // Model downloads take minutes; every open page hears how far along they are.
   onProgress: (modelId, progress) => {
@@ -18,7 +17,3 @@ installInference(self, {
     });
   },
 });
-
-// A new configuration takes over at once, so the page that registered it is served by it.
-self.addEventListener("install", () => void self.skipWaiting());
-self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));

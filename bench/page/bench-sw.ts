@@ -13,7 +13,7 @@
  * the same worker loads any model whose library that runtime can link (see the README).
  */
 import * as webllm from "webllm-offline";
-import { configFromScriptUrl, installInference } from "../../src/worker.js";
+import { installInference } from "../../src/worker.js";
 import type { WebLlmEngineInstance, WebLlmModule } from "../../src/engine/webllm.js";
 import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
@@ -33,14 +33,12 @@ const recording: WebLlmModule = {
   },
 };
 
-const config = configFromScriptUrl(self.location.href);
-const installed = installInference(self, { ...config, webllm: recording });
+const inference = installInference(self, { webllm: recording });
 
 self.addEventListener("fetch", (event) => {
-  if (new URL(event.request.url).pathname.endsWith("/bench/echo")) event.respondWith(new Response("ok"));
+  const url = new URL(event.request.url);
+  if (url.pathname.endsWith("/bench/echo") && !inference.handles(url)) event.respondWith(new Response("ok"));
 });
-self.addEventListener("install", () => void self.skipWaiting());
-self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 
 function engine(): WebLlmEngineInstance {
   const current = engines.at(-1);
@@ -80,7 +78,9 @@ function percentile(values: number[], fraction: number): number {
  * Filler entries go in one transaction per 10,000, the shape real charges have.
  */
 async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]> {
-  const database = await openPolicyStore(config.databaseName);
+  const installed = await inference.ready;
+  if (!installed) throw new Error("no page has configured the benchmark's worker");
+  const database = await openPolicyStore(installed.config.databaseName);
   const results: { ledgerEntries: number; p50Ms: number; p95Ms: number }[] = [];
   const price = { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 };
   for (const size of request.sizes) {

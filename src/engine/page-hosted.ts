@@ -27,17 +27,19 @@ type Call =
 interface WireError {
   kind: EngineErrorKind | null;
   message: string;
+  retryAfterSeconds?: number;
 }
 
 type Reply = { ok: true; value: unknown } | { ok: false; error: WireError };
 type StreamMessage = { part: GenerationPart } | { error: WireError };
 
 function toWireError(error: unknown): WireError {
-  return { kind: error instanceof EngineError ? error.kind : null, message: error instanceof Error ? error.message : String(error) };
+  if (error instanceof EngineError) return { kind: error.kind, message: error.message, ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}) };
+  return { kind: null, message: error instanceof Error ? error.message : String(error) };
 }
 
 function fromWireError(error: WireError): Error {
-  return error.kind ? new EngineError(error.kind, error.message) : new Error(error.message);
+  return error.kind ? new EngineError(error.kind, error.message, error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}) : new Error(error.message);
 }
 
 interface SerializedDevice {

@@ -93,6 +93,8 @@ export interface Engine {
   load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void>;
   /** Deletes the model's downloaded files, where the engine keeps any. */
   deleteCached?(model: ModelEntry): Promise<void>;
+  /** Frees what the engine holds (a loaded model's GPU memory) when a new configuration replaces it. */
+  dispose?(): Promise<void>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
 }

@@ -3,7 +3,7 @@
  * (current web-llm) and the offline test tier (web-llm 0.2.79) run this same code.
  */
 import { chooseBuild, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
-import { EngineError } from "./errors.js";
+import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
 import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenUsage } from "./types.js";
 
 interface WebLlmProgressReport {
@@ -68,6 +68,8 @@ export interface WebLlmEngineOptions {
   /** GPU memory the device may spend on one model, in MB. Default: from `navigator.deviceMemory` when the browser tells it. */
   memoryBudgetMB?: number;
   onProgress?: (modelId: string, progress: LoadProgress) => void;
+  /** The network, for diagnosing a failed load; the global fetch by default. */
+  fetch?: typeof fetch;
 }
 
 function resolveUrl(value: string, base: string): string {
@@ -171,9 +173,50 @@ export class WebLlmEngine implements Engine {
     try {
       await engine.reload(build.modelId);
     } catch (error) {
-      throw new EngineError("load_failed", `Could not load ${build.modelId}: ${(error as Error).message ?? String(error)}`, { cause: error });
+      throw await this.#diagnose(model, build, error);
     }
     this.#loaded = { modelId: build.modelId, contextWindow: model.contextWindow };
+  }
+
+  /**
+   * web-llm reports a missing file as "Failed to fetch" or a JSON error, naming no URL. So a
+   * failed load fetches the two files every load starts with (the weights' config and the model
+   * library) itself: the first that fails names its URL and the option that points at it. When
+   * both are there the files are corrupt or incompatible (permanent), unless the failure was the
+   * network dropping mid-download (transient: the finished shards are kept and resumed).
+   */
+  async #diagnose(model: ModelEntry, build: MlcBuild, error: unknown): Promise<EngineError> {
+    const record = this.#record(model, build);
+    const weights = record.model.endsWith("/") ? record.model : `${record.model}/`;
+    const configUrl = new URL("mlc-chat-config.json", /\/resolve\/.+\//.test(weights) ? weights : `${weights}resolve/main/`).href;
+    const fetcher = this.#options.fetch ?? ((input, init) => fetch(input, init));
+    const detail = (error as Error).message ?? String(error);
+    try {
+      await fetchAsset(configUrl, `the weights of ${build.modelId} (mlc-chat-config.json)`, "set `artifacts.modelBaseUrl` to a folder that holds the model's MLC weights (the default is MLC's Hugging Face organisation)", {
+        kind: "load_failed",
+        fetcher,
+      });
+      await fetchAsset(record.model_lib, `the model library of ${build.modelId}`, "set `artifacts.modelLibBaseUrl` to a folder that holds the model libraries built for this web-llm version", {
+        kind: "load_failed",
+        fetcher: (input) => fetcher(input, { method: "HEAD" }),
+      });
+    } catch (diagnosis) {
+      if (diagnosis instanceof EngineError) return new EngineError("load_failed", `${diagnosis.message} (web-llm said: ${detail})`, { cause: error, ...(diagnosis.retryAfterSeconds ? { retryAfterSeconds: diagnosis.retryAfterSeconds } : {}) });
+      throw diagnosis;
+    }
+    const network = error instanceof TypeError || /failed to fetch|network/i.test(detail);
+    return new EngineError(
+      "load_failed",
+      network
+        ? `Could not load ${build.modelId}: the network failed mid-download (${detail}). What finished downloading is kept; try again.`
+        : `Could not load ${build.modelId} from ${record.model}: ${detail}. Its files are there but could not be loaded: they may be corrupt, or built for another web-llm version.`,
+      { cause: error, ...(network ? { retryAfterSeconds: networkRetrySeconds } : {}) },
+    );
+  }
+
+  async dispose(): Promise<void> {
+    this.#loaded = undefined;
+    await this.#engine?.unload();
   }
 
   async deleteCached(model: ModelEntry): Promise<void> {

@@ -4,7 +4,7 @@
  * left to the endpoint.
  */
 import type { ModelEntry } from "../catalogue.js";
-import { BadRequestError, ServiceUnavailableError, type ApiError } from "../errors.js";
+import { BadRequestError, engineErrorToApi } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
 import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
 import type { Usage } from "../wire/schemas.js";
@@ -71,21 +71,6 @@ export function samplingOf(
     frequencyPenalty: request.frequency_penalty ?? 0,
     ...(request.seed != null ? { seed: request.seed } : {}),
   };
-}
-
-export function engineErrorToApi(error: EngineError): ApiError {
-  switch (error.kind) {
-    case "unsupported":
-      return new BadRequestError(error.message, { code: "unsupported_request" });
-    case "context_length":
-      return new BadRequestError(error.message, { code: "context_length_exceeded", param: "messages" });
-    case "busy":
-      return new ServiceUnavailableError(error.message, { code: "engine_busy", retryAfterSeconds: 1 });
-    case "device":
-      return new ServiceUnavailableError(error.message, { code: "model_not_runnable" });
-    case "load_failed":
-      return new ServiceUnavailableError(error.message, { code: "model_load_failed" });
-  }
 }
 
 export function toWireFinishReason(reason: FinishReason): "stop" | "length" {

@@ -14,7 +14,7 @@ import { testModelEntry } from "./test-model.js";
 const root = resolve(import.meta.dirname, "../..");
 
 export default async function globalSetup(): Promise<() => Promise<void>> {
-  for (const required of ["dist/inference-sw.js", "dist/tokenizers/qwen2/tokenizer.json", ".cache/e2e/index.html", ".cache/e2e/real-engine-sw.js", ".cache/e2e/demo/real-sw.js", "dist/demo/index.html"]) {
+  for (const required of ["dist/inference-sw.js", "dist/tokenizers/qwen2.json.gz", ".cache/e2e/index.html", ".cache/e2e/real-engine-sw.js", ".cache/e2e/demo/real-sw.js", "dist/demo/index.html"]) {
     if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm test', which builds it first.`);
   }
   await buildTestModel(resolve(root, ".cache/test-model"));

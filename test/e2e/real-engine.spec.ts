@@ -6,23 +6,19 @@
  * It is slow here (seconds to tens of seconds per token on the CPU), so the engine is loaded
  * once and every request asks for one or two tokens at temperature 0.
  */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
 import { renderChat } from "../../src/templates.js";
 import { tokenizerFromFiles } from "../../src/tokenizer.js";
+// @ts-expect-error: a plain JavaScript build script
+import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { expect, launchProfile, origin, test } from "./harness.js";
 import { testModelEntry, testModelId } from "./test-model.js";
 
 const modelId = testModelId;
-const tokenizerDirectory = resolve(import.meta.dirname, "../../dist/tokenizers/qwen2");
-
+/** The Qwen tokenizer the worker serves, from the same npm files the build compacts. */
 function qwenTokenizer() {
-  return tokenizerFromFiles({
-    tokenizer: JSON.parse(readFileSync(resolve(tokenizerDirectory, "tokenizer.json"), "utf8")),
-    config: JSON.parse(readFileSync(resolve(tokenizerDirectory, "tokenizer_config.json"), "utf8")),
-  });
+  return tokenizerFromFiles(tokenizerSources.qwen2());
 }
 
 test.describe.configure({ mode: "serial" });

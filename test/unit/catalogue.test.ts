@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Catalogue, chooseBuild, usdPerMillion } from "../../src/catalogue.js";
-import { assertSecureUrl, configFromScriptUrl, resolveConfig, scriptUrlWithConfig } from "../../src/config.js";
+import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/config.js";
 
 describe("catalogue", () => {
   const catalogue = Catalogue.create();
@@ -64,12 +64,17 @@ describe("configuration", () => {
     expect(() => resolveConfig({ baseUrl: "http://api.example/openai" })).toThrow(/https:/);
   });
 
-  it("round-trips through the worker script URL", () => {
-    const url = scriptUrlWithConfig("/inference-sw.js", { baseUrl: "https://a.example/openai", engine: "deterministic" }, "https://a.example/app/");
-    expect(url.startsWith("https://a.example/inference-sw.js?config=")).toBe(true);
-    expect(configFromScriptUrl(url)).toEqual({ baseUrl: "https://a.example/openai", engine: "deterministic" });
-    expect(() => configFromScriptUrl("https://a.example/inference-sw.js")).toThrow(/startInference/);
+  it("fills in defaults, and names the option at fault", () => {
     expect(resolveConfig({ baseUrl: "https://a.example/openai" })).toMatchObject({ engine: "webllm", maxQueued: 32, models: [] });
+    expect(() => resolveConfig({ baseUrl: "https://a.example/openai", engine: "gpt" as never })).toThrow(/the option `engine` is invalid/);
+    expect(() => resolveConfig({ baseUrl: "https://a.example/openai", limits: { rpm: 0 } })).toThrow(/the option `limits.rpm` is invalid/);
+  });
+
+  it("lists the options that differ, with both values", () => {
+    const current = resolveConfig({ baseUrl: "https://a.example/openai", engine: "deterministic" });
+    const wanted = resolveConfig({ baseUrl: "https://a.example/openai", maxQueued: 4 });
+    expect(differingOptions(current, wanted)).toEqual(['engine: "deterministic" → "webllm"', "maxQueued: 32 → 4"]);
+    expect(differingOptions(current, wanted, ["baseUrl"])).toEqual([]);
   });
 });
 

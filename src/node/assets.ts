@@ -1,0 +1,47 @@
+/**
+ * The files an app serves beside its pages, shared by the Vite plugin and the `copy-assets`
+ * command: the ready-made worker and the tokenizers of the families the app uses. They are found
+ * next to this module in the installed package (`dist/`).
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../families.js";
+
+export interface AssetOptions {
+  /** Serve the ready-made worker, `inference-sw.js`. Default true; false when the app's own worker calls `installInference`. */
+  serviceWorker?: boolean;
+  /** The model families whose tokenizers to serve: those of the models the app uses. Default: every family. */
+  families?: readonly ModelFamily[];
+}
+
+export interface Asset {
+  /** The path below the app's root that the page and the worker ask for. */
+  path: string;
+  /** The file in the package. */
+  file: string;
+  contentType: string;
+}
+
+export const workerPath = "inference-sw.js";
+export const tokenizerFolder = "tokenizers";
+
+/** Every path this package may have written into an app, so stale ones can be told apart. */
+export function ownedPaths(): string[] {
+  return [workerPath, ...Object.values(tokenizerNames).map((name) => `${tokenizerFolder}/${tokenizerFileName(name)}`)];
+}
+
+export function assets(options: AssetOptions = {}, directory = fileURLToPath(new URL(".", import.meta.url))): Asset[] {
+  const { serviceWorker = true, families = modelFamilies } = options;
+  for (const family of families) {
+    if (!modelFamilies.includes(family)) throw new Error(`webgpu-inference: unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`);
+  }
+  const list: Asset[] = [];
+  if (serviceWorker) list.push({ path: workerPath, file: `${directory}/${workerPath}`, contentType: "text/javascript" });
+  for (const name of new Set(families.map((family) => tokenizerNames[family]))) {
+    const path = `${tokenizerFolder}/${tokenizerFileName(name)}`;
+    list.push({ path, file: `${directory}/${path}`, contentType: "application/gzip" });
+  }
+  const missing = list.filter((asset) => !existsSync(asset.file));
+  if (missing.length) throw new Error(`webgpu-inference: the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`);
+  return list;
+}
