@@ -58,7 +58,7 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
   const requests = new Map();
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
-    // Test control: GET /__server/requests counts the GETs per path; POST /__server/faults
+    // Test control: GET /__server/requests counts the GETs per path (404s too); POST /__server/faults
     // with "on" or "off" switches the cuts.
     if (control && url.pathname === "/__server/requests") {
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Object.fromEntries(requests)));
@@ -73,13 +73,13 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
       });
       return;
     }
+    if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     const found = fileFor(mounts, url.pathname);
     if (!found || (request.method !== "GET" && request.method !== "HEAD")) {
       response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${url.pathname}`);
       return;
     }
     const { file, mount } = found;
-    if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     const size = statSync(file).size;
     response.writeHead(200, {
       "content-type": contentTypes[extname(file)] ?? "application/octet-stream",

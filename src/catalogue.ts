@@ -32,7 +32,7 @@ const safeNano = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /**
  * A remote engine speaking OpenAI's protocol (vLLM, llama.cpp's llama-server, Ollama, the hosted
  * API) that serves this model when the device does not. The secret is not here: configuration
- * travels in the worker's script URL, so `credential` only names a secret the app stored once
+ * is written in app code and sent between page and worker, so `credential` only names a secret the app stored once
  * through the admin API (`setUpstreamCredential`), which stays in the worker's database.
  */
 export const upstreamSchema = z.strictObject({
