@@ -5,7 +5,7 @@
  * Apps that already have a service worker call it from theirs.
  */
 import { Catalogue } from "./catalogue.js";
-import { differingOptions, inferenceConfigSchema, resolveConfig, type InferenceConfig, type ResolvedConfig } from "./config.js";
+import { resolveConfig, type InferenceConfig, type ResolvedConfig } from "./config.js";
 import { openConfigStore } from "./config-store.js";
 import { createEngine } from "./engine/factory.js";
 import { hostAnnouncement, PageHostedEngine } from "./engine/page-hosted.js";
@@ -18,7 +18,8 @@ import { Admin } from "./policy/admin.js";
 import { Policy } from "./policy/policy.js";
 import { openPolicyStore } from "./policy/store.js";
 import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
-import { configureMessage, manageMessage, type ConfigureReply, type ConfigureRequest, type ManageReply, type ManageRequest } from "./worker-protocol.js";
+import { WorkerConfiguration } from "./worker-configuration.js";
+import { configureMessage, manageMessage, type ConfigureRequest, type ManageReply, type ManageRequest } from "./worker-protocol.js";
 
 export interface InstallOptions extends Partial<InferenceConfig> {
   /** The web-llm module, for `engine: 'webllm'`: `import * as webllm from '@mlc-ai/web-llm'`. */
@@ -104,9 +105,6 @@ export function createInference(options: InstallOptions & InferenceConfig, envir
   return { config, app, engine, catalogue, policy, scheduler };
 }
 
-/** The names of the configuration's options, as opposed to the worker's own wiring. */
-const configurationKeys = Object.keys(inferenceConfigSchema.shape) as (keyof InferenceConfig)[];
-
 /** What `installInference` returns: the inference app for the configuration in force. */
 export interface InferenceWorker {
   /** The app for the configuration in force; undefined until a page has configured this worker. */
@@ -124,117 +122,64 @@ export interface InferenceWorker {
   handles(url: URL): boolean;
 }
 
+/** A page's message: configure, a model to load or delete, or a host page announcing itself. */
+function onMessage(configuration: WorkerConfiguration<InstalledInference>, event: ExtendableMessageEvent): void {
+  const data = event.data as { type?: string } | null;
+  const port = event.ports[0];
+  const source = event.source;
+  const sourceId = source && "id" in source ? source.id : undefined;
+  if (data?.type === configureMessage && port) {
+    event.waitUntil(configuration.configure((data as ConfigureRequest).options, sourceId).then((reply) => port.postMessage(reply)));
+    return;
+  }
+  event.waitUntil(
+    configuration.ready().then((current) => {
+      if (data?.type === hostAnnouncement && current?.engine instanceof PageHostedEngine && sourceId) current.engine.addHost(sourceId);
+      if (data?.type !== manageMessage || !port) return;
+      if (current) return manageModel(current, data as ManageRequest, port);
+      port.postMessage({ ok: false, message: "webgpu-inference: no page has configured this worker yet: call startInference() first." } satisfies ManageReply);
+    }),
+  );
+}
+
 /**
- * Answers every fetch under the base URL from this worker; other fetches are left alone.
- *
- * The configuration comes from one of two places, decided once per registration:
- * - the code: any configuration option in `options` (an app's own worker). A page's
- *   `startInference` may then give only the same values, and is refused naming any other;
- * - the page: with no configuration option here (the ready-made worker), the first page's
- *   `startInference` options are the configuration, kept in IndexedDB for restarts. A page with
- *   other options takes over only when it is the only tab this worker serves; with other tabs
- *   open it is refused, naming the options that differ, so no open tab changes behaviour.
- *
- * It also takes control of its pages at once (`skipWaiting`, `clients.claim`), which
- * `startInference` waits for.
+ * Answers every fetch under the base URL from this worker; other fetches are left alone. Its
+ * configuration comes from `options` when they hold any configuration option (an app's own
+ * worker), else from the pages' `startInference` (see src/worker-configuration.ts). It also takes
+ * control of its pages at once (`skipWaiting`, `clients.claim`), which `startInference` waits for.
  */
 export function installInference(scope: ServiceWorkerGlobalScope, options: InstallOptions = {}): InferenceWorker {
-  const { webllm, onProgress, ...json } = options;
-  const inCode = Object.keys(json).length > 0;
+  const { webllm, onProgress, ...fromCode } = options;
   const environment: Environment = { scriptUrl: scope.location.href, webgpu: "gpu" in scope.navigator, clients: scope.clients };
-  const build = (config: InferenceConfig) => createInference({ ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) }, environment);
-  const defaultBaseUrl = new URL("/openai", scope.location.origin).href;
-  const store = inCode ? undefined : openConfigStore();
-  const storeKey = scope.registration?.scope ?? scope.location.href;
-  let installed = inCode ? build({ baseUrl: defaultBaseUrl, ...json } as InferenceConfig) : undefined;
-  let settled = inCode;
-  const ready = inCode
-    ? Promise.resolve(installed)
-    : store!.read(storeKey).then(
-        (config) => {
-          settled = true;
-          if (config) installed = build(config);
-          return installed;
-        },
-        (error: unknown) => {
-          settled = true;
-          console.error("[webgpu-inference] the stored configuration could not be read", error);
-          return undefined;
-        },
-      );
-
-  async function configure(wanted: Partial<InferenceConfig>, requester: string | undefined): Promise<ConfigureReply> {
-    await ready;
-    if (inCode) {
-      const differing = differingOptions(installed!.config, resolveConfig({ ...installed!.config, ...wanted }), Object.keys(wanted));
-      if (differing.length) {
-        return refuse(`this worker (${scope.location.pathname}) sets its configuration in its code, with installInference(), and the page's startInference() asked for other values (${differing.join("; ")}). Give startInference() no configuration options, or the same ones, or change the worker's code.`);
-      }
-      return { ok: true, config: installed!.config };
-    }
-    let config: ResolvedConfig;
-    try {
-      config = resolveConfig({ baseUrl: defaultBaseUrl, ...wanted });
-    } catch (error) {
-      return { ok: false, message: (error as Error).message };
-    }
-    if (installed) {
-      const differing = differingOptions(installed.config, config, configurationKeys);
-      if (!differing.length) return { ok: true, config: installed.config };
-      const others = (await scope.clients.matchAll({ type: "window" })).filter((client) => client.id !== requester);
-      if (others.length) {
-        return refuse(`one configuration serves every tab of ${scope.location.origin}, and ${others.length} other open tab(s) use the current one; this page asked for other options (${differing.join("; ")}). Start every tab with the same options, or close the other tabs first.`);
-      }
-      await installed.engine.dispose?.();
-    }
-    installed = build(config);
-    await store!.write(storeKey, config);
-    return { ok: true, config };
-  }
-
+  const configuration = new WorkerConfiguration<InstalledInference>({
+    build: (config) => createInference({ ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) }, environment),
+    fromCode: Object.keys(fromCode).length > 0 ? fromCode : undefined,
+    store: () => openConfigStore(),
+    scope: scope.registration?.scope ?? scope.location.href,
+    defaultBaseUrl: new URL("/openai", scope.location.origin).href,
+    windows: async () => (await scope.clients.matchAll({ type: "window" })).map((client) => client.id),
+    scriptPath: scope.location.pathname,
+  });
   scope.addEventListener("fetch", (event) => {
     const url = new URL(event.request.url);
-    if (installed) {
-      if (installed.app.handles(url)) event.respondWith(installed.app.handle(event.request));
-    } else if (!settled) {
-      event.respondWith(ready.then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))));
+    const current = configuration.app;
+    if (current?.app.handles(url)) event.respondWith(current.app.handle(event.request));
+    else if (!configuration.settled) {
+      event.respondWith(configuration.ready().then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))));
     }
   });
-  scope.addEventListener("message", (event) => {
-    const data = event.data as { type?: string } | null;
-    const source = event.source;
-    const port = event.ports[0];
-    const sourceId = source && "id" in source ? source.id : undefined;
-    if (data?.type === configureMessage && port) {
-      const reply = configure((data as ConfigureRequest).options, sourceId).catch((error: unknown) => ({ ok: false, message: (error as Error).message ?? String(error) }) satisfies ConfigureReply);
-      event.waitUntil(reply.then((message) => port.postMessage(message)));
-      return;
-    }
-    event.waitUntil(
-      ready.then(() => {
-        const current = installed;
-        if (data?.type === hostAnnouncement && current?.engine instanceof PageHostedEngine && sourceId) current.engine.addHost(sourceId);
-        if (data?.type !== manageMessage || !port) return;
-        if (current) return manageModel(current, data as ManageRequest, port);
-        port.postMessage({ ok: false, message: "webgpu-inference: no page has configured this worker yet: call startInference() first." } satisfies ManageReply);
-      }),
-    );
-  });
+  scope.addEventListener("message", (event) => onMessage(configuration, event));
   scope.addEventListener("install", () => void scope.skipWaiting());
   scope.addEventListener("activate", (event) => event.waitUntil(scope.clients.claim()));
   return {
     get installed() {
-      return installed;
+      return configuration.app;
     },
     get ready() {
-      return ready.then(() => installed);
+      return configuration.ready();
     },
-    handles: (url) => (installed ? installed.app.handles(url) : !settled),
+    handles: (url) => configuration.app?.app.handles(url) ?? !configuration.settled,
   };
-}
-
-function refuse(reason: string): ConfigureReply {
-  return { ok: false, message: `webgpu-inference: ${reason}` };
 }
 
 /** The admin API on the worker's own database, for apps that manage keys from their worker. */
