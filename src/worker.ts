@@ -116,11 +116,18 @@ export interface InferenceWorker {
   readonly ready: Promise<InstalledInference | undefined>;
   /**
    * Whether this worker answers `url`: under the base URL. While a restarted worker is still
-   * reading its stored configuration it answers every fetch (passing through what is not its own),
-   * so an app's own fetch handlers must skip what this claims.
+   * reading its stored configuration it answers the URLs that end like an API endpoint (passing
+   * through any that turn out not to be its own), so an app's own fetch handlers skip what this claims.
    */
   handles(url: URL): boolean;
 }
+
+/**
+ * The endpoints' path endings. A restarted worker reads its configuration (and so the base URL)
+ * asynchronously, but must decide at once whether to answer a fetch: it claims only these, so
+ * navigations and an app's own assets stay with the app's handlers (its offline cache) meanwhile.
+ */
+const endpointPath = /\/(?:v1\/)?(?:chat\/completions|completions|models|models\/[^/]+|model\/info)$/;
 
 /** A page's message: configure, a model to load or delete, or a host page announcing itself. */
 function onMessage(configuration: WorkerConfiguration<InstalledInference>, event: ExtendableMessageEvent): void {
@@ -164,7 +171,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     const url = new URL(event.request.url);
     const current = configuration.app;
     if (current?.app.handles(url)) event.respondWith(current.app.handle(event.request));
-    else if (!configuration.settled) {
+    else if (!configuration.settled && endpointPath.test(url.pathname)) {
       event.respondWith(configuration.ready().then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))));
     }
   });
@@ -178,7 +185,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     get ready() {
       return configuration.ready();
     },
-    handles: (url) => configuration.app?.app.handles(url) ?? !configuration.settled,
+    handles: (url) => configuration.app?.app.handles(url) ?? (!configuration.settled && endpointPath.test(url.pathname)),
   };
 }
 

@@ -74,6 +74,11 @@ test("after one visit the demo reloads and chats with the network off", async ({
   await openDemo(page, 0);
   await chat(page, "Hello while online.");
   await context.setOffline(true);
+  // The browser stops idle workers: the reload wakes a fresh one, which must serve the shell
+  // from its cache while it is still reading its stored configuration.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("ServiceWorker.enable");
+  await cdp.send("ServiceWorker.stopAllWorkers");
   await page.reload();
   await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
   // The conversation is kept locally, and a new reply still streams in.

@@ -59,16 +59,23 @@ describe("the worker's configuration", () => {
     expect((await scope.fetch(`${scopeUrl}api/v1/models`))?.status).toBe(401);
     expect(await scope.fetch(`${scopeUrl}index.html`)).toBeUndefined();
 
-    // A restarted worker reads the stored configuration; meanwhile it passes other requests through.
-    const network = vi.fn(async () => new Response("page"));
+    // A restarted worker reads the stored configuration. Meanwhile it claims only what ends like an
+    // endpoint, passing through what turns out not to be its own; pages and assets stay the app's.
+    const network = vi.fn(async () => new Response("elsewhere"));
     vi.stubGlobal("fetch", network);
     const restarted = install(scopeUrl);
-    const [api, page] = await Promise.all([restarted.scope.fetch(`${scopeUrl}api/v1/models`), restarted.scope.fetch(`${scopeUrl}index.html`)]);
+    expect(restarted.worker.handles(new URL(`${scopeUrl}index.html`))).toBe(false);
+    const [api, other, page] = await Promise.all([
+      restarted.scope.fetch(`${scopeUrl}api/v1/models`),
+      restarted.scope.fetch(`${scopeUrl}other/v1/chat/completions`, { method: "POST" }),
+      restarted.scope.fetch(`${scopeUrl}index.html`),
+    ]);
     expect(api?.status).toBe(401);
-    expect(await page?.text()).toBe("page");
+    expect(await other?.text()).toBe("elsewhere");
+    expect(page).toBeUndefined();
     expect(network).toHaveBeenCalledTimes(1);
     expect(restarted.worker.installed?.config.engine).toBe("deterministic");
-    expect(await restarted.scope.fetch(`${scopeUrl}index.html`)).toBeUndefined();
+    expect(restarted.worker.handles(new URL(`${scopeUrl}other/v1/chat/completions`))).toBe(false);
   });
 
   it("refuses other options while another tab uses the configuration, naming each; takes them when alone", async () => {
