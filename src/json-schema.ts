@@ -32,16 +32,35 @@ function isObject(value: unknown): value is SchemaObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** A JSON Pointer token (`~1` is `/`, `~0` is `~`), percent-decoded as in a URI fragment; undefined when malformed. */
+function pointerToken(token: string): string | undefined {
+  try {
+    return decodeURIComponent(token).replaceAll("~1", "/").replaceAll("~0", "~");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Only the schema's own names: `constructor` or `__proto__` are ordinary names, never inherited. */
+function own(object: SchemaObject, name: string): unknown {
+  return Object.hasOwn(object, name) ? object[name] : undefined;
+}
+
 function resolveReference(root: SchemaObject, reference: string, pointer: string): JsonSchema {
   const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(reference);
-  const definitions = match ? root[match[1] as string] : undefined;
-  const target = match && isObject(definitions) ? definitions[decodeURIComponent(match[2] as string)] : undefined;
+  const definitions = match ? own(root, match[1] as string) : undefined;
+  const name = match ? pointerToken(match[2] as string) : undefined;
+  const target = name !== undefined && isObject(definitions) ? own(definitions, name) : undefined;
   if (target === undefined) throw new UnsupportedSchemaError(`'$ref' ${JSON.stringify(reference)} does not point into this schema's '$defs'`, pointer);
   return target as JsonSchema;
 }
 
+/** How deep schemas may nest; deeper ones are refused before any recursion can exhaust the stack. */
+export const maxSchemaDepth = 32;
+
 /** Refuses any keyword or form outside the supported subset, naming it and where it is. */
-export function checkSchema(schema: unknown, root: unknown = schema, pointer = ""): void {
+export function checkSchema(schema: unknown, root: unknown = schema, pointer = "", depth = 0): void {
+  if (depth > maxSchemaDepth) throw new UnsupportedSchemaError(`the schema nests deeper than ${maxSchemaDepth} levels`, pointer);
   if (typeof schema === "boolean") {
     if (!schema) throw new UnsupportedSchemaError("the schema 'false' admits no value", pointer);
     return;
@@ -56,13 +75,13 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
   }
   if (schema.properties !== undefined) {
     if (!isObject(schema.properties)) throw new UnsupportedSchemaError("'properties' must be an object", `${pointer}/properties`);
-    for (const [name, child] of Object.entries(schema.properties)) checkSchema(child, root, `${pointer}/properties/${name}`);
+    for (const [name, child] of Object.entries(schema.properties)) checkSchema(child, root, `${pointer}/properties/${name}`, depth + 1);
   }
   if (schema.required !== undefined) {
     const properties = isObject(schema.properties) ? schema.properties : {};
     if (!Array.isArray(schema.required)) throw new UnsupportedSchemaError("'required' must be a list of names", `${pointer}/required`);
     for (const name of schema.required) {
-      if (typeof name !== "string" || !(name in properties)) {
+      if (typeof name !== "string" || !Object.hasOwn(properties, name)) {
         throw new UnsupportedSchemaError(`required property ${JSON.stringify(name)} is not declared in 'properties'`, `${pointer}/required`);
       }
     }
@@ -72,20 +91,20 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
   }
   if (schema.items !== undefined) {
     if (Array.isArray(schema.items)) throw new UnsupportedSchemaError("tuple 'items' (a list of schemas) is not supported", `${pointer}/items`);
-    checkSchema(schema.items, root, `${pointer}/items`);
+    checkSchema(schema.items, root, `${pointer}/items`, depth + 1);
   }
   if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) {
     throw new UnsupportedSchemaError("'enum' must be a non-empty list", `${pointer}/enum`);
   }
   if (schema.anyOf !== undefined) {
     if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0) throw new UnsupportedSchemaError("'anyOf' must be a non-empty list", `${pointer}/anyOf`);
-    schema.anyOf.forEach((child, index) => checkSchema(child, root, `${pointer}/anyOf/${index}`));
+    schema.anyOf.forEach((child, index) => checkSchema(child, root, `${pointer}/anyOf/${index}`, depth + 1));
   }
   for (const container of ["$defs", "definitions"] as const) {
     const definitions = schema[container];
     if (definitions === undefined) continue;
     if (!isObject(definitions)) throw new UnsupportedSchemaError(`'${container}' must be an object`, `${pointer}/${container}`);
-    for (const [name, child] of Object.entries(definitions)) checkSchema(child, root, `${pointer}/${container}/${name}`);
+    for (const [name, child] of Object.entries(definitions)) checkSchema(child, root, `${pointer}/${container}/${name}`, depth + 1);
   }
   if (schema.$ref !== undefined) {
     if (typeof schema.$ref !== "string" || !isObject(root)) throw new UnsupportedSchemaError("'$ref' must be a string", `${pointer}/$ref`);

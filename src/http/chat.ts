@@ -3,7 +3,7 @@ import type { EngineMessage } from "../engine/types.js";
 import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
 import type { Route } from "./router.js";
@@ -162,7 +162,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         // and the prompt counted, for the context window and the reservation.
         const messages = toEngineMessages(request.messages);
         const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-        const promptTokens = tokenizer.encode(renderChat(model.family, messages, []) + (request.tools ? JSON.stringify(request.tools) : "")).length;
+        const promptTokens = countPromptTokens(tokenizer, renderChat(model.family, messages, []) + (request.tools ? JSON.stringify(request.tools) : ""), model, "messages");
         const maxTokens = completionBudget(model, promptTokens, requested, "messages");
         return forward(dependencies, context, {
           model,
@@ -180,7 +180,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
       const structured = planStructured(request, model.family, toEngineMessages(request.messages));
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);
       const prompt = renderChat(model.family, structured.messages, structured.tools ?? []);
-      const promptTokens = tokenizer.encode(prompt).length;
+      const promptTokens = countPromptTokens(tokenizer, prompt, model, "messages");
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
       const syntax = structured.tools ? toolSyntax[model.family] : null;
 

@@ -3,7 +3,7 @@ import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js
 import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";
 import { parseWith, readJson } from "./validate.js";
 
@@ -49,7 +49,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       const model = findModel(dependencies, request.model);
       const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-      const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: tokenizer.encode(prompt).length }));
+      const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt") }));
       const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
       const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
       const perPrompt = request.n ?? 1;

@@ -8,6 +8,7 @@ import { BadRequestError, engineErrorToApi } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
 import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
 import type { Usage } from "../wire/schemas.js";
+import type { Tokenizer } from "../tokenizer.js";
 import type { HttpDependencies } from "./dependencies.js";
 import type { RouteContext } from "./router.js";
 
@@ -35,6 +36,13 @@ export function wireUsage(totals: UsageTotals): Usage {
   return { prompt_tokens: totals.promptTokens, completion_tokens: totals.completionTokens, total_tokens: totals.promptTokens + totals.completionTokens };
 }
 
+function contextExceeded(window: number, param: string, tokens: string): BadRequestError {
+  return new BadRequestError(`This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${tokens} tokens. Please reduce the length of the ${param}.`, {
+    code: "context_length_exceeded",
+    param,
+  });
+}
+
 /**
  * `max_tokens` as the engine must see it. Prompt plus completion must fit the window; when the
  * client gives no `max_tokens`, the completion may use what the prompt leaves.
@@ -48,13 +56,38 @@ export function completionBudget(model: ModelEntry, promptTokens: number, reques
       { code: "context_length_exceeded", param },
     );
   }
-  if (requested == null && promptTokens >= window) {
-    throw new BadRequestError(
-      `This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${promptTokens} tokens. Please reduce the length of the ${param}.`,
-      { code: "context_length_exceeded", param },
-    );
-  }
+  if (requested == null && promptTokens >= window) throw contextExceeded(window, param, String(promptTokens));
   return requested ?? window - promptTokens;
+}
+
+/** Pieces of a long prompt are this many characters at most. */
+const pieceCharacters = 2_048;
+/**
+ * How many tokens a cut between two pieces can save the whole text over the pieces counted apart,
+ * at most: only tokens that would span the cut can merge, and cuts fall before a space where one
+ * is near, which no token of these tokenizers spans.
+ */
+const tokensPerCut = 64;
+
+/**
+ * The prompt's exact token count. A prompt too long for the window is refused as soon as that is
+ * certain, without tokenizing the rest, so a giant prompt costs milliseconds and blocks no other
+ * request: a long prompt is first counted in pieces, and the pieces' counts less `tokensPerCut`
+ * per cut are a lower bound of the whole's.
+ */
+export function countPromptTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
+  if (text.length > pieceCharacters) {
+    let lowerBound = 0;
+    for (let start = 0, cuts = 0; start < text.length; cuts++) {
+      let end = Math.min(text.length, start + pieceCharacters);
+      const space = end < text.length ? text.lastIndexOf(" ", end) : -1;
+      if (space > start + pieceCharacters / 2) end = space;
+      lowerBound += tokenizer.encode(text.slice(start, end)).length;
+      if (lowerBound - cuts * tokensPerCut > model.contextWindow) throw contextExceeded(model.contextWindow, param, `at least ${lowerBound - cuts * tokensPerCut}`);
+      start = end;
+    }
+  }
+  return tokenizer.encode(text).length;
 }
 
 /** The sampling fields both endpoints share, from the wire to the engine, with OpenAI's defaults. */

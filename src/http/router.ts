@@ -2,6 +2,7 @@
  * Routes in the manner of workbox: each is a (match, handler) pair. Paths are matched after
  * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route.
  */
+import { BadRequestError } from "../errors.js";
 import type { RateLimitState } from "../policy/policy.js";
 import type { KeyRecord } from "../policy/store.js";
 
@@ -18,6 +19,15 @@ export interface RouteContext {
   rate: RateLimitState | null;
   /** Headers for the response, error or not, e.g. where the request was routed. */
   headers: Record<string, string>;
+}
+
+/** A percent-encoded path segment; a malformed escape (`%`, `%zz`) is the request's fault: 400. */
+function decodePathSegment(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    throw new BadRequestError(`The URL path segment ${JSON.stringify(value)} is not valid percent-encoding: write '%' as '%25'.`, { code: "invalid_value" });
+  }
 }
 
 export interface Route {
@@ -61,7 +71,7 @@ export class Router {
       const found = route.path.exec(path);
       if (found) {
         const params: Record<string, string> = {};
-        for (const [name, value] of Object.entries(found.groups ?? {})) params[name] = decodeURIComponent(value);
+        for (const [name, value] of Object.entries(found.groups ?? {})) params[name] = decodePathSegment(value);
         return { route, params };
       }
     }

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { BadRequestError } from "../errors.js";
+import { ApiError, BadRequestError } from "../errors.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
 export function formatParam(path: readonly PropertyKey[]): string {
@@ -77,9 +77,43 @@ export function parseWith<Schema extends z.ZodType>(schema: Schema, input: unkno
   return result.data;
 }
 
+/**
+ * The largest request body, in bytes: 8 MiB. The largest context window (16,384 tokens) is well
+ * under 1 MiB of text, so a larger body cannot be a prompt that fits; it is refused (413) before
+ * it is read whole.
+ */
+export const maxBodyBytes = 8 * 1024 * 1024;
+
+function tooLarge(): ApiError {
+  return new ApiError(413, `The request body is larger than ${maxBodyBytes} bytes, the most this API accepts (no model's context window holds that much text).`, {
+    type: "invalid_request_error",
+    code: "request_too_large",
+  });
+}
+
+/** The body as text, refused (413) once it passes `maxBodyBytes`, by its Content-Length or as it streams in. */
+async function readBody(request: Request): Promise<string> {
+  if (Number(request.headers.get("content-length") ?? 0) > maxBodyBytes) throw tooLarge();
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBodyBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+}
+
 /** Reads a JSON body; a malformed one is a 400, never a 500. */
 export async function readJson(request: Request): Promise<unknown> {
-  const text = await request.text();
+  const text = await readBody(request);
   if (text.trim() === "") throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
   try {
     return JSON.parse(text) as unknown;

@@ -44,12 +44,18 @@ const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call
 
 export const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
 
+/**
+ * A JSON Schema object as the client sent it. Not `z.record`, which copies the object key by key:
+ * a `__proto__` key would then set the copy's prototype and vanish instead of being refused.
+ */
+const jsonSchemaObject = z.custom<Record<string, unknown>>((value) => typeof value === "object" && value !== null && !Array.isArray(value), { message: "expected a JSON Schema object" });
+
 export const toolSchema = z.strictObject({
   type: z.literal("function"),
   function: z.strictObject({
     name: functionName,
     description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
+    parameters: jsonSchemaObject.optional(),
     strict: z.boolean().nullish(),
   }),
 });
@@ -67,7 +73,7 @@ export const responseFormatSchema = z.discriminatedUnion("type", [
     json_schema: z.strictObject({
       name: functionName,
       description: z.string().optional(),
-      schema: z.record(z.string(), z.unknown()).optional(),
+      schema: jsonSchemaObject.optional(),
       strict: z.boolean().nullish(),
     }),
   }),
