@@ -103,6 +103,33 @@ function withOpenAiDefaults<Body extends { choices: UpstreamChoice[]; system_fin
   };
 }
 
+/**
+ * Several completion objects (llama-server answers a legacy completion with several prompts as a
+ * JSON array, one object per prompt) as the one object OpenAI sends: the choices in prompt order,
+ * indexed 0..n-1, and the usage summed (none when any part has none).
+ */
+function mergeCompletions(parts: unknown[]): unknown {
+  const objects = parts as { choices?: { index?: number }[]; usage?: UpstreamUsage | null }[];
+  const choices = objects.flatMap((part) => part.choices ?? []).map((choice, index) => ({ ...choice, index }));
+  const usages = objects.map((part) => part.usage);
+  let usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  for (const each of usages) {
+    if (!each || !usage) usage = null;
+    else usage = { prompt_tokens: usage.prompt_tokens + each.prompt_tokens, completion_tokens: usage.completion_tokens + each.completion_tokens, total_tokens: usage.total_tokens + each.prompt_tokens + each.completion_tokens };
+  }
+  return { ...objects[0], choices, usage };
+}
+
+/** The chat deltas' first per choice carries `role`, as OpenAI's do; some upstreams (llama-server) leave it out. */
+function withRoles(choices: UpstreamChoice[], started: Set<number>): UpstreamChoice[] {
+  return choices.map((choice) => {
+    const index = choice.index ?? 0;
+    if (started.has(index) || !choice.delta) return choice;
+    started.add(index);
+    return { ...choice, delta: { role: "assistant", ...choice.delta } };
+  });
+}
+
 function endpointUrl(upstream: Upstream, endpoint: ForwardPlan["endpoint"]): string {
   return `${upstream.baseUrl.replace(/\/+$/, "")}/${endpoint}`;
 }
@@ -193,7 +220,8 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
   async function whole(response: Response, upstream: Upstream): Promise<Response> {
     let parsed;
     try {
-      parsed = upstreamCompletionSchema.safeParse(await response.json());
+      const body = (await response.json()) as unknown;
+      parsed = upstreamCompletionSchema.safeParse(Array.isArray(body) ? mergeCompletions(body) : body);
     } catch (error) {
       await settle(signal.aborted ? "aborted" : "failed", signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing, upstream);
       throw signal.aborted ? error : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, { code: "upstream_invalid_response" });
@@ -210,6 +238,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
 
   function streamed(response: Response, upstream: Upstream): Response {
     const produced: string[] = [];
+    const started = new Set<number>();
     async function* events(): AsyncGenerator<unknown> {
       let status: LedgerEntry["status"] = "failed";
       let usage: UpstreamUsage | null = null;
@@ -239,7 +268,8 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
           // a choice chunk instead, or send it unasked.
           if (chunk.choices.length === 0) continue;
           const { usage: _usage, ...rest } = chunk;
-          yield { ...withOpenAiDefaults(rest, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) };
+          const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, started) : rest.choices;
+          yield { ...withOpenAiDefaults({ ...rest, choices }, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) };
         }
         status = "completed";
         if (plan.includeUsage) {

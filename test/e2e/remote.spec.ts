@@ -36,6 +36,7 @@ async function open(page: Page) {
       remote("remote-nousage", ["nousage"]),
       remote("remote-slow", ["slow"]),
       remote("remote-nocors", ["nocors"]),
+      remote("remote-llama", ["llama"]),
       { id: "alpha-3-70b-instruct", routing: "auto", upstreams: upstreamsFor(["ok"]) },
     ],
   });
@@ -87,6 +88,29 @@ test("a remote model through the openai SDK: whole and streamed, with our header
   ]);
   expect(account.balanceNanoUsd).toBe(10_000_000_000 - 2 * (17 * 10 + 4 * 20));
   expect(account.reservedNanoUsd).toBe(0);
+});
+
+test("llama-server's ways, normalised to OpenAI's: a role in the first delta, no usage unasked, several prompts as one completion", async ({ page }) => {
+  await open(page);
+  const result = await page.evaluate(async (history) => {
+    const client = window.harness.client();
+    const stream = await client.chat.completions.create({ model: "remote-llama", messages: history, stream: true });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const legacy = await client.completions.create({ model: "remote-llama", prompt: ["Once", "Twice"], max_tokens: 4 });
+    return { chunks, legacy };
+  }, messages);
+  expect(result.chunks[0]?.choices[0]?.delta).toMatchObject({ role: "assistant", content: "The" });
+  expect(result.chunks.slice(1).every((chunk) => chunk.choices[0]?.delta.role === undefined)).toBe(true);
+  expect(result.chunks.every((chunk) => chunk.usage === undefined && chunk.choices.length === 1)).toBe(true);
+  expect(result.legacy.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, "The quick"], [1, "The quick brown"]]);
+  expect(result.legacy.usage).toEqual({ prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 });
+  const { entries } = await ledger(page);
+  // Newest first: the legacy completion, billed for both prompts, then the chat (usage sent unasked, still billed).
+  expect(entries.map((entry) => [entry.model, entry.promptTokens, entry.completionTokens])).toEqual([
+    ["remote-llama", 9, 5],
+    ["remote-llama", 17, 4],
+  ]);
 });
 
 test("failover past an upstream 500, a 503 when none is left, a missing CORS header named, and none of them charged", async ({ page }) => {

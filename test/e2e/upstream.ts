@@ -6,7 +6,10 @@
  * - `nousage`: the same reply, never with usage (as some servers do);
  * - `fail`: 500 with an error body;
  * - `slow`: one word every 100 ms, up to 300; notes when the client hangs up early;
- * - `nocors`: like `ok` but without CORS headers, so a browser cannot read it.
+ * - `nocors`: like `ok` but without CORS headers, so a browser cannot read it;
+ * - `llama`: llama.cpp's llama-server: streamed chat without `role` in the first delta and with
+ *   usage sent unasked, and a legacy completion of several prompts answered as a JSON array of
+ *   `text_completion` objects, one per prompt.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -43,6 +46,20 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return text;
 }
 
+/** llama-server's legacy completion: one object per prompt, in an array when there are several. */
+function llamaCompletions(body: Record<string, unknown>): unknown {
+  const prompts = Array.isArray(body.prompt) ? (body.prompt as string[]) : [String(body.prompt)];
+  const answers = prompts.map((prompt, index) => ({
+    id: `cmpl-llama-${index}`,
+    object: "text_completion",
+    created: 1_700_000_000,
+    model: String(body.model),
+    choices: [{ index: 0, text: reply.slice(0, 2 + index).join(""), logprobs: null, finish_reason: "length" }],
+    usage: { prompt_tokens: prompt.length, completion_tokens: 2 + index, total_tokens: prompt.length + 2 + index },
+  }));
+  return answers.length === 1 ? answers[0] : answers;
+}
+
 export async function startUpstream(secret: string): Promise<Upstream> {
   const calls: UpstreamCall[] = [];
   const server = createServer(async (request, response) => {
@@ -59,6 +76,7 @@ export async function startUpstream(secret: string): Promise<Upstream> {
     const json = (status: number, value: unknown) => response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
     if (mode === "fail") return json(500, { error: { message: "the GPU fell off the bus", type: "server_error", code: null, param: null } });
     if (mode === "ok" && call.authorization !== `Bearer ${secret}`) return json(401, { error: { message: "bad upstream key", type: "invalid_request_error", code: "invalid_api_key", param: null } });
+    if (mode === "llama" && path === "/v1/completions") return json(200, llamaCompletions(body));
     if (path !== "/v1/chat/completions") return json(404, { error: { message: `no route ${path}` } });
 
     const words = mode === "slow" ? Array.from({ length: 300 }, (_, index) => ` w${index}`) : reply;
@@ -77,9 +95,9 @@ export async function startUpstream(secret: string): Promise<Upstream> {
     response.on("close", () => {
       if (!response.writableFinished) call.aborted = true;
     });
-    const includeUsage = withUsage && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+    const includeUsage = withUsage && (mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true);
     const send = (value: unknown) => response.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", ...(value as object) })}\n\n`);
-    send({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] });
+    if (mode !== "llama") send({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] });
     for (const word of words) {
       if (call.aborted) return;
       if (mode === "slow") await new Promise((resolve) => setTimeout(resolve, 100));

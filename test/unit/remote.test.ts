@@ -3,7 +3,7 @@ import { Catalogue, chooseBuild, type DeviceFeatures, type ModelEntry, type Mode
 import { resolveConfig } from "../../src/config.js";
 import { readSse } from "../../src/http/sse.js";
 import { decideRoute as decide } from "../../src/routing.js";
-import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema } from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 
 const upstreamA = { name: "a", baseUrl: "https://a.example/v1", model: "llama-3-8b", credential: "a-key" };
@@ -249,6 +249,33 @@ describe("forwarding to upstreams", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ object: "text_completion", model: "remote-llama", choices: [{ text: " there", logprobs: null }], system_fingerprint: null });
     expect(calls[0]!.body).toEqual({ model: "llama-3-8b", prompt: "Hello", max_tokens: 16 });
+  });
+
+  it("llama-server's ways: a first delta without role gets one, per choice; usage sent unasked stays out", async () => {
+    const { app, post } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        new Response(sseBody([chunk("Hi"), chunk(" there"), chunk(null, "stop"), chunk(null, null, { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 })])),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
+    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    expect(chunks.map((parsed) => parsed.choices[0]?.delta.role ?? null)).toEqual(["assistant", null, null]);
+    expect(chunks[0]!.choices[0]!.delta.content).toBe("Hi");
+    expect(chunks.every((parsed) => parsed.usage === undefined)).toBe(true);
+  });
+
+  it("llama-server's answer to several prompts, an array of completions, is one completion with every choice, and billed in full", async () => {
+    const part = (text: string, prompt: number) => ({ id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text, finish_reason: "length" }], usage: { prompt_tokens: 3 + prompt, completion_tokens: 2, total_tokens: 5 + prompt } });
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/completions": () => new Response(JSON.stringify([part("one two", 0), part("three four", 1)]), { headers: { "content-type": "application/json" } }),
+    });
+    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2 }));
+    expect(response.status).toBe(200);
+    const body = textCompletionSchema.parse(await response.json());
+    expect(body.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, "one two"], [1, "three four"]]);
+    expect(body.usage).toEqual({ prompt_tokens: 7, completion_tokens: 4, total_tokens: 11 });
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "completed", promptTokens: 7, completionTokens: 4 });
+    await checkLedgerInvariant(database);
   });
 
   it("says where a model is served, and why, in model info", async () => {
