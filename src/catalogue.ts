@@ -22,7 +22,13 @@ export const mlcBuildSchema = z.strictObject({
   quantization: z.string().min(1),
   /** WebGPU features the build needs, e.g. `shader-f16`. A build is skipped when the adapter lacks one. */
   requiredFeatures: z.array(z.string()).default([]),
+  /**
+   * GPU memory in MB as web-llm estimates it (`vram_required_MB`): weights, activations and the
+   * KV cache at `memoryReferenceWindow` tokens, the window MLC measures its prebuilt builds at.
+   */
   estimatedMemoryMB: z.number().positive(),
+  /** The KV cache's shape, so the estimate can follow the catalogue's window (`memoryEstimateMB`). */
+  kvCache: z.strictObject({ layers: z.number().int().positive(), kvHeads: z.number().int().positive(), headDim: z.number().int().positive() }).optional(),
   /** web-llm `overrides` besides the context window, which always comes from the catalogue. */
   overrides: z.record(z.string(), z.number()).default({}),
 });
@@ -134,6 +140,23 @@ export interface DeviceFeatures {
   memoryBudgetMB?: number;
 }
 
+/** The context window web-llm's `vram_required_MB` figures assume. */
+export const memoryReferenceWindow = 4_096;
+
+/**
+ * The build's GPU memory at the model's context window, in MB: web-llm's estimate at
+ * `memoryReferenceWindow` tokens, plus the KV cache for the tokens beyond it (or less, for a
+ * smaller window): 2 (keys and values) × layers × KV heads × head dimension × bytes per value
+ * (2 for f16 builds, 4 for f32) per token. Without `kvCache`, web-llm's estimate as it is.
+ */
+export function memoryEstimateMB(model: Pick<ModelEntry, "contextWindow">, build: MlcBuild): number {
+  if (!build.kvCache) return build.estimatedMemoryMB;
+  const { layers, kvHeads, headDim } = build.kvCache;
+  const bytesPerValue = /f16/.test(build.quantization) ? 2 : 4;
+  const bytesPerToken = 2 * layers * kvHeads * headDim * bytesPerValue;
+  return build.estimatedMemoryMB + (bytesPerToken * (model.contextWindow - memoryReferenceWindow)) / 2 ** 20;
+}
+
 export type BuildChoice = { ok: true; build: MlcBuild } | { ok: false; reason: string; build: MlcBuild | null };
 
 /** The first build whose features the adapter has, or why none fits. */
@@ -145,10 +168,11 @@ export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildCho
     const missing = [...new Set(model.builds.flatMap((build) => build.requiredFeatures))].filter((feature) => !device.features.has(feature));
     return { ok: false, reason: `every build of ${model.id} needs WebGPU feature(s) this adapter lacks: ${missing.join(", ")}`, build: null };
   }
-  if (device.memoryBudgetMB !== undefined && usable.estimatedMemoryMB > device.memoryBudgetMB) {
+  const needed = memoryEstimateMB(model, usable);
+  if (device.memoryBudgetMB !== undefined && needed > device.memoryBudgetMB) {
     return {
       ok: false,
-      reason: `${usable.modelId} needs about ${Math.round(usable.estimatedMemoryMB)} MB of GPU memory; this device offers about ${Math.round(device.memoryBudgetMB)} MB`,
+      reason: `${usable.modelId} needs about ${Math.round(needed)} MB of GPU memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(device.memoryBudgetMB)} MB`,
       build: usable,
     };
   }

@@ -6,6 +6,12 @@ import type { ModelEntryInput } from "./catalogue.js";
 
 type BuildInput = NonNullable<ModelEntryInput["builds"]>[number];
 
+/** The KV cache shapes, from each model's config.json (num_hidden_layers, num_key_value_heads, head_dim). */
+const llama3_8b = { layers: 32, kvHeads: 8, headDim: 128 };
+const llama3_70b = { layers: 80, kvHeads: 8, headDim: 128 };
+const gemma2_9b = { layers: 42, kvHeads: 8, headDim: 256 };
+const mistral_7b = { layers: 32, kvHeads: 8, headDim: 128 };
+
 /** Model libraries are named relative to the web-llm module's own library folder by default. */
 function build(modelId: string, modelLib: string, quantization: string, estimatedMemoryMB: number, extra: Partial<BuildInput> = {}): BuildInput {
   return {
@@ -28,8 +34,8 @@ export const seedCatalogue: readonly ModelEntryInput[] = [
     contextWindow: 8_192,
     price: { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 },
     builds: [
-      build("Llama-3-8B-Instruct-q4f16_1-MLC", "Llama-3-8B-Instruct-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 5_001),
-      build("Llama-3-8B-Instruct-q4f32_1-MLC", "Llama-3-8B-Instruct-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 6_101),
+      build("Llama-3-8B-Instruct-q4f16_1-MLC", "Llama-3-8B-Instruct-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 5_001, { kvCache: llama3_8b }),
+      build("Llama-3-8B-Instruct-q4f32_1-MLC", "Llama-3-8B-Instruct-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 6_101, { kvCache: llama3_8b }),
     ],
   },
   {
@@ -39,7 +45,7 @@ export const seedCatalogue: readonly ModelEntryInput[] = [
     contextWindow: 16_384,
     price: { inputNanoUsdPerToken: 100, outputNanoUsdPerToken: 200 },
     // MLC publishes no f32 build of the 70B model: without shader-f16 it cannot run locally.
-    builds: [build("Llama-3-70B-Instruct-q3f16_1-MLC", "Llama-3-70B-Instruct-q3f16_1_cs1k-webgpu.wasm", "q3f16_1", 31_153)],
+    builds: [build("Llama-3-70B-Instruct-q3f16_1-MLC", "Llama-3-70B-Instruct-q3f16_1_cs1k-webgpu.wasm", "q3f16_1", 31_153, { kvCache: llama3_70b })],
   },
   {
     id: "beta-2-9b-it",
@@ -48,8 +54,8 @@ export const seedCatalogue: readonly ModelEntryInput[] = [
     contextWindow: 8_192,
     price: { inputNanoUsdPerToken: 5, outputNanoUsdPerToken: 10 },
     builds: [
-      build("gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 6_422),
-      build("gemma-2-9b-it-q4f32_1-MLC", "gemma-2-9b-it-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 8_383),
+      build("gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 6_422, { kvCache: gemma2_9b }),
+      build("gemma-2-9b-it-q4f32_1-MLC", "gemma-2-9b-it-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 8_383, { kvCache: gemma2_9b }),
     ],
   },
   {
@@ -61,9 +67,11 @@ export const seedCatalogue: readonly ModelEntryInput[] = [
     builds: [
       build("Mistral-7B-Instruct-v0.3-q4f16_1-MLC", "Mistral-7B-Instruct-v0.3-q4f16_1_cs1k-webgpu.wasm", "q4f16_1", 4_573, {
         overrides: { sliding_window_size: -1 },
+        kvCache: mistral_7b,
       }),
       build("Mistral-7B-Instruct-v0.3-q4f32_1-MLC", "Mistral-7B-Instruct-v0.3-q4f32_1_cs1k-webgpu.wasm", "q4f32_1", 5_619, {
         overrides: { sliding_window_size: -1 },
+        kvCache: mistral_7b,
       }),
     ],
   },

@@ -2,7 +2,7 @@
  * The WebLLM adapter. It takes the web-llm module as a dependency, so the production build
  * (current web-llm) and the offline test tier (web-llm 0.2.79) run this same code.
  */
-import { chooseBuild, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
+import { chooseBuild, memoryEstimateMB, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
 import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenUsage } from "./types.js";
 
@@ -132,7 +132,7 @@ export class WebLlmEngine implements Engine {
       model_id: build.modelId,
       model_lib: resolveUrl(build.modelLib, this.#options.modelLibBaseUrl ?? webllm.modelLibURLPrefix + webllm.modelVersion),
       required_features: build.requiredFeatures,
-      vram_required_MB: build.estimatedMemoryMB,
+      vram_required_MB: memoryEstimateMB(model, build),
       overrides: { ...build.overrides, context_window_size: model.contextWindow },
     };
   }

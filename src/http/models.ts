@@ -1,4 +1,4 @@
-import { usdPerMillion, type ModelEntry } from "../catalogue.js";
+import { memoryEstimateMB, usdPerMillion, type ModelEntry } from "../catalogue.js";
 import { BadRequestError } from "../errors.js";
 import type { ModelInfo, ModelObject } from "../wire/schemas.js";
 import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
@@ -50,7 +50,7 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
                 model_lib_url: status.build.modelLib,
                 quantization: status.build.quantization,
                 required_features: status.build.requiredFeatures,
-                estimated_memory_mb: status.build.estimatedMemoryMB,
+                estimated_memory_mb: Math.round(memoryEstimateMB(model, status.build)),
               }
             : null,
           builds: model.builds.map((build) => build.modelId),

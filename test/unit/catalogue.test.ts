@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue, chooseBuild, usdPerMillion } from "../../src/catalogue.js";
+import { Catalogue, chooseBuild, memoryEstimateMB, usdPerMillion } from "../../src/catalogue.js";
 import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/config.js";
 
 describe("catalogue", () => {
@@ -34,7 +34,7 @@ describe("catalogue", () => {
     const big = chooseBuild(catalogue.get("alpha-3-70b-instruct")!, { webgpu: true, features: new Set() });
     expect(big).toMatchObject({ ok: false, reason: expect.stringContaining("shader-f16") });
     const tooLarge = chooseBuild(catalogue.get("alpha-3-70b-instruct")!, { webgpu: true, features: new Set(["shader-f16"]), memoryBudgetMB: 8192 });
-    expect(tooLarge).toMatchObject({ ok: false, reason: expect.stringContaining("31153 MB") });
+    expect(tooLarge).toMatchObject({ ok: false, reason: expect.stringContaining("34993 MB of GPU memory at its 16384-token context window") });
     expect(chooseBuild(llama, { webgpu: false, features: new Set() })).toMatchObject({ ok: false, reason: expect.stringContaining("WebGPU") });
   });
 
@@ -53,6 +53,29 @@ describe("catalogue", () => {
     expect(custom.get("gamma-7b-instruct-v0.3")?.price.inputNanoUsdPerToken).toBe(1);
     expect(custom.get("my-model")?.builds[0]?.requiredFeatures).toEqual([]);
     expect(() => Catalogue.create([{ id: "half-a-model", contextWindow: 10 }])).toThrow();
+  });
+});
+
+describe("memory estimates", () => {
+  it("count the KV cache at the catalogue's context window, not web-llm's 4,096", () => {
+    const catalogue = Catalogue.create();
+    const estimates = Object.fromEntries(
+      catalogue.list().flatMap((model) => model.builds.map((build) => [build.modelId, Math.round(memoryEstimateMB(model, build))])),
+    );
+    // 2 × layers × KV heads × head dim × bytes (2 for f16, 4 for f32) per token beyond 4,096.
+    expect(estimates).toEqual({
+      "Llama-3-8B-Instruct-q4f16_1-MLC": 5_001 + 512,
+      "Llama-3-8B-Instruct-q4f32_1-MLC": 6_101 + 1_024,
+      "Llama-3-70B-Instruct-q3f16_1-MLC": 31_153 + 3_840,
+      "gemma-2-9b-it-q4f16_1-MLC": 6_422 + 1_344,
+      "gemma-2-9b-it-q4f32_1-MLC": 8_383 + 2_688,
+      "Mistral-7B-Instruct-v0.3-q4f16_1-MLC": 4_573,
+      "Mistral-7B-Instruct-v0.3-q4f32_1-MLC": 5_619,
+    });
+    const gemma = catalogue.get("beta-2-9b-it")!;
+    const choice = chooseBuild(gemma, { webgpu: true, features: new Set(), memoryBudgetMB: 10_000 });
+    expect(choice).toMatchObject({ ok: false });
+    expect(choice.ok ? "" : choice.reason).toContain("needs about 11071 MB of GPU memory at its 8192-token context window");
   });
 });
 

@@ -86,7 +86,7 @@ describe("routing decisions", () => {
     expect(noF16.reason).toContain("shader-f16");
     const small = decideRoute(gemma, { webgpu: true, features: new Set(), memoryBudgetMB: 4_096 });
     expect(small.target).toBe("remote");
-    expect(small.reason).toContain("8383 MB");
+    expect(small.reason).toContain("11071 MB of GPU memory at its 8192-token context window");
     expect(decideRoute(gemma, { webgpu: false, features: new Set() }).reason).toContain("WebGPU is not available");
   });
 
