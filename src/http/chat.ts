@@ -1,7 +1,7 @@
 import { BadRequestError } from "../errors.js";
 import type { EngineMessage } from "../engine/types.js";
 import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
-import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatMessage } from "../wire/schemas.js";
+import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import { forward, routeRequest } from "./forward.js";
@@ -13,7 +13,28 @@ import { parseWith, readJson } from "./validate.js";
 
 function text(content: ChatMessage["content"]): string {
   if (content == null) return "";
-  return typeof content === "string" ? content : content.map((part) => part.text).join("");
+  return typeof content === "string" ? content : content.map((part) => ("text" in part ? part.text : "")).join("");
+}
+
+/**
+ * What OpenAI answers for a model without the capability, in its words: reasoning parameters,
+ * audio output, and image, audio or file inputs (every model here reads and writes text only).
+ */
+function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
+  for (const name of ["reasoning_effort", "audio"] as const) {
+    if (request[name] != null) throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, { param: name, code: "unsupported_parameter" });
+  }
+  request.messages.forEach((message, index) => {
+    if (!Array.isArray(message.content)) return;
+    message.content.forEach((part, position) => {
+      if (part.type === "text") return;
+      const what = part.type === "image_url" ? "images" : part.type === "input_audio" ? "audio" : "files";
+      throw new BadRequestError(`Invalid content type. ${part.type} is only supported by models that take ${what}; ${model} takes text only.`, {
+        param: `messages[${index}].content[${position}].type`,
+        code: "invalid_value",
+      });
+    });
+  });
 }
 
 /** Wire messages to the engine's; a `tool` message must answer a call made earlier. */
@@ -155,6 +176,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
       const model = findModel(dependencies, request.model);
+      refuseCapabilities(request, model.id);
       const decision = await routeRequest(dependencies, context, model);
       const requested = request.max_completion_tokens ?? request.max_tokens;
       if (decision.target === "remote") {
@@ -198,7 +220,14 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         },
         controller.signal,
       );
-      const base = { id: dependencies.newId("chatcmpl-"), created: Math.floor(dependencies.clock() / 1000), model: model.id, system_fingerprint: null };
+      const base = {
+        id: dependencies.newId("chatcmpl-"),
+        created: Math.floor(dependencies.clock() / 1000),
+        model: model.id,
+        system_fingerprint: null,
+        // The tier that served it, as OpenAI says when asked: there is one.
+        ...(request.service_tier ? { service_tier: "default" } : {}),
+      };
       return respond(
         context,
         controller,

@@ -46,6 +46,13 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
+      if (request.best_of != null && request.best_of !== (request.n ?? 1)) {
+        // best_of > n would rank candidates by log probability, which the engines do not report.
+        throw new BadRequestError(
+          request.best_of < (request.n ?? 1) ? "best_of must be greater than or equal to n." : `best_of greater than n is not supported: give best_of equal to n (${request.n ?? 1}) or leave it out.`,
+          { param: "best_of", code: "invalid_value" },
+        );
+      }
       const model = findModel(dependencies, request.model);
       const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);

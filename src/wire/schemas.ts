@@ -10,7 +10,9 @@ import { z } from "zod";
 // ---------------------------------------------------------------- shared pieces
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
-const content = z.union([z.string(), z.array(textPart)]);
+/** Parts the hosted API takes for models with vision or audio; checked here, refused by the handler with OpenAI's message. */
+const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
+const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
 
 export const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
 const streamOptions = z.strictObject({ include_usage: z.boolean().optional() });
@@ -106,8 +108,21 @@ export const chatCompletionRequestSchema = z.strictObject({
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   top_logprobs: z.null().optional(),
-  metadata: z.record(z.string(), z.string()).nullish(),
-  store: z.literal(false).nullish(),
+  // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
+  metadata: z
+    .record(z.string().max(64, "keys must be at most 64 characters"), z.string().max(512, "values must be at most 512 characters"))
+    .refine((value) => Object.keys(value).length <= 16, "at most 16 key-value pairs")
+    .nullish(),
+  // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
+  store: z.boolean().nullish(),
+  service_tier: z.enum(["auto", "default", "flex", "scale", "priority"]).nullish(),
+  prompt_cache_key: z.string().nullish(),
+  safety_identifier: z.string().nullish(),
+  modalities: z.array(z.literal("text")).nullish(),
+  prediction: z.strictObject({ type: z.literal("content"), content }).nullish(),
+  // Known to OpenAI, refused for these models in OpenAI's words by the handler.
+  reasoning_effort: z.unknown().optional(),
+  audio: z.unknown().optional(),
   ...sampling,
 });
 
@@ -119,7 +134,7 @@ export const completionRequestSchema = z.strictObject({
   max_tokens: z.number().int().min(1).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.null().optional(),
-  best_of: z.literal(1).nullish(),
+  best_of: z.number().int().min(1).max(20).nullish(),
   ...sampling,
 });
 
@@ -147,6 +162,7 @@ const envelope = {
 
 export const chatCompletionSchema = z.strictObject({
   ...envelope,
+  service_tier: z.string().optional(),
   object: z.literal("chat.completion"),
   choices: z.array(
     z.strictObject({
@@ -173,6 +189,7 @@ export const toolCallDeltaSchema = z.strictObject({
 
 export const chatCompletionChunkSchema = z.strictObject({
   ...envelope,
+  service_tier: z.string().optional(),
   object: z.literal("chat.completion.chunk"),
   choices: z.array(
     z.strictObject({
