@@ -7,6 +7,7 @@ import { collect, completionBudget, countPromptTokens, samplingOf, startGenerati
 import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
 import type { Route } from "./router.js";
+import { fromLegacyFunctions, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
 import { planStructured } from "./structured.js";
 import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
 import { parseWith, readJson } from "./validate.js";
@@ -170,7 +171,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
     generates: true,
     path: /^\/chat\/completions\/?$/,
     handler: async (context) => {
-      const json = await readJson(context.request);
+      const { json, legacy } = fromLegacyFunctions(await readJson(context.request));
       const request = parseWith(chatCompletionRequestSchema, json);
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
@@ -233,8 +234,14 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         controller,
         generation,
         request.stream === true,
-        (running) => chunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true, syntax, dependencies.newId),
-        (running) => complete(running, base, request.n ?? 1, syntax, dependencies.newId),
+        (running) => {
+          const stream = chunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true, syntax, dependencies.newId);
+          return legacy ? toLegacyChunks(stream) : stream;
+        },
+        async (running) => {
+          const completion = await complete(running, base, request.n ?? 1, syntax, dependencies.newId);
+          return legacy ? toLegacyCompletion(completion) : completion;
+        },
         dependencies.respond,
       );
     },

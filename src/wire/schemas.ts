@@ -172,6 +172,8 @@ export const chatCompletionSchema = z.strictObject({
         content: z.string().nullable(),
         refusal: z.null(),
         tool_calls: z.array(toolCallSchema).optional(),
+        /** The deprecated form, for requests that used `functions`. */
+        function_call: z.strictObject({ name: z.string(), arguments: z.string() }).optional(),
       }),
       logprobs: z.null(),
       finish_reason: finishReasonSchema,
@@ -199,6 +201,7 @@ export const chatCompletionChunkSchema = z.strictObject({
         content: z.string().nullable().optional(),
         refusal: z.null().optional(),
         tool_calls: z.array(toolCallDeltaSchema).optional(),
+        function_call: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
       }),
       logprobs: z.null(),
       finish_reason: finishReasonSchema.nullable(),

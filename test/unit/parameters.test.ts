@@ -3,8 +3,8 @@
  * refused in OpenAI's words; one case per row of the README's parameter table that this checks.
  */
 import { describe, expect, it } from "vitest";
-import { chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
-import { makeApp, type TestApp } from "./support.js";
+import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import { makeApp, sseEvents, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
@@ -85,5 +85,40 @@ describe("parameters", () => {
     const response = await test.app.handle(test.post("/v1/completions", { model, prompt: "Hi", n: 2, best_of: 2, max_tokens: 2 }));
     expect(response.status).toBe(200);
     expect(textCompletionSchema.parse(await response.json()).choices).toHaveLength(2);
+  });
+
+  it("the deprecated functions and function_call work as tools, answered in their own shape, streamed and not", async () => {
+    const test = await makeApp();
+    const weather = { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false } };
+    const request = { model, messages: [{ role: "user", content: "Weather in Paris?" }], functions: [weather], function_call: { name: "get_weather" } };
+    const whole = chatCompletionSchema.parse(await (await test.app.handle(test.post("/v1/chat/completions", request))).json());
+    const choice = whole.choices[0]!;
+    expect(choice.finish_reason).toBe("function_call");
+    expect(choice.message.content).toBeNull();
+    expect(choice.message.tool_calls).toBeUndefined();
+    expect(choice.message.function_call?.name).toBe("get_weather");
+    expect(Object.keys(JSON.parse(choice.message.function_call!.arguments) as object)).toEqual(["city"]);
+
+    const streamed = await test.app.handle(test.post("/v1/chat/completions", { ...request, stream: true }));
+    const chunks = sseEvents(await streamed.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.function_call?.arguments ?? "").join("")).toBe(choice.message.function_call!.arguments);
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe("function_call");
+
+    // The next turn: the assistant's function_call and the function's answer, in the old roles.
+    const followUp = await test.app.handle(
+      test.post("/v1/chat/completions", {
+        model,
+        max_tokens: 5,
+        functions: [weather],
+        function_call: "none",
+        messages: [...request.messages, { role: "assistant", content: null, function_call: choice.message.function_call }, { role: "function", name: "get_weather", content: "{\"temperature\": 21}" }],
+      }),
+    );
+    expect(followUp.status).toBe(200);
+    expect(chatCompletionSchema.parse(await followUp.json()).choices[0]?.finish_reason).toMatch(/stop|length/);
+    const orphan = await refusal(test, "/v1/chat/completions", { model, functions: [weather], messages: [{ role: "user", content: "Hi" }, { role: "function", name: "get_weather", content: "{}" }] });
+    expect(orphan).toMatchObject({ status: 400, param: "messages[1]" });
+    expect((await refusal(test, "/v1/chat/completions", { ...request, tools: [{ type: "function", function: weather }] })).param).toBe("functions");
   });
 });
