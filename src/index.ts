@@ -157,7 +157,11 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
   if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
   const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, pageEngine, ...rest } = options;
   const wanted: Partial<InferenceConfig> = { ...rest };
-  if (requestedBase !== undefined) wanted.baseUrl = assertSecureUrl(new URL(requestedBase, location.href).href.replace(/\/+$/, "")).href.replace(/\/+$/, "");
+  if (requestedBase !== undefined) {
+    // Resolved against this page, and refused here before anything is registered when it is not secure.
+    wanted.baseUrl = new URL(requestedBase, location.href).href.replace(/\/+$/, "");
+    assertSecureUrl(wanted.baseUrl);
+  }
   const scriptUrl = new URL(serviceWorkerUrl, location.href).href;
 
   const { workbox, registration } = await register(scriptUrl, scope);

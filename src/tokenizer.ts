@@ -22,7 +22,6 @@ export interface TokenizerFiles {
 /** Loads the named tokenizer (`llama3`, `gemma`, …). */
 export type TokenizerSource = (name: string) => Promise<TokenizerFiles>;
 
-
 /** Versioned with the file format, so an upgrade never reads a cached file of the old one. */
 export const tokenizerCacheName = "webgpu-inference-tokenizers-v1";
 const compactFormat = "webgpu-inference-tokenizer/1";
@@ -42,8 +41,8 @@ interface CompactTokenizer {
  */
 export function expandTokenizer(compact: CompactTokenizer): unknown {
   const { vocab: pieces, merges: numbers } = compact.model;
-  const vocab: Record<string, number> = {};
-  pieces.forEach((piece, id) => (vocab[piece] = id));
+  // Own data properties, as JSON.parse makes them: a piece named "__proto__" stays a piece.
+  const vocab = Object.fromEntries(pieces.map((piece, id) => [piece, id]));
   const merges: string[] = [];
   let id = 0;
   for (let index = 0; index < numbers.length; index += 2) {

@@ -4,6 +4,7 @@
  * next to this module in the installed package (`dist/`).
  */
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../families.js";
 
@@ -36,10 +37,10 @@ export function assets(options: AssetOptions = {}, directory = fileURLToPath(new
     if (!modelFamilies.includes(family)) throw new Error(`webgpu-inference: unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`);
   }
   const list: Asset[] = [];
-  if (serviceWorker) list.push({ path: workerPath, file: `${directory}/${workerPath}`, contentType: "text/javascript" });
+  if (serviceWorker) list.push({ path: workerPath, file: join(directory, workerPath), contentType: "text/javascript" });
   for (const name of new Set(families.map((family) => tokenizerNames[family]))) {
     const path = `${tokenizerFolder}/${tokenizerFileName(name)}`;
-    list.push({ path, file: `${directory}/${path}`, contentType: "application/gzip" });
+    list.push({ path, file: join(directory, path), contentType: "application/gzip" });
   }
   const missing = list.filter((asset) => !existsSync(asset.file));
   if (missing.length) throw new Error(`webgpu-inference: the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`);
