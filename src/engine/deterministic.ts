@@ -35,7 +35,7 @@ function hash(text: string): number {
 }
 
 /** mulberry32: small, fast, and the same everywhere. */
-function generator(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -124,7 +124,7 @@ export class DeterministicEngine implements Engine {
    * drawn from the tool's schema; under `auto` it answers in text once a tool result is in.
    */
   compose(request: GenerationRequest, prompt: string): string {
-    const random = generator(hash(`${request.sampling.seed ?? 0}\u0000${prompt}`));
+    const random = seededRandom(hash(`${request.sampling.seed ?? 0}\u0000${prompt}`));
     const prose = composeProse(random);
     const constraint = request.constraint;
     switch (constraint?.kind) {

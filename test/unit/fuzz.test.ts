@@ -5,23 +5,12 @@
  * the app still serves, and nothing refused was charged.
  */
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../src/engine/deterministic.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
-
-/** mulberry32: a small seeded generator, so the corpus is the same on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 function nested(depth: number, leaf: unknown, wrap: (inner: unknown) => unknown): unknown {
   let value = leaf;
@@ -80,7 +69,7 @@ function malformed(random: () => number, index: number): Case {
 describe("malformed requests", () => {
   it("a seeded corpus of 1,050: each a 4xx with the error object and a request id, within a time bound; the app still serves; nothing is charged", async () => {
     const test = await makeApp({ rpm: 1_000_000, tpm: 1_000_000_000 });
-    const random = seeded(20261123);
+    const random = seededRandom(20261123);
     const slowest = { name: "", ms: 0 };
     const classes = new Map<string, number>();
     for (let index = 0; index < 1_050; index++) {
