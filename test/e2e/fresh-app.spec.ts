@@ -137,15 +137,20 @@ test.afterAll(() => {
 
 test("without Vite: the package's copy-assets command copies exactly what is selected and removes what is stale", () => {
   const directory = makeApp("quickstart");
-  const listing = (folder: string) => (existsSync(join(directory, folder)) ? appFiles(join(directory, folder)).sort() : []);
-  run("npx webgpu-inference copy-assets static", directory);
-  expect(listing("static")).toEqual(["inference-sw.js", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz", "tokenizers/mistral.json.gz", "tokenizers/qwen2.json.gz"]);
-  expect(readFileSync(join(directory, "static/tokenizers/llama3.json.gz")).equals(readFileSync(join(root, "dist/tokenizers/llama3.json.gz")))).toBe(true);
-  writeFileSync(join(directory, "static/app.css"), "body {}");
-  const output = run("npx webgpu-inference copy-assets static --families llama3,gemma2 --no-service-worker", directory);
-  expect(output).toContain("removed static/inference-sw.js");
-  expect(listing("static")).toEqual(["app.css", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz"]);
-  expect(() => run("npx webgpu-inference copy-assets static --families llama4", directory)).toThrow(/unknown model family 'llama4'/);
+  // A static folder outside the app, so the recipes' "nothing copied by hand" checks stay true.
+  const target = mkdtempSync(join(tmpdir(), "fresh-static-"));
+  try {
+    run(`npx webgpu-inference copy-assets ${target}`, directory);
+    expect(appFiles(target).sort()).toEqual(["inference-sw.js", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz", "tokenizers/mistral.json.gz", "tokenizers/qwen2.json.gz"]);
+    expect(readFileSync(join(target, "tokenizers/llama3.json.gz")).equals(readFileSync(join(root, "dist/tokenizers/llama3.json.gz")))).toBe(true);
+    writeFileSync(join(target, "app.css"), "body {}");
+    const output = run(`npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker`, directory);
+    expect(output).toContain(`removed ${join(target, "inference-sw.js")}`);
+    expect(appFiles(target).sort()).toEqual(["app.css", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz"]);
+    expect(() => run(`npx webgpu-inference copy-assets ${target} --families llama4`, directory)).toThrow(/unknown model family 'llama4'/);
+  } finally {
+    rmSync(target, { recursive: true, force: true });
+  }
 });
 
 const recipes: { recipe: Recipe; workerUrl: (mode: "dev" | "preview") => string | undefined; built: string[] }[] = [
