@@ -17,6 +17,8 @@ export async function measurePageEntry(root = resolve(import.meta.dirname, "..")
   const directory = mkdtempSync(join(tmpdir(), "page-size-"));
   const entry = join(directory, "entry.js");
   writeFileSync(entry, `export * from ${JSON.stringify(join(root, "dist/index.js"))};\n`);
+  // vite's build() sets NODE_ENV=production for the whole process; the caller's is put back.
+  const nodeEnvironment = process.env.NODE_ENV;
   try {
     const output = await build({
       configFile: false,
@@ -39,6 +41,8 @@ export async function measurePageEntry(root = resolve(import.meta.dirname, "..")
     };
     return { eager: measure([...eager]), lazy: measure(chunks.filter((chunk) => !eager.has(chunk))) };
   } finally {
+    if (nodeEnvironment === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnvironment;
     rmSync(directory, { recursive: true, force: true });
   }
 }

@@ -34,8 +34,18 @@ function withDeterministicEngine(code: string): string {
   return changed;
 }
 
+/**
+ * The environment of a person's shell: without what this process inherited from `npm test`
+ * (npm_* variables) or picked up in it (vite's build() sets NODE_ENV=production, and npm then
+ * leaves out an app's devDependencies).
+ */
+function shellEnvironment(): NodeJS.ProcessEnv {
+  const environment = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== "NODE_ENV" && name !== "INIT_CWD"));
+  return { ...environment, npm_config_update_notifier: "false" };
+}
+
 function run(command: string, cwd: string): string {
-  return execSync(command, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_update_notifier: "false" } });
+  return execSync(command, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: shellEnvironment() });
 }
 
 /** Every file of the app outside node_modules and the build output, relative to it. */
@@ -85,7 +95,7 @@ function freePort(): Promise<number> {
 async function serve(directory: string, mode: "dev" | "preview"): Promise<{ url: string; server: ChildProcess; log: () => string }> {
   const port = await freePort();
   const args = [join(directory, "node_modules/vite/bin/vite.js"), ...(mode === "preview" ? ["preview"] : []), "--port", String(port), "--strictPort", "--host", "localhost"];
-  const server = spawn(process.execPath, args, { cwd: directory, stdio: ["ignore", "pipe", "pipe"] });
+  const server = spawn(process.execPath, args, { cwd: directory, stdio: ["ignore", "pipe", "pipe"], env: shellEnvironment() });
   let output = "";
   server.stdout!.on("data", (chunk) => (output += chunk));
   server.stderr!.on("data", (chunk) => (output += chunk));
