@@ -76,7 +76,9 @@ const tokensPerCut = 64;
  * per cut are a lower bound of the whole's.
  */
 export function countPromptTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
-  if (text.length > pieceCharacters) {
+  // A prompt of up to 4 characters per token of window is cheap to count whole, and most fit:
+  // only longer ones are counted in pieces first, so a prompt is not tokenized twice on the way.
+  if (text.length > Math.max(pieceCharacters, model.contextWindow * 4)) {
     let lowerBound = 0;
     for (let start = 0, cuts = 0; start < text.length; cuts++) {
       let end = Math.min(text.length, start + pieceCharacters);
