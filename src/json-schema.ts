@@ -138,15 +138,28 @@ export const jsonRules = [
   'json_integer ::= "-"? ("0" | [1-9] [0-9]*)',
 ];
 
+export interface GrammarOptions {
+  /**
+   * Allow one space after each `,` and `:`, as Python's `json.dumps` writes JSON: the official
+   * chat templates show models their tool calls that way. Compact JSON is allowed too.
+   */
+  pythonSpacing?: boolean;
+}
+
 export class GrammarBuilder {
   readonly #rules = new Map<string, string>();
   readonly #references = new Map<string, string>();
   #counter = 0;
+  /** The grammar expressions of the separators. */
+  readonly comma: string;
+  readonly colon: string;
 
-  constructor() {
+  constructor(options: GrammarOptions = {}) {
+    this.comma = options.pythonSpacing ? '"," " "?' : '","';
+    this.colon = options.pythonSpacing ? '":" " "?' : '":"';
     for (const rule of jsonRules) {
       const [name, body] = rule.split(" ::= ") as [string, string];
-      this.#rules.set(name, body);
+      this.#rules.set(name, body.replaceAll('","', this.comma).replaceAll('":"', this.colon));
     }
   }
 
@@ -202,13 +215,13 @@ export class GrammarBuilder {
       case "array": {
         if (schema.items === undefined) return "json_array";
         const item = this.#named(schema.items as JsonSchema, root, `${name}_item`);
-        return `("[" (${item} ("," ${item})*)? "]")`;
+        return `("[" (${item} (${this.comma} ${item})*)? "]")`;
       }
       default: {
         const properties = isObject(schema.properties) ? Object.entries(schema.properties) : [];
         if (properties.length === 0) return schema.additionalProperties === false ? '"{}"' : "json_object";
         const members = properties.map(
-          ([property, child], index) => `${index === 0 ? "" : '"," '}${literal(JSON.stringify(property))} ":" ${this.#named(child as JsonSchema, root, `${name}_${property}`)}`,
+          ([property, child], index) => `${index === 0 ? "" : `${this.comma} `}${literal(JSON.stringify(property))} ${this.colon} ${this.#named(child as JsonSchema, root, `${name}_${property}`)}`,
         );
         return `("{" ${members.join(" ")} "}")`;
       }

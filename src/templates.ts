@@ -1,26 +1,31 @@
 /**
  * Chat templates per family, rendered to the exact prompt text the model sees, with tools in
  * each family's own convention. They count prompt tokens for admission before a model loads,
- * drive the deterministic engine, and are the prompt WebLLM gets for tool requests. For plain
- * chat web-llm applies the model's own template (mlc-chat-config.json), which these follow.
+ * drive the deterministic engine, and are the prompt WebLLM gets for tool requests. JSON inside
+ * prompts is written as Python's `json.dumps` writes it (`src/python-json.ts`), as the official
+ * templates do. `test/unit/template-goldens.test.ts` renders the official templates (kept in
+ * `test/fixtures/templates/`, sources cited there) with a Jinja engine and compares byte for byte.
  *
  * Sources:
- * - Llama 3: Meta's chat template for Meta-Llama-3-8B-Instruct; tools as in Meta's "JSON based
- *   tool calling" prompt format for Llama 3.1 (definitions in the first user turn, the call as
- *   `{"name": …, "parameters": …}`, results in the `ipython` role).
- * - Gemma 2: google/gemma-2-9b-it's chat template (no system role: it is folded into the first
- *   user turn). Gemma 2 has no native tool format; Google's function-calling guide for Gemma
- *   describes the functions in the prompt and asks for a structured reply, here a fenced
- *   ```tool_call block holding `{"name": …, "arguments": …}`.
- * - Mistral v0.3: mistralai/Mistral-7B-Instruct-v0.3's template and mistral-common's v3 tool
- *   format: `[AVAILABLE_TOOLS]…[/AVAILABLE_TOOLS]` before the last user turn, calls as
- *   `[TOOL_CALLS] [{"name": …, "arguments": …}]`, results in `[TOOL_RESULTS]…[/TOOL_RESULTS]`.
- * - ChatML (Qwen2): Qwen2-Instruct's template, with Qwen's Hermes-style tools: `<tools>` in the
- *   system turn, calls as `<tool_call>{…}</tool_call>`, results as `<tool_response>` user turns.
+ * - Llama 3: Meta-Llama-3-8B-Instruct's template. With tools, Llama 3.1's template: its system
+ *   header (`Environment: ipython`, knowledge and today's date as 3.1 defaults them), the
+ *   definitions in the first user turn, a call as `{"name": …, "parameters": …}`, results in
+ *   the `ipython` role. 3.1 allows one call per turn; several are written as a JSON list.
+ * - Gemma 2: google/gemma-2-9b-it's template (no system role: it is folded into the first user
+ *   turn). Gemma 2 has no tool format; Google's function-calling guide for Gemma describes the
+ *   functions in the prompt and asks for a structured reply, here a fenced ```tool_call block
+ *   holding `{"name": …, "arguments": …}`.
+ * - Mistral v0.3: mistral-common's v3 instruct tokenizer (which Mistral-7B-Instruct-v0.3's
+ *   template follows): `[AVAILABLE_TOOLS]…[/AVAILABLE_TOOLS]` before the last user turn, calls
+ *   as `[TOOL_CALLS] [{"name": …, "arguments": …, "id": …}]`, results in `[TOOL_RESULTS]`.
+ * - ChatML (Qwen2): Qwen2-Instruct's template; with tools, Qwen's Hermes-style layout from
+ *   Qwen2.5's template: `<tools>` in the system turn, calls as `<tool_call>{…}</tool_call>`,
+ *   results as `<tool_response>` blocks in one user turn.
  */
 import type { ModelFamily } from "./catalogue.js";
 import type { EngineMessage } from "./engine/types.js";
 import { literal } from "./json-schema.js";
+import { pythonJson } from "./python-json.js";
 
 export interface ToolSpec {
   name: string;
@@ -56,35 +61,52 @@ function parsedArguments(text: string): unknown {
   }
 }
 
-function callObject(call: CallText, key: "arguments" | "parameters"): Record<string, unknown> {
-  return { name: call.name, [key]: call.arguments, ...(call.id ? { id: call.id } : {}) };
+/** A tool result as mistral-common inserts it: a JSON value when the text is JSON, else the text. */
+function parsedContent(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
+
+function callObject(call: CallText, key: "arguments" | "parameters", withId = false): Record<string, unknown> {
+  return { name: call.name, [key]: call.arguments, ...(withId && call.id ? { id: call.id } : {}) };
+}
+
+/** One call as an object, several as a list: the documented choice where a template allows one call only. */
+function oneOrList(calls: readonly CallText[], key: "arguments" | "parameters"): string {
+  return pythonJson(calls.length === 1 ? callObject(calls[0]!, key) : calls.map((call) => callObject(call, key)));
+}
+
+/** `"," " "?`: a separator the model may write compact or with Python's space. */
+const comma = '"," " "?';
 
 const llamaSyntax: ToolSyntax = {
   openers: ["{", "["],
   argumentsKey: "parameters",
-  write: (calls) => (calls.length === 1 ? JSON.stringify(callObject({ ...calls[0]!, id: undefined }, "parameters")) : JSON.stringify(calls.map((call) => callObject({ ...call, id: undefined }, "parameters")))),
-  grammar: (call, parallel) => (parallel ? `(${call} | "[" ${call} ("," ${call})* "]")` : call),
+  write: (calls) => oneOrList(calls, "parameters"),
+  grammar: (call, parallel) => (parallel ? `(${call} | "[" ${call} (${comma} ${call})* "]")` : call),
 };
 
 const gemmaSyntax: ToolSyntax = {
   openers: ["```tool_call\n"],
   argumentsKey: "arguments",
-  write: (calls) => "```tool_call\n" + (calls.length === 1 ? JSON.stringify(callObject({ ...calls[0]!, id: undefined }, "arguments")) : JSON.stringify(calls.map((call) => callObject({ ...call, id: undefined }, "arguments")))) + "\n```",
-  grammar: (call, parallel) => `${literal("```tool_call\n")} ${parallel ? `(${call} | "[" ${call} ("," ${call})* "]")` : call} ${literal("\n```")}`,
+  write: (calls) => "```tool_call\n" + oneOrList(calls, "arguments") + "\n```",
+  grammar: (call, parallel) => `${literal("```tool_call\n")} ${parallel ? `(${call} | "[" ${call} (${comma} ${call})* "]")` : call} ${literal("\n```")}`,
 };
 
 const mistralSyntax: ToolSyntax = {
   openers: ["[TOOL_CALLS]"],
   argumentsKey: "arguments",
-  write: (calls) => `[TOOL_CALLS] ${JSON.stringify(calls.map((call) => callObject(call, "arguments")))}`,
-  grammar: (call, parallel) => `${literal("[TOOL_CALLS] [")} ${call} ${parallel ? `("," ${call})*` : ""} "]"`,
+  write: (calls) => `[TOOL_CALLS] ${pythonJson(calls.map((call) => callObject(call, "arguments", true)))}`,
+  grammar: (call, parallel) => `${literal("[TOOL_CALLS] [")} ${call} ${parallel ? `(${comma} ${call})*` : ""} "]"`,
 };
 
 const chatmlSyntax: ToolSyntax = {
   openers: ["<tool_call>"],
   argumentsKey: "arguments",
-  write: (calls) => calls.map((call) => `<tool_call>\n${JSON.stringify(callObject({ ...call, id: undefined }, "arguments"))}\n</tool_call>`).join("\n"),
+  write: (calls) => calls.map((call) => `<tool_call>\n${pythonJson(callObject(call, "arguments"))}\n</tool_call>`).join("\n"),
   grammar: (call, parallel) => {
     const one = `${literal("<tool_call>\n")} ${call} ${literal("\n</tool_call>")}`;
     return parallel ? `${one} (${literal("\n")} ${one})*` : one;
@@ -105,26 +127,36 @@ function assistantText(family: ModelFamily, message: EngineMessage): string {
   return message.content ? `${message.content}\n${written}` : written;
 }
 
+/** Each tool as the templates' `tool | tojson(indent=4)` writes it, followed by a blank line. */
 function definitions(tools: readonly ToolSpec[]): string {
-  return tools.map((tool) => JSON.stringify({ type: "function", function: tool }, null, 4)).join("\n\n");
+  return tools.map((tool) => `${pythonJson({ type: "function", function: tool }, 4)}\n\n`).join("");
 }
 
+const llamaHeader = (role: string) => `<|start_header_id|>${role}<|end_header_id|>\n\n`;
+
+/**
+ * One Llama turn. Calls and results follow Llama 3.1: a call as `{"name": …, "parameters": …}`
+ * (the content beside it dropped, as 3.1's template does), a result in the `ipython` role as a
+ * JSON string (3.1's template applies `tojson` to it).
+ */
+function llamaTurn(message: EngineMessage): string {
+  if (message.role === "tool") return `${llamaHeader("ipython")}${JSON.stringify(message.content)}<|eot_id|>`;
+  if (message.role === "assistant" && message.toolCalls?.length) return `${llamaHeader("assistant")}${llamaSyntax.write(callsOf(message))}<|eot_id|>`;
+  return `${llamaHeader(message.role)}${message.content.trim()}<|eot_id|>`;
+}
+
+/** Llama 3's template; with tools, Llama 3.1's, which defines them (in the first user turn). */
 function llama3(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
-  let text = "<|begin_of_text|>";
-  let toolsPending = tools.length > 0;
-  for (const message of messages) {
-    let content = message.role === "assistant" ? assistantText("llama3", message) : message.content;
-    if (message.role === "user" && toolsPending) {
-      content =
-        "Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n" +
-        'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.\n\n' +
-        `${definitions(tools)}\n\n${content}`;
-      toolsPending = false;
-    }
-    const role = message.role === "tool" ? "ipython" : message.role;
-    text += `<|start_header_id|>${role}<|end_header_id|>\n\n${content.trim()}<|eot_id|>`;
-  }
-  return `${text}<|start_header_id|>assistant<|end_header_id|>\n\n`;
+  if (tools.length === 0) return `<|begin_of_text|>${messages.map(llamaTurn).join("")}${llamaHeader("assistant")}`;
+  const system = messages[0]?.role === "system" ? messages[0] : undefined;
+  const [first, ...rest] = system ? messages.slice(1) : messages;
+  return (
+    `<|begin_of_text|>${llamaHeader("system")}Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n${system?.content.trim() ?? ""}<|eot_id|>` +
+    `${llamaHeader("user")}Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n` +
+    'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.\n\n' +
+    `${definitions(tools)}${first?.content.trim() ?? ""}<|eot_id|>` +
+    `${rest.map(llamaTurn).join("")}${llamaHeader("assistant")}`
+  );
 }
 
 function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
@@ -133,7 +165,7 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
     system.push(
       "You have access to the following functions. To call one or more of them, reply with only a ```tool_call block holding " +
         '{"name": function name, "arguments": an object of its arguments}, or a list of such objects.\n\n' +
-        definitions(tools),
+        definitions(tools).trimEnd(),
     );
   }
   let text = "<bos>";
@@ -142,46 +174,59 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
     if (message.role === "system") continue;
     const role = message.role === "assistant" ? "model" : "user";
     const body =
-      message.role === "tool" ? `\`\`\`tool_result\n${JSON.stringify({ call_id: message.toolCallId, content: message.content })}\n\`\`\`` : role === "model" ? assistantText("gemma2", message) : message.content;
+      message.role === "tool" ? `\`\`\`tool_result\n${pythonJson({ call_id: message.toolCallId, content: message.content })}\n\`\`\`` : role === "model" ? assistantText("gemma2", message) : message.content;
     text += `<start_of_turn>${role}\n${role === "user" ? pendingSystem : ""}${body.trim()}<end_of_turn>\n`;
     if (role === "user") pendingSystem = "";
   }
   return `${text}<start_of_turn>model\n`;
 }
 
+/**
+ * mistral-common's v3 instruct format: the system prompt before the last user message, the
+ * tools (as `Tool.model_dump()`: a missing description is "") right before it, calls with their
+ * ids, results as `{"content": value, "call_id": id}` where a JSON result is a value.
+ */
 function mistral(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
   const system = messages.filter((message) => message.role === "system").map((message) => message.content).join("\n\n");
   const turns = messages.filter((message) => message.role !== "system");
   const lastUser = turns.map((message) => message.role).lastIndexOf("user");
+  const available = tools.map((tool) => ({ type: "function", function: { name: tool.name, description: tool.description ?? "", parameters: tool.parameters } }));
   let text = "<s>";
   turns.forEach((message, index) => {
     if (message.role === "user") {
-      if (index === lastUser && tools.length > 0) text += `[AVAILABLE_TOOLS] ${JSON.stringify(tools.map((tool) => ({ type: "function", function: tool })))}[/AVAILABLE_TOOLS]`;
+      if (index === lastUser && tools.length > 0) text += `[AVAILABLE_TOOLS] ${pythonJson(available)}[/AVAILABLE_TOOLS]`;
       const prefix = index === lastUser && system ? `${system}\n\n` : "";
       text += `[INST] ${prefix}${message.content}[/INST]`;
     } else if (message.role === "assistant") {
       const calls = callsOf(message);
-      text += calls.length > 0 ? `${mistralSyntax.write(calls)}</s>` : ` ${message.content}</s>`;
+      text += calls.length > 0 ? `${mistralSyntax.write(calls)}</s>` : ` ${message.content.replace(/ +$/, "")}</s>`;
     } else {
-      text += `[TOOL_RESULTS] ${JSON.stringify({ content: message.content, call_id: message.toolCallId })}[/TOOL_RESULTS]`;
+      text += `[TOOL_RESULTS] ${pythonJson({ content: parsedContent(message.content), call_id: message.toolCallId })}[/TOOL_RESULTS]`;
     }
   });
   return text;
 }
 
+/** Qwen2's ChatML; with tools, Qwen's Hermes-style layout (Qwen2.5's template), consecutive results in one user turn. */
 function chatml(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
   const toolsText =
     tools.length === 0
       ? ""
-      : "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
-        tools.map((tool) => JSON.stringify({ type: "function", function: tool })).join("\n") +
+      : "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" +
+        tools.map((tool) => `\n${pythonJson({ type: "function", function: tool })}`).join("") +
         '\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>';
   const first = messages[0];
   let text = `<|im_start|>system\n${first?.role === "system" ? first.content : "You are a helpful assistant."}${toolsText}<|im_end|>\n`;
-  for (const message of first?.role === "system" ? messages.slice(1) : messages) {
-    if (message.role === "tool") text += `<|im_start|>user\n<tool_response>\n${message.content}\n</tool_response><|im_end|>\n`;
-    else text += `<|im_start|>${message.role}\n${message.role === "assistant" ? assistantText("qwen2", message) : message.content}<|im_end|>\n`;
-  }
+  const rest = first?.role === "system" ? messages.slice(1) : messages;
+  rest.forEach((message, index) => {
+    if (message.role !== "tool") {
+      text += `<|im_start|>${message.role}\n${message.role === "assistant" ? assistantText("qwen2", message) : message.content}<|im_end|>\n`;
+      return;
+    }
+    if (rest[index - 1]?.role !== "tool") text += "<|im_start|>user";
+    text += `\n<tool_response>\n${message.content}\n</tool_response>`;
+    if (rest[index + 1]?.role !== "tool") text += "<|im_end|>\n";
+  });
   return `${text}<|im_start|>assistant\n`;
 }
 

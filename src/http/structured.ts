@@ -75,14 +75,14 @@ function notStartingWith(excluded: readonly string[]): string {
  */
 export function toolGrammar(family: ModelFamily, tools: readonly ToolSpec[], choice: ToolChoiceSpec, parallel: boolean): string {
   const syntax = toolSyntax[family];
-  const builder = new GrammarBuilder();
+  const builder = new GrammarBuilder({ pythonSpacing: true });
   const selected = typeof choice === "object" ? tools.filter((tool) => tool.name === choice.name) : tools;
   const calls = selected.map((tool, index) => {
     const schema = tool.parameters as JsonSchema;
     const argumentsExpression = builder.schema(schema, schema, `arguments_${index}`);
     return builder.rule(
       `call_${index}`,
-      `"{" ${literal('"name"')} ":" ${literal(JSON.stringify(tool.name))} "," ${literal(JSON.stringify(syntax.argumentsKey))} ":" ${argumentsExpression} "}"`,
+      `"{" ${literal('"name"')} ${builder.colon} ${literal(JSON.stringify(tool.name))} ${builder.comma} ${literal(JSON.stringify(syntax.argumentsKey))} ${builder.colon} ${argumentsExpression} "}"`,
     );
   });
   const call = builder.rule("call", calls.join(" | "));

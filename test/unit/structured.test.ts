@@ -108,53 +108,38 @@ describe("JSON Schema support", () => {
   });
 });
 
-describe("tool prompts per family", () => {
+/** Llama, Mistral and Qwen tool prompts are checked against their official templates in template-goldens.test.ts. */
+describe("tool prompts where no official template defines them", () => {
   const history: EngineMessage[] = [
     { role: "system", content: "Be brief." },
     { role: "user", content: "Weather in Oslo?" },
     { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Oslo"}' }] },
     { role: "tool", content: '{"temp":3}', toolCallId: "call_1" },
   ];
-  const tools = [weather];
   const definition = JSON.stringify({ type: "function", function: weather }, null, 4);
 
-  it("Llama 3: definitions in the first user turn, calls as {name, parameters}, results as ipython", () => {
-    expect(renderChat("llama3", history, tools)).toBe(
-      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>" +
-        "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n" +
-        'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.\n\n' +
-        `${definition}\n\nWeather in Oslo?<|eot_id|>` +
-        '<|start_header_id|>assistant<|end_header_id|>\n\n{"name":"get_weather","parameters":{"city":"Oslo"}}<|eot_id|>' +
-        '<|start_header_id|>ipython<|end_header_id|>\n\n{"temp":3}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
-    );
-  });
-
-  it("Gemma 2: definitions folded into the first user turn, calls in a tool_call block", () => {
-    expect(renderChat("gemma2", history, tools)).toBe(
+  it("Gemma 2: definitions folded into the first user turn, calls in a tool_call block, in Python's JSON spacing", () => {
+    expect(renderChat("gemma2", history, [weather])).toBe(
       "<bos><start_of_turn>user\nBe brief.\n\nYou have access to the following functions. To call one or more of them, reply with only a ```tool_call block holding " +
         '{"name": function name, "arguments": an object of its arguments}, or a list of such objects.\n\n' +
         `${definition}\n\nWeather in Oslo?<end_of_turn>\n` +
-        '<start_of_turn>model\n```tool_call\n{"name":"get_weather","arguments":{"city":"Oslo"}}\n```<end_of_turn>\n' +
-        '<start_of_turn>user\n```tool_result\n{"call_id":"call_1","content":"{\\"temp\\":3}"}\n```<end_of_turn>\n<start_of_turn>model\n',
+        '<start_of_turn>model\n```tool_call\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```<end_of_turn>\n' +
+        '<start_of_turn>user\n```tool_result\n{"call_id": "call_1", "content": "{\\"temp\\":3}"}\n```<end_of_turn>\n<start_of_turn>model\n',
     );
   });
 
-  it("Mistral v0.3: [AVAILABLE_TOOLS] before the last user turn, [TOOL_CALLS] and [TOOL_RESULTS]", () => {
-    expect(renderChat("mistral", history, tools)).toBe(
-      `<s>[AVAILABLE_TOOLS] ${JSON.stringify([{ type: "function", function: weather }])}[/AVAILABLE_TOOLS][INST] Be brief.\n\nWeather in Oslo?[/INST]` +
-        '[TOOL_CALLS] [{"name":"get_weather","arguments":{"city":"Oslo"},"id":"call_1"}]</s>' +
-        '[TOOL_RESULTS] {"content":"{\\"temp\\":3}","call_id":"call_1"}[/TOOL_RESULTS]',
+  it("Llama: parallel calls (Llama 3.1 allows one per turn) as a JSON list", () => {
+    const calls: EngineMessage = {
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { id: "call_1", name: "get_weather", arguments: '{"city":"Oslo"}' },
+        { id: "call_2", name: "get_weather", arguments: '{"city":"Rome"}' },
+      ],
+    };
+    expect(renderChat("llama3", [history[1]!, calls], [weather])).toContain(
+      '<|start_header_id|>assistant<|end_header_id|>\n\n[{"name": "get_weather", "parameters": {"city": "Oslo"}}, {"name": "get_weather", "parameters": {"city": "Rome"}}]<|eot_id|>',
     );
-  });
-
-  it("ChatML (Qwen2): <tools> in the system turn, <tool_call> replies, <tool_response> results", () => {
-    const rendered = renderChat("qwen2", history, tools);
-    expect(rendered.startsWith("<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions")).toBe(true);
-    expect(rendered).toContain(`<tools>\n${JSON.stringify({ type: "function", function: weather })}\n</tools>`);
-    expect(rendered.endsWith(
-      '<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name":"get_weather","arguments":{"city":"Oslo"}}\n</tool_call><|im_end|>\n' +
-        '<|im_start|>user\n<tool_response>\n{"temp":3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
-    )).toBe(true);
   });
 });
 
@@ -177,6 +162,11 @@ describe("tool grammars", () => {
       const named = toolGrammar(family, [weather, lights], { name: "set_lights" }, true);
       expect(accepts(named, syntax.write([{ name: "set_lights", arguments: { on: false, level: 0 } }]))).toBe(true);
       expect(accepts(named, one)).toBe(false);
+      // The official templates show calls in Python's spacing; compact JSON is allowed too.
+      expect(one).toContain('{"name": "get_weather", ');
+      expect(accepts(required, one.replace(/([,:]) /g, "$1"))).toBe(true);
+      expect(accepts(required, two.replace(/([,:]) /g, "$1"))).toBe(true);
+      expect(accepts(required, one.replace(/([,:]) /g, "$1  "))).toBe(false);
       const auto = toolGrammar(family, [weather, lights], "auto", true);
       expect(accepts(auto, one)).toBe(true);
       expect(accepts(auto, "It is sunny in Oslo.")).toBe(true);
