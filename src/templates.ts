@@ -1,7 +1,7 @@
 /**
  * Chat templates per family, rendered to the exact prompt text the model sees, with tools in
- * each family's own convention. They count prompt tokens for admission before a model loads,
- * drive the deterministic engine, and are the prompt WebLLM gets for tool requests. JSON inside
+ * each family's own convention. They count prompt tokens for admission before a model loads, and
+ * are the prompt every engine feeds the model (web-llm under a verbatim template). JSON inside
  * prompts is written as Python's `json.dumps` writes it (`src/python-json.ts`), as the official
  * templates do. `test/unit/template-goldens.test.ts` renders the official templates (kept in
  * `test/fixtures/templates/`, sources cited there) with a Jinja engine and compares byte for byte.
@@ -240,4 +240,34 @@ const templates: Record<ModelFamily, (messages: readonly EngineMessage[], tools:
 /** The prompt text for `messages` (and `tools`, when given), ending with the assistant's generation prompt. */
 export function renderChat(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): string {
   return templates[family](messages, tools);
+}
+
+/** A piece of a rendered prompt: `reply` marks an assistant's text exactly as the client sent it back. */
+export interface PromptSegment {
+  text: string;
+  reply: boolean;
+}
+
+/**
+ * `renderChat`'s prompt cut into pieces whose concatenation is that prompt, with each earlier
+ * assistant reply its own piece where the template writes the reply's text verbatim right after
+ * the generation prompt of the turns before it. An engine that keeps a conversation's KV cache
+ * (web-llm) then sees a turn it generated itself as that turn, and prefills only what is new.
+ * Where a template changes earlier text as the conversation grows (Mistral moves the system
+ * prompt to the last user turn) or rewrites a reply (trimmed, tool calls), there is no cut.
+ */
+export function renderChatSegments(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): PromptSegment[] {
+  const whole = renderChat(family, messages, tools);
+  const segments: PromptSegment[] = [];
+  let position = 0;
+  messages.forEach((message, index) => {
+    if (message.role !== "assistant" || message.toolCalls?.length || message.content === "") return;
+    const before = renderChat(family, messages.slice(0, index), tools);
+    if (before.length < position || !whole.startsWith(before + message.content)) return;
+    if (before.length > position) segments.push({ text: whole.slice(position, before.length), reply: false });
+    segments.push({ text: message.content, reply: true });
+    position = before.length + message.content.length;
+  });
+  segments.push({ text: whole.slice(position), reply: false });
+  return segments;
 }

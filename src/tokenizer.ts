@@ -12,6 +12,8 @@ export { tokenizerNames } from "./families.js";
 export interface Tokenizer {
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
+  /** How many token ids there are: the vocabulary and the added (special) tokens. */
+  readonly size: number;
 }
 
 export interface TokenizerFiles {
@@ -97,9 +99,11 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
     tokenizerJSON: files.tokenizer as never,
     tokenizerConfig: files.config as never,
   });
+  const { model, added_tokens: added } = loaded as unknown as { model: { vocab: unknown[] }; added_tokens: { id: number }[] };
   return {
     encode: (text) => loaded.encode(text, { add_special_tokens: false }),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
+    size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
   };
 }
 

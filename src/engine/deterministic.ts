@@ -7,10 +7,10 @@
  */
 import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
 import { sampleSchema, type JsonSchema } from "../json-schema.js";
-import { renderChat, toolSyntax } from "../templates.js";
-import type { Tokenizers } from "../tokenizer.js";
+import { toolSyntax } from "../templates.js";
+import type { Tokenizer, Tokenizers } from "../tokenizer.js";
 import { EngineError } from "./errors.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus } from "./types.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus, TokenLogprob } from "./types.js";
 
 export interface DeterministicEngineOptions {
   tokenizers: Tokenizers;
@@ -95,6 +95,24 @@ function sleep(milliseconds: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+const utf8 = new TextEncoder();
+
+/**
+ * A made-up but consistent distribution for `logprobs`: the emitted token is the likeliest, with
+ * a probability in [0.5, 0.9) drawn from its id and position; the alternatives share the rest,
+ * each half as likely as the one before, so the probabilities never sum past 1.
+ */
+function tokenLogprob(tokenizer: Tokenizer, id: number, position: number, alternatives: number): TokenLogprob {
+  const probability = 0.5 + 0.4 * ((hash(`${id}:${position}`) % 1000) / 1000);
+  const entry = (tokenId: number, chance: number) => {
+    const token = tokenizer.decode([tokenId]);
+    return { token, logprob: Math.log(chance), bytes: [...utf8.encode(token)] };
+  };
+  const emitted = entry(id, probability);
+  const others = Array.from({ length: Math.max(0, alternatives - 1) }, (_, rank) => entry((id + rank + 1) % tokenizer.size, (1 - probability) / 2 ** (rank + 1)));
+  return { ...emitted, alternatives: alternatives > 0 ? [emitted, ...others] : [] };
+}
+
 export class DeterministicEngine implements Engine {
   readonly name = "deterministic";
   readonly #tokenizers: DeterministicEngineOptions["tokenizers"];
@@ -148,12 +166,21 @@ export class DeterministicEngine implements Engine {
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+    // logit_bias is accepted and not applied: the reply is composed, not sampled from logits.
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
-    const prompt = request.input.kind === "chat" ? renderChat(request.model.family, request.input.messages) : request.input.prompt;
+    const prompt = request.input.kind === "chat" ? request.input.segments.map((segment) => segment.text).join("") : request.input.prompt;
     const promptTokens = tokenizer.encode(prompt).length;
     const ids = tokenizer.encode(this.compose(request, prompt));
     const { maxTokens, stop } = request.sampling;
 
+    const alternatives = request.sampling.logprobs;
+    let pending: TokenLogprob[] = [];
+    /** The log probabilities of the tokens a delta completes, when asked for. */
+    const flush = () => {
+      const logprobs = pending;
+      pending = [];
+      return alternatives === undefined ? {} : { logprobs };
+    };
     let sent = "";
     let produced = 0;
     let stopped = false;
@@ -174,12 +201,13 @@ export class DeterministicEngine implements Engine {
         break;
       }
       produced++;
+      if (alternatives !== undefined) pending.push(tokenLogprob(tokenizer, ids[produced - 1] ?? 0, produced, alternatives));
       const text = tokenizer.decode(ids.slice(0, produced));
       const stopAt = firstStop(text, stop);
       // Hold back a trailing partial UTF-8 sequence or a possible start of a stop sequence.
       const visible = stopAt >= 0 ? text.slice(0, stopAt) : text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
       if (visible.length > sent.length && visible.startsWith(sent)) {
-        yield { type: "text-delta", text: visible.slice(sent.length) };
+        yield { type: "text-delta", text: visible.slice(sent.length), ...flush() };
         sent = visible;
       }
       if (stopAt >= 0) {
@@ -190,7 +218,7 @@ export class DeterministicEngine implements Engine {
     if (reason !== "abort" && !stopped) {
       // What was held back as a possible stop prefix turned out not to be one.
       const rest = tokenizer.decode(ids.slice(0, produced)).slice(sent.length);
-      if (rest) yield { type: "text-delta", text: rest };
+      if (rest) yield { type: "text-delta", text: rest, ...flush() };
     }
     yield { type: "finish", reason, usage: { promptTokens, completionTokens: produced } };
   }

@@ -3,7 +3,7 @@
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
 import type { DeviceFeatures, MlcBuild, ModelEntry } from "../catalogue.js";
-import type { ToolSpec } from "../templates.js";
+import type { PromptSegment, ToolSpec } from "../templates.js";
 
 export interface EngineMessage {
   role: "system" | "user" | "assistant" | "tool";
@@ -11,6 +11,15 @@ export interface EngineMessage {
   name?: string;
   toolCallId?: string;
   toolCalls?: { id: string; name: string; arguments: string }[];
+}
+
+/** A generated token's log probability, and the most likely tokens at its position (the token itself among them). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's UTF-8 bytes: a token may hold part of a character. */
+  bytes: number[];
+  alternatives: { token: string; logprob: number; bytes: number[] }[];
 }
 
 export interface SamplingOptions {
@@ -22,6 +31,10 @@ export interface SamplingOptions {
   presencePenalty: number;
   frequencyPenalty: number;
   seed?: number;
+  /** Report each token's log probability, with this many alternatives (0 to 5). */
+  logprobs?: number;
+  /** Added to the logits of these token ids before sampling; -100 bans a token, 100 all but forces it. */
+  logitBias?: Record<number, number>;
 }
 
 export type ToolChoiceSpec = "auto" | "required" | { name: string };
@@ -46,7 +59,12 @@ export type OutputConstraint =
     };
 
 export type GenerationInput =
-  | { kind: "chat"; messages: EngineMessage[] }
+  /**
+   * A conversation, and the prompt the family's template renders for it, in pieces (see
+   * `renderChatSegments`): an engine feeds the model exactly those pieces, so the prompt it sees
+   * is the one counted and billed.
+   */
+  | { kind: "chat"; messages: EngineMessage[]; segments: PromptSegment[] }
   | { kind: "text"; prompt: string };
 
 export interface GenerationRequest {
@@ -59,14 +77,19 @@ export interface GenerationRequest {
 export type FinishReason = "stop" | "length" | "abort";
 
 export interface TokenUsage {
-  /** Null when the engine could not tell (an interrupted stream); the caller then uses its own count. */
+  /**
+   * The prompt tokens the engine prefilled for this request; fewer than the prompt's when it
+   * reused a cached prefix. Null when the engine could not tell (an interrupted stream); the
+   * caller then uses its own count.
+   */
   promptTokens: number | null;
   completionTokens: number;
 }
 
 /** One generated sequence: any number of text deltas, then exactly one `finish`. */
 export type GenerationPart =
-  | { type: "text-delta"; text: string }
+  /** `logprobs`, when asked for: the tokens this delta completes (a delta may wait for a character's last byte). */
+  | { type: "text-delta"; text: string; logprobs?: TokenLogprob[] }
   | { type: "finish"; reason: FinishReason; usage: TokenUsage };
 
 export interface LoadProgress {

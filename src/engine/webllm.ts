@@ -4,7 +4,8 @@
  */
 import { chooseBuild, memoryEstimateMB, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenUsage } from "./types.js";
+import type { PromptSegment } from "../templates.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
 
 interface WebLlmProgressReport {
   progress: number;
@@ -12,8 +13,15 @@ interface WebLlmProgressReport {
   text: string;
 }
 
+interface WebLlmLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+  top_logprobs: { token: string; logprob: number; bytes: number[] | null }[];
+}
+
 interface WebLlmChunk {
-  choices: { delta?: { content?: string | null }; text?: string; finish_reason?: string | null }[];
+  choices: { delta?: { content?: string | null }; text?: string; finish_reason?: string | null; logprobs?: { content?: WebLlmLogprob[] | null } | null }[];
   usage?: { prompt_tokens: number; completion_tokens: number } | null;
 }
 
@@ -24,6 +32,8 @@ export interface WebLlmEngineInstance {
   reload(modelId: string, chatOptions?: Record<string, unknown>): Promise<void>;
   unload(): Promise<void>;
   interruptGenerate(): void | Promise<void>;
+  /** Forgets the conversation and its KV cache, so the next chat request prefills in full. */
+  resetChat(keepStats?: boolean): Promise<void>;
   // Typed loosely on purpose: the request shapes differ slightly between web-llm versions.
   chat: { completions: { create(request: never): Promise<unknown> } };
   completions: { create(request: never): Promise<unknown> };
@@ -85,6 +95,50 @@ function toProgress(report: WebLlmProgressReport): LoadProgress {
     text: report.text,
     elapsedSeconds: report.timeElapsed,
     ...(fetched?.[1] ? { loadedBytes: Math.round(Number(fetched[1]) * 1024 * 1024) } : {}),
+  };
+}
+
+/**
+ * A conversation template under which web-llm adds nothing to the messages it is given: no
+ * system prompt, role names, separators or BOS of its own (its `conv_config` chat option is
+ * merged over the model's template; stop tokens stay the model's). The messages are then the
+ * pieces of our rendering of the model's official template, so the model sees exactly the prompt
+ * we counted, and web-llm still recognises a conversation it has in its KV cache: earlier pieces
+ * unchanged, and the replies it generated given back as their own (assistant) pieces.
+ */
+export const verbatimConversation = {
+  system_template: "{system_message}",
+  system_message: "",
+  system_prefix_token_ids: null,
+  roles: { user: "", assistant: "", tool: "" },
+  role_templates: {},
+  seps: [""],
+  role_content_sep: "",
+  role_empty_sep: "",
+  add_role_after_system_message: true,
+};
+
+/** Our prompt's pieces as web-llm messages: replies as assistant turns, what lies between as user turns. */
+export function verbatimMessages(segments: readonly PromptSegment[]): { role: "user" | "assistant"; content: string }[] {
+  const messages: { role: "user" | "assistant"; content: string }[] = [];
+  for (const segment of segments) {
+    const role = segment.reply ? "assistant" : "user";
+    const last = messages.at(-1);
+    if (last && last.role === role) last.content += segment.text;
+    else messages.push({ role, content: segment.text });
+  }
+  return messages;
+}
+
+const utf8 = new TextEncoder();
+
+function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
+  const bytesOf = (token: string, bytes: number[] | null) => bytes ?? [...utf8.encode(token)];
+  return {
+    token: entry.token,
+    logprob: entry.logprob,
+    bytes: bytesOf(entry.token, entry.bytes),
+    alternatives: entry.top_logprobs.map((alternative) => ({ token: alternative.token, logprob: alternative.logprob, bytes: bytesOf(alternative.token, alternative.bytes) })),
   };
 }
 
@@ -171,7 +225,7 @@ export class WebLlmEngine implements Engine {
     });
     this.#loaded = undefined;
     try {
-      await engine.reload(build.modelId);
+      await engine.reload(build.modelId, { conv_config: verbatimConversation });
     } catch (error) {
       throw await this.#diagnose(model, build, error);
     }
@@ -245,6 +299,8 @@ export class WebLlmEngine implements Engine {
       frequency_penalty: sampling.frequencyPenalty,
       ...(sampling.stop.length ? { stop: sampling.stop } : {}),
       ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+      ...(sampling.logprobs !== undefined ? { logprobs: true, top_logprobs: sampling.logprobs } : {}),
+      ...(sampling.logitBias ? { logit_bias: sampling.logitBias } : {}),
       ...(constraint === undefined
         ? {}
         : constraint.grammar !== undefined
@@ -254,15 +310,7 @@ export class WebLlmEngine implements Engine {
     let chunks: AsyncIterable<WebLlmChunk>;
     try {
       chunks = (await (input.kind === "chat"
-        ? engine.chat.completions.create(<never>{
-            ...common,
-            messages: input.messages.map((message) => ({
-              role: message.role,
-              content: message.content,
-              ...(message.name ? { name: message.name } : {}),
-              ...(message.toolCallId ? { tool_call_id: message.toolCallId } : {}),
-            })),
-          })
+        ? engine.chat.completions.create(<never>{ ...common, messages: verbatimMessages(input.segments) })
         : engine.completions.create(<never>{ ...common, prompt: input.prompt }))) as AsyncIterable<WebLlmChunk>;
     } catch (error) {
       throw classify(error);
@@ -277,10 +325,11 @@ export class WebLlmEngine implements Engine {
       for await (const chunk of chunks) {
         const choice = chunk.choices[0];
         const text = choice?.delta?.content ?? choice?.text ?? "";
-        if (text) {
-          deltas++;
-          yield { type: "text-delta", text };
-        }
+        // One entry per chunk, for the token just decoded. web-llm sends no chunk for a token
+        // that completes no character yet (part of an emoji), so that token's entry is missing.
+        const logprobs = sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
+        if (text) deltas++;
+        if (text || logprobs.length) yield { type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) };
         if (choice?.finish_reason) reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
         // web-llm's completion_tokens counts decode steps only; the token sampled at the end of
         // prefill is one more (its output is decode steps + 1 tokens, and max_tokens bounds that
@@ -290,6 +339,9 @@ export class WebLlmEngine implements Engine {
     } finally {
       signal.removeEventListener("abort", interrupt);
     }
+    // A reply cut at a stop string leaves the string's tokens in web-llm's KV cache while the
+    // reply text (which a client sends back) lacks them: a next turn must not reuse that cache.
+    if (input.kind === "chat" && sampling.stop.length > 0) await engine.resetChat();
     if (signal.aborted) reason = "abort";
     // web-llm streams one delta per decoded token, so when an interrupted stream carries no
     // usage the count of deltas is the count of tokens produced.

@@ -1,6 +1,6 @@
 import { BadRequestError } from "../errors.js";
 import type { EngineMessage } from "../engine/types.js";
-import { renderChat, toolSyntax, type ToolSyntax } from "../templates.js";
+import { renderChat, renderChatSegments, toolSyntax, type ToolSyntax } from "../templates.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
@@ -10,6 +10,8 @@ import type { Route } from "./router.js";
 import { fromLegacyFunctions, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
 import { planStructured } from "./structured.js";
 import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
+import { chatLogprobsOption, logitBiasOption, toWireLogprobs } from "./logprobs.js";
+import type { TokenLogprob } from "../engine/types.js";
 import { parseWith, readJson } from "./validate.js";
 
 function text(content: ChatMessage["content"]): string {
@@ -77,6 +79,8 @@ type Delta = ChatCompletionChunk["choices"][number]["delta"];
 class ChoiceState {
   readonly parser: ToolCallParser | null;
   started = false;
+  /** Token log probabilities not yet sent: they go with the next content delta. */
+  pendingLogprobs: TokenLogprob[] = [];
   constructor(syntax: ToolSyntax | null) {
     this.parser = syntax ? new ToolCallParser(syntax) : null;
   }
@@ -97,21 +101,28 @@ async function* chunks(
   // With include_usage, every chunk carries `usage: null` and one last chunk carries the totals.
   const usageField = includeUsage ? { usage: null } : {};
   const states = new Map<number, ChoiceState>();
-  const chunk = (index: number, delta: Delta, finish: "stop" | "length" | "tool_calls" | null = null): ChatCompletionChunk => ({
+  const chunk = (index: number, delta: Delta, finish: "stop" | "length" | "tool_calls" | null = null, logprobs: TokenLogprob[] = []): ChatCompletionChunk => ({
     ...base,
-    choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+    choices: [{ index, delta, logprobs: logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null, finish_reason: finish }],
     ...usageField,
   });
+  /** A content delta carries the log probabilities of the tokens it completes. */
+  const withLogprobs = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk => {
+    if (delta.content == null || delta.content === "") return chunk(index, delta);
+    const logprobs = state.pendingLogprobs;
+    state.pendingLogprobs = [];
+    return chunk(index, delta, null, logprobs);
+  };
   /**
    * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
    * reply of tool calls carries the role in the first call's delta, with `content: null`.
    */
   const opening = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] => {
-    if (state.started) return [chunk(index, delta)];
+    if (state.started) return [withLogprobs(index, state, delta)];
     state.started = true;
     if (delta.tool_calls) return [chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
     const role = chunk(index, { role: "assistant", content: "", refusal: null });
-    return delta.content ? [role, chunk(index, delta)] : [role];
+    return delta.content ? [role, withLogprobs(index, state, delta)] : [role];
   };
   const deltasOf = (state: ChoiceState, events: ToolEvent[]): Delta[] =>
     events.map((event) => {
@@ -126,6 +137,8 @@ async function* chunks(
     let state = states.get(choice);
     if (!state) states.set(choice, (state = new ChoiceState(syntax)));
     if (part.type === "text-delta") {
+      if (part.logprobs) state.pendingLogprobs.push(...part.logprobs);
+      if (part.text === "") continue;
       const events: ToolEvent[] = state.parser ? state.parser.push(part.text) : [{ type: "text", text: part.text }];
       for (const delta of deltasOf(state, events)) yield* opening(choice, state, delta);
     } else {
@@ -143,8 +156,9 @@ async function complete(
   choiceCount: number,
   syntax: ToolSyntax | null,
   newId: (prefix: string) => string,
+  logprobsAsked: boolean,
 ): Promise<ChatCompletion> {
-  const { texts, reasons, usage } = await collect(generation, choiceCount);
+  const { texts, reasons, usage, logprobs } = await collect(generation, choiceCount);
   return {
     ...base,
     object: "chat.completion",
@@ -157,7 +171,8 @@ async function complete(
       return {
         index,
         message: { role: "assistant", content: toolCalls.length ? null : content, refusal: null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
-        logprobs: null,
+        // The content's tokens; a reply of tool calls has no content, so none.
+        logprobs: logprobsAsked ? { content: toolCalls.length ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null } : null,
         finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
       };
     }),
@@ -206,6 +221,8 @@ export function chatRoute(dependencies: HttpDependencies): Route {
       const promptTokens = countPromptTokens(tokenizer, prompt, model, "messages");
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
       const syntax = structured.tools ? toolSyntax[model.family] : null;
+      const logprobs = chatLogprobsOption(request);
+      const logitBias = logitBiasOption(request.logit_bias, tokenizer);
 
       const controller = abortWith(context.request);
       const generation = await startGeneration(
@@ -213,10 +230,16 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         context,
         {
           model,
-          // Tool requests get our family template (llama.cpp's way); plain chat gets the engine's own.
-          prompts: [{ input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages }, promptTokens }],
+          // Tool requests are one raw prompt under a grammar; plain chat is the same rendering, in
+          // pieces, so an engine can reuse the conversation's cached prefix.
+          prompts: [
+            {
+              input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages, segments: renderChatSegments(model.family, structured.messages) },
+              promptTokens,
+            },
+          ],
           choicesPerPrompt: request.n ?? 1,
-          sampling: samplingOf(request, maxTokens),
+          sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined ? { logprobs } : {}), ...(logitBias ? { logitBias } : {}) },
           ...(structured.constraint ? { constraint: structured.constraint } : {}),
         },
         controller.signal,
@@ -239,7 +262,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
           return legacy ? toLegacyChunks(stream) : stream;
         },
         async (running) => {
-          const completion = await complete(running, base, request.n ?? 1, syntax, dependencies.newId);
+          const completion = await complete(running, base, request.n ?? 1, syntax, dependencies.newId, logprobs !== undefined);
           return legacy ? toLegacyCompletion(completion) : completion;
         },
         dependencies.respond,

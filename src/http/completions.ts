@@ -5,6 +5,7 @@ import { abortWith, respond } from "./respond.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import type { Route } from "./router.js";
+import { legacyLogprobsOption, logitBiasOption, toLegacyLogprobs } from "./logprobs.js";
 import { parseWith, readJson } from "./validate.js";
 
 /** The legacy endpoint's default, as on the hosted API. */
@@ -12,14 +13,19 @@ const defaultMaxTokens = 16;
 
 type Base = Omit<TextCompletion, "choices" | "usage">;
 
-async function* chunks(generation: Generation, base: Base, includeUsage: boolean, echo: (choice: number) => string): AsyncGenerator<TextCompletion> {
+async function* chunks(generation: Generation, base: Base, includeUsage: boolean, echo: (choice: number) => string, logprobsAsked: boolean): AsyncGenerator<TextCompletion> {
   const usageField = includeUsage ? { usage: null } : {};
   const started = new Set<number>();
+  /** Each choice's text so far, for the tokens' `text_offset`. */
+  const lengths = new Map<number, number>();
   for await (const { choice, part } of generation.parts) {
     const prefix = started.has(choice) ? "" : echo(choice);
     started.add(choice);
     if (part.type === "text-delta") {
-      yield { ...base, choices: [{ index: choice, text: prefix + part.text, logprobs: null, finish_reason: null }], ...usageField };
+      const offset = lengths.get(choice) ?? 0;
+      lengths.set(choice, offset + prefix.length + part.text.length);
+      const logprobs = logprobsAsked ? toLegacyLogprobs(part.logprobs ?? [], offset + prefix.length) : null;
+      yield { ...base, choices: [{ index: choice, text: prefix + part.text, logprobs, finish_reason: null }], ...usageField };
     } else {
       yield { ...base, choices: [{ index: choice, text: prefix, logprobs: null, finish_reason: toWireFinishReason(part.reason) }], ...usageField };
     }
@@ -30,9 +36,18 @@ async function* chunks(generation: Generation, base: Base, includeUsage: boolean
   }
 }
 
-async function complete(generation: Generation, base: Base, choiceCount: number, echo: (choice: number) => string): Promise<TextCompletion> {
-  const { texts, reasons, usage } = await collect(generation, choiceCount, echo);
-  return { ...base, choices: texts.map((text, index) => ({ index, text, logprobs: null, finish_reason: reasons[index] ?? "stop" })), usage };
+async function complete(generation: Generation, base: Base, choiceCount: number, echo: (choice: number) => string, logprobsAsked: boolean): Promise<TextCompletion> {
+  const { texts, reasons, logprobs, usage } = await collect(generation, choiceCount, echo);
+  return {
+    ...base,
+    choices: texts.map((text, index) => ({
+      index,
+      text,
+      logprobs: logprobsAsked ? toLegacyLogprobs(logprobs[index] ?? [], echo(index).length) : null,
+      finish_reason: reasons[index] ?? "stop",
+    })),
+    usage,
+  };
 }
 
 export function completionsRoute(dependencies: HttpDependencies): Route {
@@ -76,6 +91,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
         });
       }
 
+      const logprobs = legacyLogprobsOption(request);
+      const logitBias = logitBiasOption(request.logit_bias, tokenizer);
       const controller = abortWith(context.request);
       const generation = await startGeneration(
         dependencies,
@@ -84,7 +101,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
           model,
           prompts: counted,
           choicesPerPrompt: perPrompt,
-          sampling: samplingOf(request, maxTokens),
+          sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined ? { logprobs } : {}), ...(logitBias ? { logitBias } : {}) },
         },
         controller.signal,
       );
@@ -101,8 +118,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
         controller,
         generation,
         request.stream === true,
-        (running) => chunks(running, base, request.stream_options?.include_usage === true, echo),
-        (running) => complete(running, base, prompts.length * perPrompt, echo),
+        (running) => chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
+        (running) => complete(running, base, prompts.length * perPrompt, echo, logprobs !== undefined),
         dependencies.respond,
       );
     },

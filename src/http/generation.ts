@@ -6,7 +6,7 @@
 import type { ModelEntry } from "../catalogue.js";
 import { BadRequestError, engineErrorToApi } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
-import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions } from "../engine/types.js";
+import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob } from "../engine/types.js";
 import type { Usage } from "../wire/schemas.js";
 import type { Tokenizer } from "../tokenizer.js";
 import type { HttpDependencies } from "./dependencies.js";
@@ -29,11 +29,33 @@ export interface ChoicePart {
 export interface UsageTotals {
   promptTokens: number;
   completionTokens: number;
+  /** Of `promptTokens`, those the engine reused from its cache rather than prefilled. */
+  cachedTokens?: number;
 }
 
 /** OpenAI's usage object; `total_tokens` is always prompt + completion. */
 export function wireUsage(totals: UsageTotals): Usage {
-  return { prompt_tokens: totals.promptTokens, completion_tokens: totals.completionTokens, total_tokens: totals.promptTokens + totals.completionTokens };
+  return {
+    prompt_tokens: totals.promptTokens,
+    completion_tokens: totals.completionTokens,
+    total_tokens: totals.promptTokens + totals.completionTokens,
+    ...(totals.cachedTokens ? { prompt_tokens_details: { cached_tokens: totals.cachedTokens } } : {}),
+  };
+}
+
+/**
+ * Adds one generated prompt's usage to `totals`. The prompt is billed whole, the way the hosted
+ * API bills a cached prefix: an engine that reused a prefix of this very prompt from its KV cache
+ * reports fewer prefilled tokens than the prompt has, and the difference is reported as cached.
+ * An engine that saw more than we counted is billed for what it saw.
+ */
+function addPromptUsage(totals: UsageTotals, counted: number, prefilled: number | null): void {
+  if (prefilled === null || prefilled >= counted) {
+    totals.promptTokens += prefilled ?? counted;
+    return;
+  }
+  totals.promptTokens += counted;
+  totals.cachedTokens = (totals.cachedTokens ?? 0) + counted - prefilled;
 }
 
 function contextExceeded(window: number, param: string, tokens: string): BadRequestError {
@@ -112,15 +134,18 @@ export function toWireFinishReason(reason: FinishReason): "stop" | "length" {
   return reason === "length" ? "length" : "stop";
 }
 
-/** Drains a generation into each choice's text (after `prefix`) and finish reason, and the usage. */
+/** Drains a generation into each choice's text (after `prefix`), token log probabilities and finish reason, and the usage. */
 export async function collect(generation: Generation, choiceCount: number, prefix: (choice: number) => string = () => "") {
   const texts = Array.from({ length: choiceCount }, (_, choice) => prefix(choice));
+  const logprobs: TokenLogprob[][] = Array.from({ length: choiceCount }, () => []);
   const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
   for await (const { choice, part } of generation.parts) {
-    if (part.type === "text-delta") texts[choice] += part.text;
-    else reasons[choice] = toWireFinishReason(part.reason);
+    if (part.type === "text-delta") {
+      texts[choice] += part.text;
+      if (part.logprobs) logprobs[choice]?.push(...part.logprobs);
+    } else reasons[choice] = toWireFinishReason(part.reason);
   }
-  return { texts, reasons, usage: wireUsage(generation.usage()) };
+  return { texts, reasons, logprobs, usage: wireUsage(generation.usage()) };
 }
 
 /** A running generation: its parts, in order, and the usage once they are drained. */
@@ -186,7 +211,7 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
           for await (const part of engine.generate(request, signal)) {
             if (part.type === "finish") {
               // The prompt is billed once however many choices it has, as the hosted API does.
-              if (copy === 0) totals.promptTokens += part.usage.promptTokens ?? prompt.promptTokens;
+              if (copy === 0) addPromptUsage(totals, prompt.promptTokens, part.usage.promptTokens);
               totals.completionTokens += part.usage.completionTokens;
             } else firstTokenAt ??= clock();
             yield { choice, part };

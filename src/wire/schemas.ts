@@ -93,9 +93,8 @@ const sampling = {
   seed: z.number().int().nullish(),
   n: z.number().int().min(1).max(16).nullish(),
   user: z.string().optional(),
-  // Accepted only in their "off" form: anything else is refused as unsupported, not dropped.
-  logprobs: z.union([z.literal(false), z.null()]).optional(),
-  logit_bias: z.union([z.strictObject({}), z.null()]).optional(),
+  // Token ids (as strings) to a bias in [-100, 100]; ids beyond the vocabulary are refused by the handler.
+  logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), z.number().min(-100).max(100)).nullish(),
 };
 
 export const chatCompletionRequestSchema = z.strictObject({
@@ -107,7 +106,8 @@ export const chatCompletionRequestSchema = z.strictObject({
   tools: z.array(toolSchema).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  top_logprobs: z.null().optional(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
   // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
   metadata: z
     .record(z.string().max(64, "keys must be at most 64 characters"), z.string().max(512, "values must be at most 512 characters"))
@@ -135,6 +135,8 @@ export const completionRequestSchema = z.strictObject({
   echo: z.boolean().nullish(),
   suffix: z.null().optional(),
   best_of: z.number().int().min(1).max(20).nullish(),
+  // The legacy form: how many alternatives to list per token, up to 5.
+  logprobs: z.union([z.literal(false), z.number().int().min(0).max(5)]).nullish(),
   ...sampling,
 });
 
@@ -150,6 +152,21 @@ export const usageSchema = z.strictObject({
   prompt_tokens: z.number().int().min(0),
   completion_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0),
+  /** Present when part of the prompt was a prefix the engine already held (its KV cache); those tokens are in `prompt_tokens` too. */
+  prompt_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }).optional(),
+});
+
+/** One generated token's log probability, and the most likely alternatives at its position. */
+const alternativeSchema = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.number().int()).nullable() });
+export const tokenLogprobSchema = z.strictObject({ ...alternativeSchema.shape, top_logprobs: z.array(alternativeSchema) });
+/** A chat choice's `logprobs` when asked for: its content tokens (no refusals here). */
+export const chatLogprobsSchema = z.strictObject({ content: z.array(tokenLogprobSchema).nullable(), refusal: z.array(tokenLogprobSchema).nullable() });
+/** A legacy completion choice's `logprobs`: parallel lists, the alternatives as token → logprob. */
+export const legacyLogprobsSchema = z.strictObject({
+  tokens: z.array(z.string()),
+  token_logprobs: z.array(z.number()),
+  top_logprobs: z.array(z.record(z.string(), z.number())),
+  text_offset: z.array(z.number().int()),
 });
 
 /** What every generation response and chunk carries besides its choices. */
@@ -175,7 +192,7 @@ export const chatCompletionSchema = z.strictObject({
         /** The deprecated form, for requests that used `functions`. */
         function_call: z.strictObject({ name: z.string(), arguments: z.string() }).optional(),
       }),
-      logprobs: z.null(),
+      logprobs: chatLogprobsSchema.nullable(),
       finish_reason: finishReasonSchema,
     }),
   ),
@@ -203,7 +220,7 @@ export const chatCompletionChunkSchema = z.strictObject({
         tool_calls: z.array(toolCallDeltaSchema).optional(),
         function_call: z.strictObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
       }),
-      logprobs: z.null(),
+      logprobs: chatLogprobsSchema.nullable(),
       finish_reason: finishReasonSchema.nullable(),
     }),
   ),
@@ -217,7 +234,7 @@ export const textCompletionSchema = z.strictObject({
     z.strictObject({
       index: z.number().int(),
       text: z.string(),
-      logprobs: z.null(),
+      logprobs: legacyLogprobsSchema.nullable(),
       finish_reason: finishReasonSchema.nullable(),
     }),
   ),
@@ -306,6 +323,8 @@ export const errorBodySchema = z.strictObject({
 
 export type FinishReason = z.infer<typeof finishReasonSchema>;
 export type Usage = z.infer<typeof usageSchema>;
+export type TokenLogprobWire = z.infer<typeof tokenLogprobSchema>;
+export type LegacyLogprobs = z.infer<typeof legacyLogprobsSchema>;
 export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
 export type ChatCompletionChunk = z.infer<typeof chatCompletionChunkSchema>;
 export type TextCompletion = z.infer<typeof textCompletionSchema>;

@@ -57,38 +57,46 @@ test("model info sees WebGPU and the f32 build before loading", async () => {
 
 const flagTool = { type: "function" as const, function: { name: "f", description: "Set a flag", parameters: { type: "object", properties: { b: { type: "boolean" } }, required: ["b"], additionalProperties: false } } };
 
-test("a required tool call on the real engine has schema-valid arguments, not streamed and streamed", async () => {
-  test.setTimeout(60 * 60_000);
+test("a required tool call on the real engine, streamed: schema-valid arguments, and the tool prompt billed exactly as counted", async () => {
+  test.setTimeout(40 * 60_000);
+  const history = [{ role: "user" as const, content: "Set it." }];
   const result = await page.evaluate(
-    async ({ id, tool }) => {
-      // Each call takes minutes here: a long tool prompt, then a grammar-constrained reply.
-      const client = window.harness.client(undefined, 45 * 60_000);
-      const messages = [{ role: "user" as const, content: "Set it." }];
+    async ({ id, tool, messages }) => {
+      // Minutes here: a long tool prompt, then a grammar-constrained reply. The non-streamed
+      // shape of a tool call is checked on the deterministic engine; here it is the real decode.
+      const client = window.harness.client(undefined, 35 * 60_000);
       // One call exactly: with parallel calls allowed, random weights may open another one. The
-      // grammar leaves the model no choice but the call (32 tokens seen), then the end token.
-      const request = { model: id, messages, tools: [tool], tool_choice: "required" as const, parallel_tool_calls: false, max_tokens: 64, temperature: 0 };
-      const whole = await client.chat.completions.create(request);
-      const stream = await client.chat.completions.create({ ...request, stream: true });
+      // grammar leaves the model no choice but the call (with or without Python's spaces), then the end token.
+      const stream = await client.chat.completions.create({
+        model: id,
+        messages,
+        tools: [tool],
+        tool_choice: "required",
+        parallel_tool_calls: false,
+        max_tokens: 64,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let name = "";
       let args = "";
       let finish: string | null = null;
+      let usage: unknown = null;
       for await (const chunk of stream) {
         for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
           name += call.function?.name ?? "";
           args += call.function?.arguments ?? "";
         }
         finish = chunk.choices[0]?.finish_reason ?? finish;
+        usage = chunk.usage ?? usage;
       }
-      return { whole, streamed: { name, args, finish } };
+      return { name, args, finish, usage: usage as { prompt_tokens: number } };
     },
-    { id: modelId, tool: flagTool },
+    { id: modelId, tool: flagTool, messages: history },
   );
-  const choice = result.whole.choices[0]!;
-  expect(choice.finish_reason).toBe("tool_calls");
-  const call = choice.message.tool_calls![0]! as { function: { name: string; arguments: string } };
-  expect(call.function.name).toBe("f");
-  expect(JSON.parse(call.function.arguments)).toEqual({ b: expect.any(Boolean) });
-  expect(result.streamed).toEqual({ name: "f", args: call.function.arguments, finish: "tool_calls" });
+  expect(result).toMatchObject({ name: "f", finish: "tool_calls" });
+  expect(JSON.parse(result.args)).toEqual({ b: expect.any(Boolean) });
+  expect(result.usage.prompt_tokens).toBe(qwenTokenizer().encode(renderChat("qwen2", history, [{ ...flagTool.function }])).length);
 });
 
 let nonStreamingText = "";
@@ -135,6 +143,28 @@ test("a streaming chat completion on the real engine gives the same text at temp
   expect(usage?.total_tokens).toBe((usage?.prompt_tokens ?? 0) + 2);
   const text = choiceChunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
   expect(text).toBe(nonStreamingText);
+});
+
+test("a second turn: web-llm is fed our rendering in pieces, reuses the first turn from its KV cache, and the whole prompt is billed", async () => {
+  test.setTimeout(600_000);
+  const system = { role: "system" as const, content: "You are brief." };
+  const first = [system, ...messages];
+  const turn1 = await page.evaluate(
+    ({ id, history }) => window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 2, temperature: 0 }),
+    { id: modelId, history: first },
+  );
+  const reply = chatCompletionSchema.parse(turn1).choices[0]?.message.content ?? "";
+  expect(chatCompletionSchema.parse(turn1).usage.prompt_tokens).toBe(qwenTokenizer().encode(renderChat("qwen2", first)).length);
+  const second = [...first, { role: "assistant" as const, content: reply }, { role: "user" as const, content: "And tomorrow?" }];
+  const turn2 = chatCompletionSchema.parse(
+    await page.evaluate(({ id, history }) => window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 1, temperature: 0 }), { id: modelId, history: second }),
+  );
+  const whole = renderChat("qwen2", second);
+  const newPart = whole.slice(renderChat("qwen2", first).length + reply.length);
+  expect(newPart.startsWith("<|im_end|>\n<|im_start|>user\nAnd tomorrow?")).toBe(true);
+  // Billed: the whole prompt, as counted. Prefilled: exactly our new piece, tokenized by web-llm.
+  expect(turn2.usage.prompt_tokens).toBe(qwenTokenizer().encode(whole).length);
+  expect(turn2.usage.prompt_tokens_details?.cached_tokens).toBe(turn2.usage.prompt_tokens - qwenTokenizer().encode(newPart).length);
 });
 
 test("a legacy completion on the real engine", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/catalogue.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import type { GenerationPart, GenerationRequest } from "../../src/engine/types.js";
-import { renderChat } from "../../src/templates.js";
+import { renderChat, renderChatSegments } from "../../src/templates.js";
 import { tokenizers } from "./support.js";
 
 const model = Catalogue.create().get("alpha3:8b-instruct-q8_0")!;
@@ -11,7 +11,7 @@ const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
 function request(overrides: Partial<GenerationRequest["sampling"]> = {}, content = "Tell me something."): GenerationRequest {
   return {
     model,
-    input: { kind: "chat", messages: [{ role: "user", content }] },
+    input: { kind: "chat", messages: [{ role: "user", content }], segments: renderChatSegments(model.family, [{ role: "user", content }]) },
     sampling: { temperature: 1, topP: 1, maxTokens: 500, stop: [], presencePenalty: 0, frequencyPenalty: 0, ...overrides },
   };
 }

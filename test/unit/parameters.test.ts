@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
-import { makeApp, sseEvents, type TestApp } from "./support.js";
+import { DeterministicEngine } from "../../src/engine/deterministic.js";
+import type { GenerationRequest } from "../../src/engine/types.js";
+import { makeApp, sseEvents, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
@@ -120,5 +122,92 @@ describe("parameters", () => {
     const orphan = await refusal(test, "/v1/chat/completions", { model, functions: [weather], messages: [{ role: "user", content: "Hi" }, { role: "function", name: "get_weather", content: "{}" }] });
     expect(orphan).toMatchObject({ status: 400, param: "messages[1]" });
     expect((await refusal(test, "/v1/chat/completions", { ...request, tools: [{ type: "function", function: weather }] })).param).toBe("functions");
+  });
+});
+
+describe("logprobs, top_logprobs and logit_bias", () => {
+  it("chat logprobs: one entry per generated token, the alternatives led by the token itself, the tokens spelling the reply", async () => {
+    const test = await makeApp();
+    const { status, body } = await chat(test, { logprobs: true, top_logprobs: 3, max_tokens: 6 });
+    expect(status).toBe(200);
+    const parsed = chatCompletionSchema.parse(body);
+    const content = parsed.choices[0]!.logprobs!.content!;
+    expect(content).toHaveLength(parsed.usage.completion_tokens);
+    expect(content.map((entry) => entry.token).join("")).toBe(parsed.choices[0]!.message.content);
+    for (const entry of content) {
+      expect(entry.logprob).toBeLessThan(0);
+      expect(entry.top_logprobs).toHaveLength(3);
+      expect(entry.top_logprobs[0]).toEqual({ token: entry.token, logprob: entry.logprob, bytes: entry.bytes });
+      expect(entry.top_logprobs.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0)).toBeLessThanOrEqual(1);
+      expect(Buffer.from(entry.bytes!).toString("utf8")).toBe(entry.token);
+    }
+    // Not asked: null, as OpenAI answers.
+    expect(chatCompletionSchema.parse((await chat(test, {})).body).choices[0]!.logprobs).toBeNull();
+    expect(chatCompletionSchema.parse((await chat(test, { logprobs: true })).body).choices[0]!.logprobs!.content![0]!.top_logprobs).toEqual([]);
+  });
+
+  it("chat logprobs streamed: each content chunk carries the entries of the tokens it completes", async () => {
+    const test = await makeApp();
+    const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 6, logprobs: true, top_logprobs: 1, stream: true, stream_options: { include_usage: true } }));
+    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const withContent = chunks.filter((chunk) => chunk.choices[0]?.delta.content);
+    expect(withContent.length).toBeGreaterThan(0);
+    for (const chunk of withContent) expect(chunk.choices[0]!.logprobs!.content!.map((entry) => entry.token).join("")).toBe(chunk.choices[0]!.delta.content);
+    const entries = withContent.flatMap((chunk) => chunk.choices[0]!.logprobs!.content!);
+    expect(entries).toHaveLength(chunks.at(-1)!.usage!.completion_tokens);
+    expect(chunks.filter((chunk) => !chunk.choices[0]?.delta.content).every((chunk) => (chunk.choices[0]?.logprobs ?? null) === null)).toBe(true);
+  });
+
+  it("refuses top_logprobs without logprobs, and above the 5 alternatives the engines compute, in OpenAI's words", async () => {
+    const test = await makeApp();
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, top_logprobs: 2 })).toMatchObject({ status: 400, param: "top_logprobs", code: "invalid_value" });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 6 })).toMatchObject({
+      status: 400,
+      param: "top_logprobs",
+      code: "integer_above_max_value",
+      message: expect.stringMatching(/^Invalid 'top_logprobs': integer above maximum value. Expected a value <= 5/),
+    });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 21 })).toMatchObject({ status: 400, param: "top_logprobs" });
+  });
+
+  it("legacy logprobs: the legacy lists, offsets into the text, and no echo with them", async () => {
+    const test = await makeApp();
+    const response = await test.app.handle(test.post("/v1/completions", { model, prompt: "Once upon a time", max_tokens: 5, logprobs: 2 }));
+    const parsed = textCompletionSchema.parse(await response.json());
+    const choice = parsed.choices[0]!;
+    const logprobs = choice.logprobs!;
+    expect(logprobs.tokens).toHaveLength(parsed.usage!.completion_tokens);
+    expect(logprobs.tokens.join("")).toBe(choice.text);
+    expect(logprobs.token_logprobs).toHaveLength(logprobs.tokens.length);
+    expect(logprobs.text_offset[0]).toBe(0);
+    logprobs.tokens.forEach((token, index) => {
+      if (index > 0) expect(logprobs.text_offset[index]).toBe(logprobs.text_offset[index - 1]! + logprobs.tokens[index - 1]!.length);
+      expect(Object.keys(logprobs.top_logprobs[index]!)).toContain(token);
+    });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 6 })).toMatchObject({ status: 400, param: "logprobs" });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 1, echo: true })).toMatchObject({ status: 400, param: "echo", code: "unsupported_parameter" });
+    const plain = textCompletionSchema.parse(await (await test.app.handle(test.post("/v1/completions", { model, prompt: "x", max_tokens: 2, logprobs: null }))).json());
+    expect(plain.choices[0]!.logprobs).toBeNull();
+  });
+
+  it("logit_bias: token ids within the vocabulary, biases within [-100, 100], passed to the engine", async () => {
+    const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
+    const seen: GenerationRequest[] = [];
+    const generate = engine.generate.bind(engine);
+    engine.generate = (request, signal) => {
+      seen.push(request);
+      return generate(request, signal);
+    };
+    const test = await makeApp({ engine });
+    expect((await chat(test, { logit_bias: { "128000": -100, "9906": 5.5 } })).status).toBe(200);
+    expect(seen[0]?.sampling.logitBias).toEqual({ 128000: -100, 9906: 5.5 });
+    expect((await chat(test, { logit_bias: {} })).status).toBe(200);
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "999999": 1 } })).toMatchObject({
+      status: 400,
+      param: "logit_bias",
+      message: "Invalid key in 'logit_bias': 999999. Maximum value is 128255.",
+    });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "1": 101 } })).toMatchObject({ status: 400, param: "logit_bias.1" });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logit_bias: { "-1": 1 } })).toMatchObject({ status: 400 });
   });
 });

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { modelFamilies, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
+import type { Engine, EngineMessage, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
+import { renderChat, renderChatSegments } from "../../src/templates.js";
+import { chatCompletionSchema } from "../../src/wire/schemas.js";
+import { makeApp, tokenizers } from "./support.js";
+
+const conversation: EngineMessage[] = [
+  { role: "system", content: "Be brief." },
+  { role: "user", content: "Hi" },
+  { role: "assistant", content: "Hello! How can I help?" },
+  { role: "user", content: "A joke?" },
+  { role: "assistant", content: "Why did the chicken cross the road?" },
+  { role: "user", content: "Why?" },
+];
+
+describe("the prompt in pieces", () => {
+  it("joins back to the whole rendering for every family, and cuts out each reply the template writes verbatim", () => {
+    for (const family of modelFamilies) {
+      for (const messages of [conversation, conversation.slice(1), conversation.slice(0, 2)]) {
+        const segments = renderChatSegments(family, messages);
+        expect(segments.map((segment) => segment.text).join("")).toBe(renderChat(family, messages));
+        const replies = segments.filter((segment) => segment.reply).map((segment) => segment.text);
+        // Mistral's layout moves the system prompt and spaces a reply from [/INST]: no reply is
+        // ever written right after the earlier turns' prompt, so nothing is cut (no reuse).
+        const expected = family === "mistral" ? [] : messages.filter((message) => message.role === "assistant").map((message) => message.content);
+        expect(replies).toEqual(expected);
+      }
+    }
+  });
+
+  it("does not cut a reply the template changes (trimmed) or rewrites (tool calls)", () => {
+    const padded: EngineMessage[] = [{ role: "user", content: "Hi" }, { role: "assistant", content: " Hello " }, { role: "user", content: "Bye" }];
+    expect(renderChatSegments("llama3", padded).some((segment) => segment.reply)).toBe(false);
+    expect(renderChatSegments("qwen2", padded).filter((segment) => segment.reply)).toEqual([{ text: " Hello ", reply: true }]);
+    const calls: EngineMessage[] = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "f", arguments: "{}" }] },
+      { role: "tool", content: "ok", toolCallId: "call_1" },
+    ];
+    expect(renderChatSegments("qwen2", calls)).toEqual([{ text: renderChat("qwen2", calls), reply: false }]);
+  });
+
+  it("become web-llm messages that alternate, end with a user turn, and add nothing under the verbatim template", () => {
+    const segments = renderChatSegments("qwen2", conversation);
+    const messages = verbatimMessages(segments);
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+    expect(messages.map((message) => message.content).join("")).toBe(renderChat("qwen2", conversation));
+    // What web-llm's Conversation adds around each message, and its system prompt: nothing.
+    expect(verbatimConversation.system_template.replace("{system_message}", verbatimConversation.system_message)).toBe("");
+    expect([verbatimConversation.roles.user, verbatimConversation.roles.assistant, verbatimConversation.role_content_sep, verbatimConversation.role_empty_sep, ...verbatimConversation.seps]).toEqual(["", "", "", "", ""]);
+    expect(verbatimConversation.system_prefix_token_ids).toBeNull();
+  });
+});
+
+class PrefixCachingEngine implements Engine {
+  readonly name = "prefix-caching";
+  seen: GenerationRequest[] = [];
+  constructor(private readonly prefilled: number) {}
+  async device(): Promise<DeviceFeatures> {
+    return { webgpu: true, features: new Set() };
+  }
+  async status(): Promise<ModelStatus> {
+    return { downloaded: true, loaded: true, runnable: { ok: true, reason: null }, build: null };
+  }
+  async load(_model: ModelEntry): Promise<void> {}
+  async *generate(request: GenerationRequest): AsyncGenerator<GenerationPart> {
+    this.seen.push(request);
+    yield { type: "text-delta", text: "Fine." };
+    yield { type: "finish", reason: "stop", usage: { promptTokens: this.prefilled, completionTokens: 2 } };
+  }
+}
+
+describe("billing a prompt whose prefix the engine had cached", () => {
+  it("bills the whole prompt as counted and reports the rest as cached_tokens, as the hosted API does", async () => {
+    const engine = new PrefixCachingEngine(7);
+    const { app, post } = await makeApp({ engine });
+    const wire = conversation.map(({ role, content }) => ({ role, content }));
+    const body = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: wire }))).json());
+    const input = engine.seen[0]!.input;
+    expect(input.kind).toBe("chat");
+    const counted = (await tokenizers.forFamily("mistral")).encode(renderChat("mistral", conversation)).length;
+    expect(input.kind === "chat" && input.segments.map((segment) => segment.text).join("")).toBe(renderChat("mistral", conversation));
+    expect(body.usage).toEqual({ prompt_tokens: counted, completion_tokens: 2, total_tokens: counted + 2, prompt_tokens_details: { cached_tokens: counted - 7 } });
+  });
+
+  it("bills what an engine saw when it saw more than we counted, and reports nothing cached", async () => {
+    const engine = new PrefixCachingEngine(100_000);
+    const { app, post } = await makeApp({ engine });
+    const body = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "Hi" }] }))).json());
+    expect(body.usage).toEqual({ prompt_tokens: 100_000, completion_tokens: 2, total_tokens: 100_002 });
+  });
+});
