@@ -83,6 +83,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
           endpoint: "completions",
           // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
           body: { ...(json as Record<string, unknown>), max_tokens: maxTokens },
+          ...(prompts.length > 1 ? { prompts } : {}),
           stream: request.stream === true,
           includeUsage: request.stream_options?.include_usage === true,
           promptTokens: counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),

@@ -31,6 +31,12 @@ export interface ForwardPlan {
   endpoint: "chat/completions" | "completions";
   /** The client's request as validated; forwarded with the upstream's model name. */
   body: Record<string, unknown>;
+  /**
+   * A legacy completion's several prompts: sent one call per prompt to the same upstream (Ollama
+   * takes one prompt only, llama-server answers several as an array), the choices re-indexed in
+   * prompt order and the usages summed into the request's one bill.
+   */
+  prompts?: string[];
   stream: boolean;
   includeUsage: boolean;
   /** Counted here with the family tokenizer: what is admitted, and the estimate's prompt. */
@@ -120,6 +126,12 @@ function mergeCompletions(parts: unknown[]): unknown {
   return { ...objects[0], choices, usage };
 }
 
+/** Two usages summed; none when either is missing. */
+function sumUsage(total: UpstreamUsage | null, each: UpstreamUsage | null): UpstreamUsage | null {
+  if (!total || !each) return null;
+  return { prompt_tokens: total.prompt_tokens + each.prompt_tokens, completion_tokens: total.completion_tokens + each.completion_tokens, total_tokens: total.prompt_tokens + each.prompt_tokens + total.completion_tokens + each.completion_tokens };
+}
+
 /** The chat deltas' first per choice carries `role`, as OpenAI's do; some upstreams (llama-server) leave it out. */
 function withRoles(choices: UpstreamChoice[], started: Set<number>): UpstreamChoice[] {
   return choices.map((choice) => {
@@ -173,14 +185,18 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         }
         headers.authorization = `Bearer ${secret}`;
       }
-      const body = {
-        ...plan.body,
-        model: upstream.model,
-        ...(plan.stream ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } } : {}),
+      const send = (prompt: string | undefined) => {
+        const body = {
+          ...plan.body,
+          model: upstream.model,
+          ...(prompt !== undefined ? { prompt } : {}),
+          ...(plan.stream ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } } : {}),
+        };
+        return dependencies.fetch(endpointUrl(upstream, plan.endpoint), { method: "POST", headers, body: JSON.stringify(body), signal });
       };
       let response: Response;
       try {
-        response = await dependencies.fetch(endpointUrl(upstream, plan.endpoint), { method: "POST", headers, body: JSON.stringify(body), signal });
+        response = await send(plan.prompts?.[0]);
       } catch (error) {
         if (signal.aborted) throw error;
         // A refused connection and a missing CORS header look the same from inside the browser.
@@ -198,8 +214,9 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         failures.push(`${upstream.name}: HTTP ${response.status}: ${reason.message}`);
         continue;
       }
+      const responses = oneAfterAnother(response, upstream, (index) => send(plan.prompts?.[index]));
       context.headers = { ...context.headers, ...routeHeaders(plan.decision, upstream) };
-      return plan.stream ? streamed(response, upstream) : await whole(response, upstream);
+      return plan.stream ? streamed(responses, upstream) : await whole(responses, upstream);
     }
   } catch (error) {
     await settle(signal.aborted ? "aborted" : "failed", nothing);
@@ -217,12 +234,39 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
     return { promptTokens: plan.promptTokens, completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0), estimated: true };
   }
 
-  async function whole(response: Response, upstream: Upstream): Promise<Response> {
+  /** The first call's answer, then each further prompt's, sent when the one before has been read. */
+  async function* oneAfterAnother(first: Response, upstream: Upstream, send: (index: number) => Promise<Response>): AsyncGenerator<Response> {
+    yield first;
+    for (let index = 1; index < (plan.prompts?.length ?? 1); index++) {
+      let response: Response;
+      try {
+        response = await send(index);
+      } catch (error) {
+        if (signal.aborted) throw error;
+        throw new ServiceUnavailableError(`${upstream.name} could not be reached for prompt ${index}: ${(error as Error).message}`, { code: "upstream_unavailable" });
+      }
+      if (!response.ok) {
+        const reason = await upstreamReason(response);
+        throw new ServiceUnavailableError(`${upstream.name} failed on prompt ${index}: HTTP ${response.status}: ${reason.message}`, { code: "upstream_error" });
+      }
+      yield response;
+    }
+  }
+
+  async function whole(responses: AsyncGenerator<Response>, upstream: Upstream): Promise<Response> {
     let parsed;
     try {
-      const body = (await response.json()) as unknown;
-      parsed = upstreamCompletionSchema.safeParse(Array.isArray(body) ? mergeCompletions(body) : body);
+      const parts: unknown[] = [];
+      for await (const response of responses) {
+        const body = (await response.json()) as unknown;
+        parts.push(...(Array.isArray(body) ? body : [body]));
+      }
+      parsed = upstreamCompletionSchema.safeParse(parts.length === 1 ? parts[0] : mergeCompletions(parts));
     } catch (error) {
+      if (error instanceof ServiceUnavailableError) {
+        await settle("failed", nothing, upstream);
+        throw error;
+      }
       await settle(signal.aborted ? "aborted" : "failed", signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing, upstream);
       throw signal.aborted ? error : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, { code: "upstream_invalid_response" });
     }
@@ -236,40 +280,26 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
     return jsonResponse({ ...withOpenAiDefaults(parsed.data, plan.model.id), usage: wireUsageOf(bill) });
   }
 
-  function streamed(response: Response, upstream: Upstream): Response {
+  function streamed(responses: AsyncGenerator<Response>, upstream: Upstream): Response {
     const produced: string[] = [];
     const started = new Set<number>();
+    const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
     async function* events(): AsyncGenerator<unknown> {
       let status: LedgerEntry["status"] = "failed";
       let usage: UpstreamUsage | null = null;
       let last: { id?: string; object?: string; created?: number; system_fingerprint?: string | null } = {};
       try {
-        for await (const data of readSse(response.body!)) {
-          if (data.trim() === "[DONE]") break;
-          let json: unknown;
-          try {
-            json = JSON.parse(data);
-          } catch {
-            throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, { code: "upstream_invalid_response" });
-          }
-          const failure = (json as { error?: { message?: string } | string }).error;
-          if (failure) throw new ServiceUnavailableError(`${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`, { code: "upstream_error" });
-          const chunk = upstreamChunkSchema.parse(json);
-          last = chunk;
-          if (chunk.usage) usage = chunk.usage;
-          for (const choice of chunk.choices) {
-            const text = producedText(choice);
-            if (text) {
-              firstTokenAt ??= clock();
-              produced[choice.index ?? 0] = (produced[choice.index ?? 0] ?? "") + text;
+        let prompt = 0;
+        for await (const response of responses) {
+          const part = eventsOf(response, upstream, prompt * perPrompt);
+          for await (const event of part) {
+            if ("usage" in event) usage = prompt === 0 ? event.usage : sumUsage(usage, event.usage);
+            else {
+              last = event.chunk;
+              yield event.chunk;
             }
           }
-          // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
-          // a choice chunk instead, or send it unasked.
-          if (chunk.choices.length === 0) continue;
-          const { usage: _usage, ...rest } = chunk;
-          const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, started) : rest.choices;
-          yield { ...withOpenAiDefaults({ ...rest, choices }, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) };
+          prompt++;
         }
         status = "completed";
         if (plan.includeUsage) {
@@ -280,6 +310,39 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         // An upstream that broke mid-stream is charged nothing, as a failed local generation is.
         await settle(status, status === "failed" ? nothing : counted(status === "completed" ? usage : null, produced), upstream);
       }
+    }
+
+    /** One upstream stream's chunks, its choices indexed from `offset`, then its usage (null when it sent none). */
+    async function* eventsOf(response: Response, upstream: Upstream, offset: number): AsyncGenerator<{ chunk: { id?: string; object?: string; created?: number; system_fingerprint?: string | null } } | { usage: UpstreamUsage | null }> {
+      let usage: UpstreamUsage | null = null;
+      for await (const data of readSse(response.body!)) {
+        if (data.trim() === "[DONE]") break;
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch {
+          throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, { code: "upstream_invalid_response" });
+        }
+        const failure = (json as { error?: { message?: string } | string }).error;
+        if (failure) throw new ServiceUnavailableError(`${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`, { code: "upstream_error" });
+        const parsed = upstreamChunkSchema.parse(json);
+        const chunk = { ...parsed, choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })) };
+        if (chunk.usage) usage = chunk.usage;
+        for (const choice of chunk.choices) {
+          const text = producedText(choice);
+          if (text) {
+            firstTokenAt ??= clock();
+            produced[choice.index] = (produced[choice.index] ?? "") + text;
+          }
+        }
+        // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
+        // a choice chunk instead, or send it unasked.
+        if (chunk.choices.length === 0) continue;
+        const { usage: _usage, ...rest } = chunk;
+        const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, started) : rest.choices;
+        yield { chunk: { ...withOpenAiDefaults({ ...rest, choices }, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) } };
+      }
+      yield { usage };
     }
     const stream = sseStream({
       events: events(),

@@ -104,11 +104,21 @@ let nonStreamingText = "";
 test("a non-streaming chat completion on the real engine: shape and real token counts", async () => {
   test.setTimeout(600_000);
   const completion = await page.evaluate(
-    ({ id, history }) => window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 2, temperature: 0 }),
+    ({ id, history }) => window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 2, temperature: 0, logprobs: true, top_logprobs: 2 }),
     { id: modelId, history: messages },
   );
   const parsed = chatCompletionSchema.parse(completion);
   expect(parsed.choices[0]?.finish_reason).toBe("length");
+  // web-llm's log probabilities, one entry per token, the greedy choice first among the alternatives.
+  const entries = parsed.choices[0]?.logprobs?.content ?? [];
+  expect(entries.length).toBeGreaterThan(0);
+  // Unless a token held part of a character (web-llm then sends one entry for the pair), the tokens spell the reply.
+  if (entries.length === 2) expect(entries.map((entry) => entry.token).join("")).toBe(parsed.choices[0]?.message.content);
+  for (const entry of entries) {
+    expect(entry.top_logprobs).toHaveLength(2);
+    expect(entry.top_logprobs[0]?.token).toBe(entry.token);
+    expect(entry.logprob).toBeLessThanOrEqual(0);
+  }
   expect(parsed.usage.completion_tokens).toBe(2);
   // web-llm's tokenizer on the model's own template agrees with ours on the same template.
   const expectedPrompt = qwenTokenizer().encode(renderChat("qwen2", messages)).length;
@@ -171,11 +181,14 @@ test("a legacy completion on the real engine", async () => {
   test.setTimeout(600_000);
   const prompt = "The capital of France is";
   const completion = await page.evaluate(
-    ({ id, text }) => window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 1, temperature: 0 }),
+    ({ id, text }) => window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 1, temperature: 0, logprobs: 1 }),
     { id: modelId, text: prompt },
   );
   const parsed = textCompletionSchema.parse(completion);
   expect(parsed.choices).toHaveLength(1);
+  const logprobs = parsed.choices[0]?.logprobs;
+  expect(logprobs?.tokens.join("")).toBe(logprobs?.tokens.length ? parsed.choices[0]?.text : "");
+  expect(logprobs?.text_offset).toEqual(logprobs?.tokens.map(() => 0));
   expect(parsed.choices[0]?.finish_reason).toBe("length");
   expect(parsed.usage?.prompt_tokens).toBe(qwenTokenizer().encode(prompt).length);
   expect(parsed.usage?.completion_tokens).toBe(1);

@@ -37,6 +37,7 @@ async function open(page: Page) {
       remote("remote-slow", ["slow"]),
       remote("remote-nocors", ["nocors"]),
       remote("remote-llama", ["llama"]),
+      remote("remote-ollama", ["ollama"]),
       { id: "alpha-3-70b-instruct", routing: "auto", upstreams: upstreamsFor(["ok"]) },
     ],
   });
@@ -110,6 +111,44 @@ test("llama-server's ways, normalised to OpenAI's: a role in the first delta, no
   expect(entries.map((entry) => [entry.model, entry.promptTokens, entry.completionTokens])).toEqual([
     ["remote-llama", 9, 5],
     ["remote-llama", 17, 4],
+  ]);
+});
+
+test("several prompts in one legacy completion, streamed and not, against llama-server and Ollama (one prompt per call): every choice, one bill each", async ({ page }) => {
+  await open(page);
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const out: Record<string, unknown> = {};
+    for (const model of ["remote-llama", "remote-ollama"]) {
+      const whole = await client.completions.create({ model, prompt: ["Once", "Twice", "Thrice"], max_tokens: 4 });
+      const stream = await client.completions.create({ model, prompt: ["Once", "Twice", "Thrice"], max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+      const texts: string[] = [];
+      let usage: unknown = null;
+      for await (const chunk of stream) {
+        for (const choice of chunk.choices) texts[choice.index] = (texts[choice.index] ?? "") + choice.text;
+        usage = chunk.usage ?? usage;
+      }
+      out[model] = { whole: { texts: whole.choices.map((choice) => [choice.index, choice.text]), usage: whole.usage }, streamed: { texts, usage } };
+    }
+    return out;
+  });
+  // "Once" and "Thrice" have even lengths (two words), "Twice" odd (three); prompt_tokens is the length.
+  const expected = {
+    whole: { texts: [[0, "The quick"], [1, "The quick brown"], [2, "The quick"]], usage: { prompt_tokens: 15, completion_tokens: 7, total_tokens: 22 } },
+    streamed: { texts: ["The quick", "The quick brown", "The quick"], usage: { prompt_tokens: 15, completion_tokens: 7, total_tokens: 22 } },
+  };
+  expect(result).toEqual({ "remote-llama": expected, "remote-ollama": expected });
+  // One upstream call per prompt, each prompt a string: what Ollama requires.
+  const legacyCalls = upstream.calls.filter((call) => call.path === "/v1/completions" && (call.mode === "ollama" || ["Once", "Twice", "Thrice"].includes(String(call.body.prompt))));
+  expect(legacyCalls.slice(-12).map((call) => [call.mode, call.body.prompt, call.body.stream === true])).toEqual(
+    ["llama", "ollama"].flatMap((mode) => [false, true].flatMap((stream) => ["Once", "Twice", "Thrice"].map((prompt) => [mode, prompt, stream]))),
+  );
+  const { entries } = await ledger(page);
+  expect(entries.slice(0, 4).map((entry) => [entry.model, entry.promptTokens, entry.completionTokens, entry.status])).toEqual([
+    ["remote-ollama", 15, 7, "completed"],
+    ["remote-ollama", 15, 7, "completed"],
+    ["remote-llama", 15, 7, "completed"],
+    ["remote-llama", 15, 7, "completed"],
   ]);
 });
 

@@ -7,9 +7,13 @@
  * - `fail`: 500 with an error body;
  * - `slow`: one word every 100 ms, up to 300; notes when the client hangs up early;
  * - `nocors`: like `ok` but without CORS headers, so a browser cannot read it;
- * - `llama`: llama.cpp's llama-server: streamed chat without `role` in the first delta and with
- *   usage sent unasked, and a legacy completion of several prompts answered as a JSON array of
- *   `text_completion` objects, one per prompt.
+ * - `llama`: llama.cpp's llama-server: streamed chat and legacy completions without `role` in the
+ *   first delta and with usage sent unasked, and a legacy completion of several prompts answered
+ *   as a JSON array of `text_completion` objects, one per prompt;
+ * - `ollama`: Ollama's OpenAI endpoint, where a legacy completion takes one prompt, a string (a
+ *   list is a 400).
+ * A legacy completion's reply depends on its prompt: two words for a prompt of even length,
+ * three for odd, and `prompt_tokens` is the prompt's length.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -46,18 +50,39 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return text;
 }
 
-/** llama-server's legacy completion: one object per prompt, in an array when there are several. */
-function llamaCompletions(body: Record<string, unknown>): unknown {
-  const prompts = Array.isArray(body.prompt) ? (body.prompt as string[]) : [String(body.prompt)];
-  const answers = prompts.map((prompt, index) => ({
-    id: `cmpl-llama-${index}`,
+/** The words a legacy completion answers `prompt` with. */
+const wordsFor = (prompt: string) => reply.slice(0, 2 + (prompt.length % 2));
+
+function completionObject(prompt: string, model: string, index: number) {
+  const words = wordsFor(prompt);
+  return {
+    id: `cmpl-upstream-${index}`,
     object: "text_completion",
     created: 1_700_000_000,
-    model: String(body.model),
-    choices: [{ index: 0, text: reply.slice(0, 2 + index).join(""), logprobs: null, finish_reason: "length" }],
-    usage: { prompt_tokens: prompt.length, completion_tokens: 2 + index, total_tokens: prompt.length + 2 + index },
-  }));
-  return answers.length === 1 ? answers[0] : answers;
+    model,
+    choices: [{ index: 0, text: words.join(""), logprobs: null, finish_reason: "length" }],
+    usage: { prompt_tokens: prompt.length, completion_tokens: words.length, total_tokens: prompt.length + words.length },
+  };
+}
+
+/** A legacy completion as llama-server (several prompts: an array) or Ollama (one string prompt only) answers it. */
+function legacyCompletion(mode: string, body: Record<string, unknown>, response: ServerResponse): void {
+  const json = (status: number, value: unknown) => response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+  const model = String(body.model);
+  if (Array.isArray(body.prompt)) {
+    if (mode === "ollama" || body.stream === true) return void json(400, { error: { message: "invalid prompt: expected a single string", type: "invalid_request_error" } });
+    return void json(200, (body.prompt as string[]).map((prompt, index) => completionObject(prompt, model, index)));
+  }
+  const prompt = String(body.prompt);
+  if (body.stream !== true) return void json(200, completionObject(prompt, model, 0));
+  const whole = completionObject(prompt, model, 0);
+  const send = (value: unknown) => response.write(`data: ${JSON.stringify({ id: whole.id, object: "text_completion", created: whole.created, model, ...(value as object) })}\n\n`);
+  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  for (const word of wordsFor(prompt)) send({ choices: [{ index: 0, text: word, logprobs: null, finish_reason: null }] });
+  send({ choices: [{ index: 0, text: "", logprobs: null, finish_reason: "length" }] });
+  const includeUsage = mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+  if (includeUsage) send({ choices: [], usage: whole.usage });
+  response.end("data: [DONE]\n\n");
 }
 
 export async function startUpstream(secret: string): Promise<Upstream> {
@@ -76,7 +101,7 @@ export async function startUpstream(secret: string): Promise<Upstream> {
     const json = (status: number, value: unknown) => response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
     if (mode === "fail") return json(500, { error: { message: "the GPU fell off the bus", type: "server_error", code: null, param: null } });
     if (mode === "ok" && call.authorization !== `Bearer ${secret}`) return json(401, { error: { message: "bad upstream key", type: "invalid_request_error", code: "invalid_api_key", param: null } });
-    if (mode === "llama" && path === "/v1/completions") return json(200, llamaCompletions(body));
+    if ((mode === "llama" || mode === "ollama") && path === "/v1/completions") return legacyCompletion(mode, body, response);
     if (path !== "/v1/chat/completions") return json(404, { error: { message: `no route ${path}` } });
 
     const words = mode === "slow" ? Array.from({ length: 300 }, (_, index) => ` w${index}`) : reply;

@@ -263,19 +263,63 @@ describe("forwarding to upstreams", () => {
     expect(chunks.every((parsed) => parsed.usage === undefined)).toBe(true);
   });
 
-  it("llama-server's answer to several prompts, an array of completions, is one completion with every choice, and billed in full", async () => {
-    const part = (text: string, prompt: number) => ({ id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text, finish_reason: "length" }], usage: { prompt_tokens: 3 + prompt, completion_tokens: 2, total_tokens: 5 + prompt } });
-    const { app, post, admin, database } = await remoteApp({
-      "https://a.example/v1/completions": () => new Response(JSON.stringify([part("one two", 0), part("three four", 1)]), { headers: { "content-type": "application/json" } }),
+  it("several prompts: one upstream call per prompt (Ollama takes one, llama-server answers several as an array), choices in prompt order, one bill", async () => {
+    const answer = (call: Call) => {
+      const prompt = String(call.body.prompt);
+      const n = Number(call.body.n ?? 1);
+      return Response.json({
+        id: "cmpl-up",
+        object: "text_completion",
+        created: 1,
+        model: "m",
+        choices: Array.from({ length: n }, (_, index) => ({ index, text: `${prompt}${index}`, finish_reason: "length" })),
+        usage: { prompt_tokens: 3, completion_tokens: 2 * n, total_tokens: 3 + 2 * n },
+      });
+    };
+    const { app, post, admin, database, calls } = await remoteApp({ "https://a.example/v1/completions": answer });
+    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2, n: 2 }));
+    expect(response.status).toBe(200);
+    expect(calls.map((call) => call.body.prompt)).toEqual(["A", "B"]);
+    const body = textCompletionSchema.parse(await response.json());
+    expect(body.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, "A0"], [1, "A1"], [2, "B0"], [3, "B1"]]);
+    expect(body.usage).toEqual({ prompt_tokens: 6, completion_tokens: 8, total_tokens: 14 });
+    const entries = await admin.ledger({ limit: 5 });
+    expect(entries.filter((entry) => entry.requestId === response.headers.get("x-request-id"))).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ status: "completed", promptTokens: 6, completionTokens: 8 });
+    await checkLedgerInvariant(database);
+  });
+
+  it("several prompts streamed: each prompt's stream in turn, choices re-indexed, the usages summed in one last chunk", async () => {
+    const stream = (call: Call) => {
+      const prompt = String(call.body.prompt);
+      const text = (content: string, finish: string | null = null) => ({ id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: content, finish_reason: finish }] });
+      return new Response(sseBody([text(`${prompt}-a`), text(`${prompt}-b`, "length"), { id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }]));
+    };
+    const { app, post, admin, calls } = await remoteApp({ "https://a.example/v1/completions": stream });
+    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B", "C"], max_tokens: 2, stream: true, stream_options: { include_usage: true } }));
+    const events = sseEvents(await response.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((event) => textCompletionSchema.parse(JSON.parse(event)));
+    expect(calls.map((call) => call.body.prompt)).toEqual(["A", "B", "C"]);
+    expect(chunks.filter((chunk) => chunk.choices.length).map((chunk) => [chunk.choices[0]!.index, chunk.choices[0]!.text])).toEqual([
+      [0, "A-a"], [0, "A-b"], [1, "B-a"], [1, "B-b"], [2, "C-a"], [2, "C-b"],
+    ]);
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } });
+    expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({ status: "completed", promptTokens: 12, completionTokens: 6 });
+  });
+
+  it("several prompts: a later prompt's failure fails the request, charging nothing", async () => {
+    let count = 0;
+    const { app, post, admin } = await remoteApp({
+      "https://a.example/v1/completions": () =>
+        ++count === 1
+          ? Response.json({ id: "x", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: "ok", finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })
+          : new Response("overloaded", { status: 503 }),
     });
     const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2 }));
-    expect(response.status).toBe(200);
-    const body = textCompletionSchema.parse(await response.json());
-    expect(body.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, "one two"], [1, "three four"]]);
-    expect(body.usage).toEqual({ prompt_tokens: 7, completion_tokens: 4, total_tokens: 11 });
-    const [entry] = await admin.ledger({ limit: 1 });
-    expect(entry).toMatchObject({ status: "completed", promptTokens: 7, completionTokens: 4 });
-    await checkLedgerInvariant(database);
+    expect(response.status).toBe(503);
+    expect((await response.json()).error.message).toMatch(/failed on prompt 1: HTTP 503: overloaded/);
+    expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({ status: "failed", amountNanoUsd: 0 });
   });
 
   it("says where a model is served, and why, in model info", async () => {
