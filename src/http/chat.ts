@@ -24,8 +24,11 @@ function text(content: ChatMessage["content"]): string {
  * audio output, and image, audio or file inputs (every model here reads and writes text only).
  */
 function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
-  for (const name of ["reasoning_effort", "audio"] as const) {
+  for (const name of ["reasoning_effort", "audio", "verbosity"] as const) {
     if (request[name] != null) throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, { param: name, code: "unsupported_parameter" });
+  }
+  if (request.web_search_options != null) {
+    throw new BadRequestError("Web search options not supported with this model.", { param: "web_search_options", code: "unsupported_parameter" });
   }
   request.messages.forEach((message, index) => {
     if (!Array.isArray(message.content)) return;

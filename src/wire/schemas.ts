@@ -15,7 +15,9 @@ const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "fil
 const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
 
 export const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
-const streamOptions = z.strictObject({ include_usage: z.boolean().optional() });
+// include_obfuscation: accepted; the padding it turns on guards against a network observer
+// reading token lengths, and these streams never leave the device.
+const streamOptions = z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() });
 
 const functionName = z
   .string()
@@ -123,6 +125,8 @@ export const chatCompletionRequestSchema = z.strictObject({
   // Known to OpenAI, refused for these models in OpenAI's words by the handler.
   reasoning_effort: z.unknown().optional(),
   audio: z.unknown().optional(),
+  verbosity: z.unknown().optional(),
+  web_search_options: z.unknown().optional(),
   ...sampling,
 });
 

@@ -41,6 +41,15 @@ describe("parameters", () => {
     }
   });
 
+  it("accepts stream_options.include_obfuscation: the padding guards a network the stream never crosses", async () => {
+    const test = await makeApp();
+    for (const include_obfuscation of [true, false]) {
+      const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true, stream_options: { include_obfuscation } }));
+      expect(response.status).toBe(200);
+      expect(sseEvents(await response.text()).at(-1)).toBe("[DONE]");
+    }
+  });
+
   it("echoes service_tier with the tier that served it", async () => {
     const test = await makeApp();
     const { status, body } = await chat(test, { service_tier: "auto" });
@@ -69,6 +78,16 @@ describe("parameters", () => {
       message: "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
     });
     expect(await refusal(test, "/v1/chat/completions", { model, messages, audio: { voice: "alloy", format: "wav" } })).toMatchObject({ status: 400, param: "audio" });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, verbosity: "low" })).toMatchObject({
+      status: 400,
+      param: "verbosity",
+      message: "Unsupported parameter: 'verbosity' is not supported with this model.",
+    });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, web_search_options: {} })).toMatchObject({
+      status: 400,
+      param: "web_search_options",
+      message: "Web search options not supported with this model.",
+    });
     expect((await refusal(test, "/v1/chat/completions", { model, messages, modalities: ["text", "audio"] })).status).toBe(400);
     const image = await refusal(test, "/v1/chat/completions", {
       model,
