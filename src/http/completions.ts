@@ -1,4 +1,5 @@
 import { BadRequestError } from "../errors.js";
+import type { TokenLogprob } from "../engine/types.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
 import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
@@ -36,15 +37,33 @@ async function* chunks(generation: Generation, base: Base, includeUsage: boolean
   }
 }
 
-async function complete(generation: Generation, base: Base, choiceCount: number, echo: (choice: number) => string, logprobsAsked: boolean): Promise<TextCompletion> {
-  const { texts, reasons, logprobs, usage } = await collect(generation, choiceCount, echo);
+interface ChoiceCounts {
+  prompts: number;
+  /** Choices returned per prompt (`n`). */
+  perPrompt: number;
+  /** Candidates generated per prompt (`best_of`), the best `perPrompt` of which are returned. */
+  bestOf: number;
+}
+
+/** Mean log probability per token: "the best" as the hosted API ranks `best_of` candidates. */
+function meanLogprob(tokens: readonly TokenLogprob[]): number {
+  return tokens.length === 0 ? Number.NEGATIVE_INFINITY : tokens.reduce((sum, token) => sum + token.logprob, 0) / tokens.length;
+}
+
+async function complete(generation: Generation, base: Base, counts: ChoiceCounts, echo: (choice: number) => string, logprobsAsked: boolean): Promise<TextCompletion> {
+  const { texts, reasons, logprobs, usage } = await collect(generation, counts.prompts * counts.bestOf, (candidate) => echo(Math.floor(candidate / counts.bestOf) * counts.perPrompt));
+  const chosen = Array.from({ length: counts.prompts }, (_, prompt) => {
+    const candidates = Array.from({ length: counts.bestOf }, (_, copy) => prompt * counts.bestOf + copy);
+    // A stable sort keeps generation order among equals, so best_of == n returns every candidate in order.
+    return counts.bestOf === counts.perPrompt ? candidates : candidates.sort((a, b) => meanLogprob(logprobs[b] ?? []) - meanLogprob(logprobs[a] ?? [])).slice(0, counts.perPrompt);
+  }).flat();
   return {
     ...base,
-    choices: texts.map((text, index) => ({
+    choices: chosen.map((candidate, index) => ({
       index,
-      text,
-      logprobs: logprobsAsked ? toLegacyLogprobs(logprobs[index] ?? [], echo(index).length) : null,
-      finish_reason: reasons[index] ?? "stop",
+      text: texts[candidate] ?? "",
+      logprobs: logprobsAsked ? toLegacyLogprobs(logprobs[candidate] ?? [], echo(index).length) : null,
+      finish_reason: reasons[candidate] ?? "stop",
     })),
     usage,
   };
@@ -61,12 +80,10 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
-      if (request.best_of != null && request.best_of !== (request.n ?? 1)) {
-        // best_of > n would rank candidates by log probability, which the engines do not report.
-        throw new BadRequestError(
-          request.best_of < (request.n ?? 1) ? "best_of must be greater than or equal to n." : `best_of greater than n is not supported: give best_of equal to n (${request.n ?? 1}) or leave it out.`,
-          { param: "best_of", code: "invalid_value" },
-        );
+      const bestOf = request.best_of ?? request.n ?? 1;
+      if (bestOf < (request.n ?? 1)) throw new BadRequestError("best_of must be greater than or equal to n.", { param: "best_of", code: "invalid_value" });
+      if (bestOf > (request.n ?? 1) && request.stream) {
+        throw new BadRequestError("best_of greater than n cannot be streamed: the best candidates are known only once all have finished.", { param: "best_of", code: "invalid_value" });
       }
       const model = findModel(dependencies, request.model);
       const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
@@ -94,6 +111,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
 
       const logprobs = legacyLogprobsOption(request);
       const logitBias = logitBiasOption(request.logit_bias, tokenizer);
+      // Candidates beyond n are ranked by their tokens' mean log probability, so the engine reports them.
+      const scored = bestOf > perPrompt;
       const controller = abortWith(context.request);
       const generation = await startGeneration(
         dependencies,
@@ -101,8 +120,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
         {
           model,
           prompts: counted,
-          choicesPerPrompt: perPrompt,
-          sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined ? { logprobs } : {}), ...(logitBias ? { logitBias } : {}) },
+          choicesPerPrompt: bestOf,
+          sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined || scored ? { logprobs: logprobs ?? 0 } : {}), ...(logitBias ? { logitBias } : {}) },
         },
         controller.signal,
       );
@@ -120,7 +139,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
         generation,
         request.stream === true,
         (running) => chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
-        (running) => complete(running, base, prompts.length * perPrompt, echo, logprobs !== undefined),
+        (running) => complete(running, base, { prompts: prompts.length, perPrompt, bestOf }, echo, logprobs !== undefined),
         dependencies.respond,
       );
     },

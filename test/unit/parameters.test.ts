@@ -102,10 +102,31 @@ describe("parameters", () => {
   it("legacy best_of: must be at least n, as OpenAI says; equal to n it is the same as n", async () => {
     const test = await makeApp();
     expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 2, best_of: 1 })).toMatchObject({ status: 400, param: "best_of", message: "best_of must be greater than or equal to n." });
-    expect((await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 1, best_of: 3 })).status).toBe(400);
+    expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 1, best_of: 3, stream: true })).toMatchObject({ status: 400, param: "best_of" });
     const response = await test.app.handle(test.post("/v1/completions", { model, prompt: "Hi", n: 2, best_of: 2, max_tokens: 2 }));
     expect(response.status).toBe(200);
     expect(textCompletionSchema.parse(await response.json()).choices).toHaveLength(2);
+  });
+
+  it("legacy best_of above n: best_of candidates per prompt, the n with the highest mean log probability per token returned, all billed", async () => {
+    // Candidate k (in generation order) says "c<k>" in two tokens whose log probabilities are -k/10 and -k/5.
+    const scores = [3, 1, 4, 1.5, 0.5, 2];
+    let generated = 0;
+    const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
+    engine.generate = async function* (request) {
+      const k = generated++;
+      const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)], alternatives: [] });
+      expect(request.sampling.logprobs).toBe(0);
+      yield { type: "text-delta", text: `c${k}`, logprobs: [entry("c", -scores[k]! / 10), entry(String(k), -scores[k]! / 5)] };
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 1, completionTokens: 2 } };
+    };
+    const test = await makeApp({ engine });
+    const response = await test.app.handle(test.post("/v1/completions", { model, prompt: ["A", "B"], n: 2, best_of: 3, max_tokens: 2 }));
+    const body = textCompletionSchema.parse(await response.json());
+    // Prompt A's candidates score 3, 1, 4 (lower is likelier): c1 then c0; prompt B's 1.5, 0.5, 2: c4 then c3.
+    expect(body.choices.map((choice) => [choice.index, choice.text, choice.logprobs])).toEqual([[0, "c1", null], [1, "c0", null], [2, "c4", null], [3, "c3", null]]);
+    expect(body.usage?.completion_tokens).toBe(12);
+    expect(generated).toBe(6);
   });
 
   it("the deprecated functions and function_call work as tools, answered in their own shape, streamed and not", async () => {
