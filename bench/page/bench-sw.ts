@@ -3,9 +3,11 @@
  * The benchmark's worker: the same `installInference` as the ready-made worker, plus what the
  * other side of each comparison needs, on the same engine instance:
  * - `/bench/echo`: a trivial route, the floor under any service-worker round trip;
- * - `bench:raw`: web-llm's own `chat.completions.create` on the engine our adapter loaded,
- *   streamed to the page over a MessagePort the way web-llm's own ServiceWorkerMLCEngine does;
- * - `bench:reload`: web-llm's own unload and reload of that model, then its first token;
+ * - `bench:raw`: web-llm's own `chat.completions.create` on the engine our adapter loaded, given
+ *   the same prompt pieces our adapter sends (so both paths prefill the same tokens), streamed to
+ *   the page over a MessagePort the way web-llm's own ServiceWorkerMLCEngine does;
+ * - `bench:reload`: web-llm's own unload and reload of that model (with the adapter's chat
+ *   options), then its first token;
  * - `bench:policy`: authenticate, then admit (limit check and reserve), then settle (the charge
  *   and its ledger entry), timed as the ledger grows.
  *
@@ -14,7 +16,9 @@
  */
 import * as webllm from "webllm-offline";
 import { installInference } from "../../src/worker.js";
-import type { WebLlmEngineInstance, WebLlmModule } from "../../src/engine/webllm.js";
+import { verbatimConversation, verbatimMessages, type WebLlmEngineInstance, type WebLlmModule } from "../../src/engine/webllm.js";
+import type { EngineMessage } from "../../src/engine/types.js";
+import { renderChatSegments } from "../../src/templates.js";
 import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 
@@ -48,9 +52,10 @@ function engine(): WebLlmEngineInstance {
 
 type Chunk = { choices: { delta?: { content?: string | null } }[]; usage?: { prompt_tokens: number; completion_tokens: number } | null };
 
-/** web-llm's own chat completion, each chunk posted as it comes. */
+/** web-llm's own chat completion, each chunk posted as it comes. The benchmark's model is the Qwen2-shaped test model. */
 async function raw(request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
-  const result = await engine().chat.completions.create(<never>request);
+  const messages = verbatimMessages(renderChatSegments("qwen2", request.messages as EngineMessage[]));
+  const result = await engine().chat.completions.create(<never>{ ...request, messages });
   if (!request.stream) {
     reply({ kind: "result", body: result });
     return;
@@ -62,7 +67,7 @@ async function reload(modelId: string, request: Record<string, unknown>, reply: 
   const current = engine();
   await current.unload();
   const started = performance.now();
-  await current.reload(modelId);
+  await current.reload(modelId, { conv_config: verbatimConversation });
   const loaded = performance.now();
   reply({ kind: "result", body: { reloadMs: loaded - started } });
   await raw({ ...request, stream: true }, reply);
