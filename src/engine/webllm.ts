@@ -13,11 +13,11 @@ interface WebLlmProgressReport {
   text: string;
 }
 
-interface WebLlmLogprob {
+export interface WebLlmLogprob {
   token: string;
-  logprob: number;
+  logprob: number | null;
   bytes: number[] | null;
-  top_logprobs: { token: string; logprob: number; bytes: number[] | null }[];
+  top_logprobs: { token: string; logprob: number | null; bytes: number[] | null }[];
 }
 
 interface WebLlmChunk {
@@ -132,13 +132,21 @@ export function verbatimMessages(segments: readonly PromptSegment[]): { role: "u
 
 const utf8 = new TextEncoder();
 
-function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
+/**
+ * web-llm takes the log of the sampling distribution, after temperature: at temperature 0 every
+ * token but the chosen one has probability 0, and its log is -Infinity (null once serialised).
+ * OpenAI reports such a token as -9999.
+ */
+const noChance = -9999;
+
+export function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
   const bytesOf = (token: string, bytes: number[] | null) => bytes ?? [...utf8.encode(token)];
+  const finite = (logprob: number | null) => (typeof logprob === "number" && Number.isFinite(logprob) ? logprob : noChance);
   return {
     token: entry.token,
-    logprob: entry.logprob,
+    logprob: finite(entry.logprob),
     bytes: bytesOf(entry.token, entry.bytes),
-    alternatives: entry.top_logprobs.map((alternative) => ({ token: alternative.token, logprob: alternative.logprob, bytes: bytesOf(alternative.token, alternative.bytes) })),
+    alternatives: entry.top_logprobs.map((alternative) => ({ token: alternative.token, logprob: finite(alternative.logprob), bytes: bytesOf(alternative.token, alternative.bytes) })),
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keepCompletionGrammar, type WebLlmEngineInstance } from "../../src/engine/webllm.js";
+import { keepCompletionGrammar, toTokenLogprob, type WebLlmEngineInstance } from "../../src/engine/webllm.js";
 
 /** The shape of web-llm's MLCEngine that matters here: completion() drops response_format on its way to asyncGenerate. */
 function fakeEngine() {
@@ -37,5 +37,31 @@ describe("keepCompletionGrammar", () => {
     for await (const _ of engine.completions.create({ prompt: "p", max_tokens: 2 }));
     for await (const _ of engine.chat.completions.create({ messages: [], response_format: { type: "json_object" } }));
     expect(seen).toEqual([{ max_tokens: 2 }, { response_format: { type: "json_object" } }]);
+  });
+});
+
+describe("toTokenLogprob", () => {
+  it("reports a token of no chance (web-llm's -Infinity, null once serialised) as OpenAI does, -9999, and fills missing bytes", () => {
+    expect(
+      toTokenLogprob({
+        token: "é",
+        logprob: -0.5,
+        bytes: null,
+        top_logprobs: [
+          { token: "é", logprob: -0.5, bytes: [195, 169] },
+          { token: "x", logprob: Number.NEGATIVE_INFINITY, bytes: [120] },
+          { token: "y", logprob: null, bytes: [121] },
+        ],
+      }),
+    ).toEqual({
+      token: "é",
+      logprob: -0.5,
+      bytes: [195, 169],
+      alternatives: [
+        { token: "é", logprob: -0.5, bytes: [195, 169] },
+        { token: "x", logprob: -9999, bytes: [120] },
+        { token: "y", logprob: -9999, bytes: [121] },
+      ],
+    });
   });
 });
