@@ -80,6 +80,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
       }
+      if (request.suffix != null) throw new BadRequestError("Unsupported parameter: 'suffix' is not supported with this model.", { param: "suffix", code: "unsupported_parameter" });
       const bestOf = request.best_of ?? request.n ?? 1;
       if (bestOf < (request.n ?? 1)) throw new BadRequestError("best_of must be greater than or equal to n.", { param: "best_of", code: "invalid_value" });
       if (bestOf > (request.n ?? 1) && request.stream) {

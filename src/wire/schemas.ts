@@ -137,7 +137,8 @@ export const completionRequestSchema = z.strictObject({
   prompt: z.union([z.string(), z.array(z.string()).min(1)]),
   max_tokens: z.number().int().min(1).nullish(),
   echo: z.boolean().nullish(),
-  suffix: z.null().optional(),
+  // Known to OpenAI, refused for these models in OpenAI's words by the handler (insertion needs a fill-in-the-middle model).
+  suffix: z.string().nullish(),
   best_of: z.number().int().min(1).max(20).nullish(),
   // The legacy form: how many alternatives to list per token, up to 5.
   logprobs: z.union([z.literal(false), z.number().int().min(0).max(5)]).nullish(),

@@ -226,6 +226,12 @@ describe("logprobs, top_logprobs and logit_bias", () => {
     });
     expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 6 })).toMatchObject({ status: 400, param: "logprobs" });
     expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 1, echo: true })).toMatchObject({ status: 400, param: "echo", code: "unsupported_parameter" });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", suffix: " the end." })).toMatchObject({
+      status: 400,
+      param: "suffix",
+      code: "unsupported_parameter",
+      message: "Unsupported parameter: 'suffix' is not supported with this model.",
+    });
     const plain = textCompletionSchema.parse(await (await test.app.handle(test.post("/v1/completions", { model, prompt: "x", max_tokens: 2, logprobs: null }))).json());
     expect(plain.choices[0]!.logprobs).toBeNull();
   });

@@ -82,7 +82,7 @@ describe("request schemas", () => {
     expect(parseWith(completionRequestSchema, { model: "m", prompt: ["a", "b"] }).prompt).toEqual(["a", "b"]);
     expect(failure(completionRequestSchema, { model: "m" }).param).toBe("prompt");
     expect(failure(completionRequestSchema, { model: "m", prompt: [] }).param).toBe("prompt");
-    expect(failure(completionRequestSchema, { model: "m", prompt: "x", suffix: "y" }).param).toBe("suffix");
+    expect(failure(completionRequestSchema, { model: "m", prompt: "x", suffix: 3 }).param).toBe("suffix");
   });
 
   it("formats nested params", () => {
