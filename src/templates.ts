@@ -256,8 +256,13 @@ export interface PromptSegment {
  * Where a template changes earlier text as the conversation grows (Mistral moves the system
  * prompt to the last user turn) or rewrites a reply (trimmed, tool calls), there is no cut.
  */
-export function renderChatSegments(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): PromptSegment[] {
-  const whole = renderChat(family, messages, tools);
+export function renderChatSegments(
+  family: ModelFamily,
+  messages: readonly EngineMessage[],
+  tools: readonly ToolSpec[] = [],
+  /** The prompt already rendered for these messages and tools, when the caller has it. */
+  whole: string = renderChat(family, messages, tools),
+): PromptSegment[] {
   const segments: PromptSegment[] = [];
   let position = 0;
   messages.forEach((message, index) => {

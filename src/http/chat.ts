@@ -237,7 +237,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
           // pieces, so an engine can reuse the conversation's cached prefix.
           prompts: [
             {
-              input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages, segments: renderChatSegments(model.family, structured.messages) },
+              input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages, segments: renderChatSegments(model.family, structured.messages, [], prompt) },
               promptTokens,
             },
           ],

@@ -117,12 +117,7 @@ function withOpenAiDefaults<Body extends { choices: UpstreamChoice[]; system_fin
 function mergeCompletions(parts: unknown[]): unknown {
   const objects = parts as { choices?: { index?: number }[]; usage?: UpstreamUsage | null }[];
   const choices = objects.flatMap((part) => part.choices ?? []).map((choice, index) => ({ ...choice, index }));
-  const usages = objects.map((part) => part.usage);
-  let usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-  for (const each of usages) {
-    if (!each || !usage) usage = null;
-    else usage = { prompt_tokens: usage.prompt_tokens + each.prompt_tokens, completion_tokens: usage.completion_tokens + each.completion_tokens, total_tokens: usage.total_tokens + each.prompt_tokens + each.completion_tokens };
-  }
+  const usage = objects.map((part) => part.usage ?? null).reduce((total, each) => sumUsage(total, each));
   return { ...objects[0], choices, usage };
 }
 
