@@ -16,6 +16,7 @@ const contentTypes = {
   ".webmanifest": "application/manifest+json",
   ".wasm": "application/wasm",
   ".bin": "application/octet-stream",
+  ".gguf": "application/octet-stream",
   ".map": "application/json",
   ".png": "image/png",
   ".svg": "image/svg+xml",

@@ -12,6 +12,8 @@ import { modelFamilies } from "./families.js";
 
 export { modelFamilies, type ModelFamily } from "./families.js";
 
+const kvCacheSchema = z.strictObject({ layers: z.number().int().positive(), kvHeads: z.number().int().positive(), headDim: z.number().int().positive() });
+
 export const mlcBuildSchema = z.strictObject({
   /** web-llm's `model_id`. */
   modelId: z.string().min(1),
@@ -28,10 +30,45 @@ export const mlcBuildSchema = z.strictObject({
    */
   estimatedMemoryMB: z.number().positive(),
   /** The KV cache's shape, so the estimate can follow the catalogue's window (`memoryEstimateMB`). */
-  kvCache: z.strictObject({ layers: z.number().int().positive(), kvHeads: z.number().int().positive(), headDim: z.number().int().positive() }).optional(),
+  kvCache: kvCacheSchema.optional(),
   /** web-llm `overrides` besides the context window, which always comes from the catalogue. */
   overrides: z.record(z.string(), z.number()).default({}),
 });
+
+/** llama.cpp's split naming, `<name>-00001-of-00003.gguf`: the first shard names them all. */
+const splitPattern = /-(\d{5})-of-(\d{5})\.gguf$/;
+
+/** The largest file a browser engine may read whole (wllama's limit); bigger models are split. */
+export const maxGgufFileMB = 2_048;
+
+/**
+ * A GGUF build for llama.cpp (the `llamacpp` engine). Files over 2 GB are split with llama.cpp's
+ * `llama-gguf-split`; `file` then names the first shard.
+ */
+export const ggufBuildSchema = z
+  .strictObject({
+    /** A name for the build, shown in `/v1/model/info`. */
+    modelId: z.string().min(1),
+    /** The GGUF file, or a split model's first shard; relative names resolve against `artifacts.ggufBaseUrl`. */
+    file: z.string().min(1).regex(/\.gguf$/, "a GGUF file name ends in .gguf"),
+    quantization: z.string().min(1),
+    /** The files' total size in MB: the weights llama.cpp holds in memory. */
+    sizeMB: z.number().positive(),
+    /** The KV cache's shape, for the memory estimate at the catalogue's window. */
+    kvCache: kvCacheSchema,
+  })
+  .superRefine((build, context) => {
+    const split = splitPattern.exec(build.file);
+    const files = split ? Number(split[2]) : 1;
+    if (split && split[1] !== "00001") context.addIssue({ code: "custom", path: ["file"], message: `name the first shard (…-00001-of-${split[2]}.gguf), not shard ${split[1]}` });
+    if (build.sizeMB / files > maxGgufFileMB) {
+      context.addIssue({
+        code: "custom",
+        path: ["file"],
+        message: `${build.modelId} is ${Math.round(build.sizeMB)} MB in ${files} file(s): a browser reads files of at most ${maxGgufFileMB} MB. Split it (llama-gguf-split --split-max-size 2G) and name the first shard`,
+      });
+    }
+  });
 
 const safeNano = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
@@ -53,6 +90,10 @@ export const upstreamSchema = z.strictObject({
 export type Upstream = z.infer<typeof upstreamSchema>;
 
 /** `local`: this device only; `remote`: the upstreams only; `auto`: local when the device can run it, else remote. */
+/** The engines that run a model on this device; `auto` picks one per model and device (`chooseEngine`). */
+export const localEngines = ["webllm", "llamacpp"] as const;
+export type LocalEngine = (typeof localEngines)[number];
+
 export const routingPolicies = ["local", "remote", "auto"] as const;
 export type RoutingPolicy = (typeof routingPolicies)[number];
 
@@ -63,8 +104,12 @@ export const modelEntrySchema = z.strictObject({
   family: z.enum(modelFamilies),
   contextWindow: z.number().int().positive(),
   price: z.strictObject({ inputNanoUsdPerToken: safeNano, outputNanoUsdPerToken: safeNano }),
-  /** In order of preference; the first the device can run is used. Empty for a remote-only model. */
+  /** MLC builds for web-llm, in order of preference; the first the device can run is used. */
   builds: z.array(mlcBuildSchema).default([]),
+  /** GGUF builds for llama.cpp, in order of preference; the first that fits in memory is used. */
+  gguf: z.array(ggufBuildSchema).default([]),
+  /** Pins this model to one engine; by default the configuration's `engine` decides. */
+  engine: z.enum(localEngines).optional(),
   routing: z.enum(routingPolicies).default("local"),
   /** Tried in order: a failure before the first byte moves on to the next. */
   upstreams: z.array(upstreamSchema).default([]),
@@ -81,8 +126,8 @@ export const modelOverrideSchema = z.strictObject({
 
 /** An entry that can serve: a build unless it is remote-only, an upstream unless it is local-only. */
 const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
-  if (model.routing !== "remote" && model.builds.length === 0) {
-    context.addIssue({ code: "custom", path: ["builds"], message: `${model.id} has routing '${model.routing}' but no MLC build; give it builds or routing 'remote'` });
+  if (model.routing !== "remote" && model.builds.length === 0 && model.gguf.length === 0) {
+    context.addIssue({ code: "custom", path: ["builds"], message: `${model.id} has routing '${model.routing}' but no build; give it MLC builds, GGUF builds or routing 'remote'` });
   }
   if (model.routing !== "local" && model.upstreams.length === 0) {
     context.addIssue({ code: "custom", path: ["upstreams"], message: `${model.id} has routing '${model.routing}' but no upstream` });
@@ -97,6 +142,7 @@ const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
 });
 
 export type MlcBuild = z.infer<typeof mlcBuildSchema>;
+export type GgufBuild = z.infer<typeof ggufBuildSchema>;
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 export type ModelEntryInput = z.input<typeof modelEntrySchema>;
 
@@ -136,6 +182,11 @@ export function usdPerMillion(nanoUsdPerToken: number): number {
 export interface DeviceFeatures {
   webgpu: boolean;
   features: ReadonlySet<string>;
+  /**
+   * The adapter is a software or fallback one (SwiftShader, llvmpipe): it runs WebGPU on the
+   * CPU, far slower than llama.cpp's CPU code, so `auto` does not count it as a GPU.
+   */
+  softwareAdapter?: boolean;
   /** What the device can spend on one model, in MB; undefined when unknown. */
   memoryBudgetMB?: number;
 }
@@ -177,4 +228,31 @@ export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildCho
     };
   }
   return { ok: true, build: usable };
+}
+
+/** What llama.cpp allocates besides weights and KV cache (compute buffers at small batches), in MB. */
+const llamaCppOverheadMB = 256;
+
+/**
+ * The memory a GGUF build takes at the model's context window, in MB: its weights, an f16 KV
+ * cache (2 × layers × KV heads × head dimension × 2 bytes per token) and llama.cpp's buffers.
+ */
+export function ggufMemoryEstimateMB(model: Pick<ModelEntry, "contextWindow">, build: GgufBuild): number {
+  const { layers, kvHeads, headDim } = build.kvCache;
+  return build.sizeMB + (2 * layers * kvHeads * headDim * 2 * model.contextWindow) / 2 ** 20 + llamaCppOverheadMB;
+}
+
+export type GgufChoice = { ok: true; build: GgufBuild } | { ok: false; reason: string; build: GgufBuild | null };
+
+/** The first GGUF build that fits in `memoryBudgetMB` (any, when the budget is unknown), or why none does. */
+export function chooseGgufBuild(model: ModelEntry, memoryBudgetMB: number | undefined): GgufChoice {
+  if (model.gguf.length === 0) return { ok: false, reason: `${model.id} has no GGUF build for llama.cpp`, build: null };
+  const fitting = model.gguf.find((build) => memoryBudgetMB === undefined || ggufMemoryEstimateMB(model, build) <= memoryBudgetMB);
+  if (fitting) return { ok: true, build: fitting };
+  const smallest = model.gguf.reduce((best, build) => (ggufMemoryEstimateMB(model, build) < ggufMemoryEstimateMB(model, best) ? build : best));
+  return {
+    ok: false,
+    reason: `${smallest.modelId} needs about ${Math.round(ggufMemoryEstimateMB(model, smallest))} MB of memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(memoryBudgetMB ?? 0)} MB (set \`memoryBudgetMB\` if it has more)`,
+    build: smallest,
+  };
 }

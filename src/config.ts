@@ -11,10 +11,16 @@ export { assertSecureUrl } from "./secure-url.js";
 export const inferenceConfigSchema = z.strictObject({
   /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */
   baseUrl: z.string().url(),
-  engine: z.enum(["webllm", "deterministic"]).default("webllm"),
   /**
-   * Where the engine runs: in the worker, in a host page (for browsers without WebGPU in
-   * service workers), or `auto`: the worker when it has WebGPU, else a host page.
+   * `webllm` (WebGPU), `llamacpp` (llama.cpp on the CPU, in a Worker an open page starts),
+   * `auto`: per model and device, web-llm on a real GPU adapter, else llama.cpp where the model
+   * fits (src/engine/choice.ts); `deterministic` is for tests. A catalogue entry may pin its own.
+   */
+  engine: z.enum(["auto", "webllm", "llamacpp", "deterministic"]).default("webllm"),
+  /**
+   * Where web-llm runs: in the worker, in a host page (for browsers without WebGPU in
+   * service workers), or `auto`: the worker when it has WebGPU, else a host page. llama.cpp
+   * always runs in a page's Worker.
    */
   engineHost: z.enum(["auto", "worker", "page"]).default("auto"),
   /** Catalogue overrides (by id) and additions. */
@@ -24,6 +30,8 @@ export const inferenceConfigSchema = z.strictObject({
       modelBaseUrl: z.string().url().optional(),
       modelLibBaseUrl: z.string().url().optional(),
       tokenizerBaseUrl: z.string().url().optional(),
+      /** Where GGUF files are: relative `gguf[].file` names resolve against it. Default: `models/` beside the worker script. */
+      ggufBaseUrl: z.string().url().optional(),
     })
     .default({}),
   /** Default per-key limits, per minute; each key may set its own. */

@@ -195,4 +195,4 @@ export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admi
 export type { LedgerEntry } from "./policy/store.js";
 export type { LoadProgress } from "./engine/types.js";
 export { seedCatalogue } from "./seed-catalogue.js";
-export type { ModelEntry, ModelEntryInput, MlcBuild } from "./catalogue.js";
+export type { GgufBuild, ModelEntry, ModelEntryInput, MlcBuild } from "./catalogue.js";

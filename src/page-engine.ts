@@ -1,21 +1,46 @@
 /**
- * The engine a page hosts for a worker without WebGPU (`startInference({ pageEngine })`). It is
- * loaded only by pages that host, so the page entry stays free of engines and tokenizers.
+ * The engines a page hosts for the worker (`startInference({ pageEngine })`): web-llm for a
+ * worker without WebGPU, and llama.cpp, which runs in a Worker that only a page can start. They
+ * are loaded only by pages that host, so the page entry stays free of engines and tokenizers.
  */
 import type { ResolvedConfig } from "./config.js";
 import { createEngine } from "./engine/factory.js";
+import { LlamaCppEngine, type WllamaModule } from "./engine/llamacpp.js";
 import { hostEngine } from "./engine/page-hosted.js";
-import type { LoadProgress } from "./engine/types.js";
+import type { Engine, LoadProgress } from "./engine/types.js";
 import type { WebLlmModule } from "./engine/webllm.js";
 import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
 
 export interface PageEngineOptions {
+  /** web-llm, for a worker without WebGPU: `await import('@mlc-ai/web-llm')`. */
   webllm?: WebLlmModule;
+  /** llama.cpp in the browser: `await import('@wllama/wllama')`. */
+  wllama?: WllamaModule;
+  /** wllama's `wllama.wasm`. Default: `wllama/wllama.wasm` beside the worker script, where the Vite plugin and `copy-assets` put it. */
+  wllamaWasmUrl?: string;
+  /** llama.cpp's threads. Default: every core when the page is cross-origin isolated, else 1 (see the README). */
+  threads?: number;
   onProgress?: (modelId: string, progress: LoadProgress) => void;
 }
 
 /** Serves the worker's engine calls from this page until the returned function is called. */
 export function hostPageEngine(config: ResolvedConfig, scriptUrl: string, options: PageEngineOptions): () => void {
-  const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
-  return hostEngine(createEngine({ config, tokenizers, webllm: options.webllm, onProgress: options.onProgress }));
+  const engines: Record<string, Engine> = {};
+  const local = () => {
+    const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
+    return createEngine({ config, tokenizers, webllm: options.webllm, onProgress: options.onProgress });
+  };
+  if (config.engine === "deterministic") engines.deterministic = local();
+  else if (options.webllm) engines.webllm = local();
+  if (options.wllama && config.engine !== "deterministic") {
+    engines.llamacpp = new LlamaCppEngine({
+      wllama: options.wllama,
+      wasmUrl: options.wllamaWasmUrl ?? new URL("wllama/wllama.wasm", scriptUrl).href,
+      ggufBaseUrl: config.artifacts.ggufBaseUrl ?? new URL("models/", scriptUrl).href,
+      ...(config.memoryBudgetMB !== undefined ? { memoryBudgetMB: config.memoryBudgetMB } : {}),
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+  }
+  return hostEngine(engines);
 }

@@ -34,3 +34,8 @@ export function routeHeaders(decision: RouteDecision, upstream?: Upstream): Reco
     ...(upstream ? { "x-inference-upstream": headerValue(upstream.name) } : {}),
   };
 }
+
+/** The engine that generates a local reply, and why it was chosen (the same as `/v1/model/info` says). */
+export function engineHeaders(engine: { name: string; reason: string }): Record<string, string> {
+  return { "x-inference-engine": headerValue(engine.name), "x-inference-engine-reason": headerValue(engine.reason) };
+}

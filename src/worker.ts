@@ -4,11 +4,12 @@
  * tokenizers, engine, queue and HTTP surface together and answers fetches under the base URL.
  * Apps that already have a service worker call it from theirs.
  */
-import { Catalogue } from "./catalogue.js";
+import { Catalogue, type LocalEngine } from "./catalogue.js";
 import { resolveConfig, type InferenceConfig, type ResolvedConfig } from "./config.js";
 import { openConfigStore } from "./config-store.js";
 import { createEngine } from "./engine/factory.js";
-import { hostAnnouncement, PageHostedEngine } from "./engine/page-hosted.js";
+import { ChoosingEngine } from "./engine/choice.js";
+import { hostAnnouncement, PageHosts, PageHostedEngine, type HostAnnouncement } from "./engine/page-hosted.js";
 import { Scheduler } from "./engine/scheduler.js";
 import type { Engine, LoadProgress } from "./engine/types.js";
 import type { WebLlmModule } from "./engine/webllm.js";
@@ -35,6 +36,8 @@ export interface InstalledInference {
   catalogue: Catalogue;
   policy: Policy;
   scheduler: Scheduler;
+  /** The open pages that host engines (web-llm without WebGPU here, llama.cpp). */
+  hosts: PageHosts | undefined;
 }
 
 
@@ -79,14 +82,8 @@ export function createInference(options: InstallOptions & InferenceConfig, envir
   const config = resolveConfig(json);
   const catalogue = Catalogue.create(config.models);
   const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", environment.scriptUrl).href));
-  const inPage = config.engineHost === "page" || (config.engineHost === "auto" && config.engine === "webllm" && !environment.webgpu);
-  let engine: Engine;
-  if (inPage) {
-    if (!environment.clients) throw new Error("webgpu-inference: a page-hosted engine needs the worker's clients.");
-    engine = new PageHostedEngine({ clients: environment.clients, name: `${config.engine} (page-hosted)` });
-  } else {
-    engine = createEngine({ config, tokenizers, webllm, onProgress });
-  }
+  const hosts = environment.clients ? new PageHosts(environment.clients) : undefined;
+  const engine = workerEngine(config, environment, hosts, () => createEngine({ config, tokenizers, webllm, onProgress }), webllm !== undefined);
   const clock = () => Date.now();
   const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_") });
   const scheduler = new Scheduler({ maxQueued: config.maxQueued });
@@ -102,7 +99,26 @@ export function createInference(options: InstallOptions & InferenceConfig, envir
     newId: randomId,
     fetch: environment.fetch ?? ((input, init) => fetch(input, init)),
   });
-  return { config, app, engine, catalogue, policy, scheduler };
+  return { config, app, engine, catalogue, policy, scheduler, hosts };
+}
+
+/**
+ * The engine the worker serves with. web-llm runs here when this scope has WebGPU, else in a
+ * host page; llama.cpp always runs in a page (its Worker cannot start in a service worker).
+ */
+function workerEngine(config: ResolvedConfig, environment: Environment, hosts: PageHosts | undefined, local: () => Engine, hasWebLlm: boolean): Engine {
+  const hosted = (name: string) => {
+    if (!hosts) throw new Error("webgpu-inference: a page-hosted engine needs the worker's clients.");
+    return new PageHostedEngine({ hosts, engine: name, name: `${name} (page-hosted)` });
+  };
+  const webllmInPage = config.engineHost === "page" || (config.engineHost === "auto" && !environment.webgpu);
+  if (config.engine === "deterministic") return config.engineHost === "page" ? hosted("deterministic") : local();
+  const engines: Partial<Record<LocalEngine, Engine>> = {};
+  if (webllmInPage) engines.webllm = hosted("webllm");
+  // Pinned to web-llm without its module, `local` names the missing module.
+  else if (config.engine === "webllm" || hasWebLlm) engines.webllm = local();
+  if (hosts) engines.llamacpp = new PageHostedEngine({ hosts, engine: "llamacpp" });
+  return new ChoosingEngine({ engines, policy: config.engine });
 }
 
 /** What `installInference` returns: the inference app for the configuration in force. */
@@ -141,7 +157,7 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   }
   event.waitUntil(
     configuration.ready().then((current) => {
-      if (data?.type === hostAnnouncement && current?.engine instanceof PageHostedEngine && sourceId) current.engine.addHost(sourceId);
+      if (data?.type === hostAnnouncement && current?.hosts && sourceId) current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? []);
       if (data?.type !== manageMessage || !port) return;
       if (current) return manageModel(current, data as ManageRequest, port);
       port.postMessage({ ok: false, message: "webgpu-inference: no page has configured this worker yet: call startInference() first." } satisfies ManageReply);

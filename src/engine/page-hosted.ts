@@ -1,12 +1,14 @@
 /**
- * The fallback for browsers that have WebGPU in pages but not in service workers: an open page
- * of the app hosts the engine, and the worker forwards generations to it over a MessageChannel.
- * Everything above the engine (routing, validation, queueing, SSE) still runs in the worker.
+ * Engines that run in an open page of the app, for the worker: web-llm for browsers that have
+ * WebGPU in pages but not in service workers, and llama.cpp (wllama), which needs a Worker that
+ * a service worker cannot start. The worker forwards generations to the page over a
+ * MessageChannel; everything above the engine (routing, validation, policy, queueing, SSE) still
+ * runs in the worker.
  *
- * Protocol, one MessageChannel per call: the worker posts `{type, …}` to the host page with a
- * port; the page answers on that port with `{ok, value}` / `{ok: false, error}` for a call, or
- * a stream of `{part}` ending with a `finish` part (or an `error`) for a generation. The worker
- * posts `{abort: true}` on the port to stop a generation.
+ * Protocol, one MessageChannel per call: the worker posts `{type, engine, …}` to a host page
+ * with a port; the page answers on that port with `{ok, value}` / `{ok: false, error}` for a call,
+ * or a stream of `{part}` ending with a `finish` part (or an `error`) for a generation. The worker
+ * posts `{abort: true}` on the port to stop a generation. A page announces the engines it hosts.
  */
 import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
 import { EngineError, type EngineErrorKind } from "./errors.js";
@@ -18,11 +20,26 @@ export const hostAnnouncement = `${prefix}host`;
 export const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
 
-type Call =
+/** Why no page serves `engine`, and what an app does about it. */
+export function noHostMessage(engine: string): string {
+  return engine === "llamacpp"
+    ? "No open page of this app runs llama.cpp: it runs in a Worker that a page starts (a service worker cannot), so a page must stay open with startInference({ pageEngine: { wllama } })."
+    : `No open page hosts the ${engine} engine. This browser has no WebGPU in service workers, so a page of this app must stay open to run the model (startInference() with \`pageEngine\`).`;
+}
+
+type Call = { engine: string } & (
   | { type: `${typeof prefix}device` }
   | { type: `${typeof prefix}status`; model: ModelEntry }
   | { type: `${typeof prefix}load`; model: ModelEntry }
-  | { type: `${typeof prefix}generate`; request: GenerationRequest };
+  | { type: `${typeof prefix}delete`; model: ModelEntry }
+  | { type: `${typeof prefix}generate`; request: GenerationRequest }
+);
+
+/** What a host page posts to the worker: the engines it runs. */
+export interface HostAnnouncement {
+  type: typeof hostAnnouncement;
+  engines: string[];
+}
 
 interface WireError {
   kind: EngineErrorKind | null;
@@ -45,55 +62,86 @@ function fromWireError(error: WireError): Error {
 interface SerializedDevice {
   webgpu: boolean;
   features: string[];
+  softwareAdapter?: boolean;
   memoryBudgetMB?: number;
+}
+
+/**
+ * Worker side: the open pages that host engines, by engine. A worker restarted by the browser
+ * has forgotten them: the first lookup asks every page once and waits briefly for answers; a
+ * page that starts hosting later announces itself.
+ */
+export class PageHosts {
+  readonly #clients: Clients;
+  /** Client id → the engines it hosts, the latest announcement last. */
+  readonly #hosts = new Map<string, ReadonlySet<string>>();
+  #asked: Promise<void> | undefined;
+  #announced: (() => void) | undefined;
+
+  constructor(clients: Clients) {
+    this.#clients = clients;
+  }
+
+  add(clientId: string, engines: readonly string[]): void {
+    this.#hosts.delete(clientId);
+    this.#hosts.set(clientId, new Set(engines));
+    this.#announced?.();
+  }
+
+  async #known(engine: string): Promise<Client | undefined> {
+    for (const [id, engines] of [...this.#hosts].reverse()) {
+      if (!engines.has(engine)) continue;
+      const client = await this.#clients.get(id);
+      if (client) return client;
+      this.#hosts.delete(id);
+    }
+    return undefined;
+  }
+
+  #ask(): Promise<void> {
+    this.#asked ??= (async () => {
+      const answered = new Promise<void>((resolve) => {
+        this.#announced = resolve;
+        setTimeout(resolve, hostWaitMs);
+      });
+      for (const client of await this.#clients.matchAll({ type: "window" })) client.postMessage({ type: hostQuestion });
+      await answered;
+      this.#announced = undefined;
+    })();
+    return this.#asked;
+  }
+
+  /** The latest open page that hosts `engine`, if any. */
+  async find(engine: string): Promise<Client | undefined> {
+    const known = await this.#known(engine);
+    if (known) return known;
+    await this.#ask();
+    return this.#known(engine);
+  }
 }
 
 /** Worker side: an Engine whose work is done by a host page. */
 export class PageHostedEngine implements Engine {
   readonly name: string;
-  readonly #clients: Clients;
-  readonly #hosts: string[] = [];
-  #announced: (() => void) | undefined;
+  readonly #hosts: PageHosts;
+  readonly #engine: string;
 
-  constructor(options: { clients: Clients; name: string }) {
-    this.#clients = options.clients;
-    this.name = options.name;
+  /** `engine` is the name the host page runs it under (`webllm`, `llamacpp`, `deterministic`). */
+  constructor(options: { hosts: PageHosts; engine: string; name?: string }) {
+    this.#hosts = options.hosts;
+    this.#engine = options.engine;
+    this.name = options.name ?? options.engine;
   }
 
-  /** A page announced that it hosts the engine; the latest announcement is preferred. */
-  addHost(clientId: string): void {
-    const known = this.#hosts.indexOf(clientId);
-    if (known >= 0) this.#hosts.splice(known, 1);
-    this.#hosts.push(clientId);
-    this.#announced?.();
-  }
-
-  async #knownHost(): Promise<Client | undefined> {
-    for (let index = this.#hosts.length - 1; index >= 0; index--) {
-      const client = await this.#clients.get(this.#hosts[index] ?? "");
-      if (client) return client;
-      this.#hosts.splice(index, 1);
-    }
-    return undefined;
+  /** Whether an open page hosts this engine now. */
+  async hosted(): Promise<boolean> {
+    return (await this.#hosts.find(this.#engine)) !== undefined;
   }
 
   async #host(): Promise<Client> {
-    const known = await this.#knownHost();
-    if (known) return known;
-    // A restarted worker has forgotten its hosts: ask the open pages, and wait briefly.
-    const announced = new Promise<void>((resolve) => {
-      this.#announced = resolve;
-      setTimeout(resolve, hostWaitMs);
-    });
-    for (const client of await this.#clients.matchAll({ type: "window" })) client.postMessage({ type: hostQuestion });
-    await announced;
-    this.#announced = undefined;
-    const found = await this.#knownHost();
-    if (found) return found;
-    throw new EngineError(
-      "device",
-      "No open page hosts the engine. This browser has no WebGPU in service workers, so a page of this app must stay open to run the model (startInference() with `pageEngine`).",
-    );
+    const host = await this.#hosts.find(this.#engine);
+    if (host) return host;
+    throw new EngineError("device", noHostMessage(this.#engine));
   }
 
   async #call(call: Call): Promise<unknown> {
@@ -110,16 +158,20 @@ export class PageHostedEngine implements Engine {
   }
 
   async device(): Promise<DeviceFeatures> {
-    const device = (await this.#call({ type: `${prefix}device` })) as SerializedDevice;
+    const device = (await this.#call({ type: `${prefix}device`, engine: this.#engine })) as SerializedDevice;
     return { ...device, features: new Set(device.features) };
   }
 
   async status(model: ModelEntry): Promise<ModelStatus> {
-    return (await this.#call({ type: `${prefix}status`, model })) as ModelStatus;
+    return (await this.#call({ type: `${prefix}status`, engine: this.#engine, model })) as ModelStatus;
   }
 
   async load(model: ModelEntry): Promise<void> {
-    await this.#call({ type: `${prefix}load`, model });
+    await this.#call({ type: `${prefix}load`, engine: this.#engine, model });
+  }
+
+  async deleteCached(model: ModelEntry): Promise<void> {
+    await this.#call({ type: `${prefix}delete`, engine: this.#engine, model });
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
@@ -133,7 +185,7 @@ export class PageHostedEngine implements Engine {
     };
     const abort = () => channel.port1.postMessage({ abort: true });
     signal.addEventListener("abort", abort, { once: true });
-    host.postMessage({ type: `${prefix}generate`, request } satisfies Call, [channel.port2]);
+    host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [channel.port2]);
     try {
       for (;;) {
         const message = inbox.shift() ?? (await new Promise<void>((resolve) => (wake = resolve)), inbox.shift());
@@ -149,12 +201,36 @@ export class PageHostedEngine implements Engine {
   }
 }
 
+/** The engine a call names, or an error naming what this page hosts. */
+function engineFor(engines: Readonly<Record<string, Engine>>, name: string): Engine {
+  const engine = Object.hasOwn(engines, name) ? engines[name] : undefined;
+  if (engine) return engine;
+  throw new EngineError("device", `This page hosts ${Object.keys(engines).join(", ") || "no engine"}, not ${name}: pass it in startInference({ pageEngine }).`);
+}
+
+async function answerCall(engine: Engine, call: Call): Promise<unknown> {
+  switch (call.type) {
+    case `${prefix}device`: {
+      const device = await engine.device();
+      return { ...device, features: [...device.features] } satisfies SerializedDevice;
+    }
+    case `${prefix}status`:
+      return engine.status(call.model);
+    case `${prefix}load`:
+      return engine.load(call.model);
+    case `${prefix}delete`:
+      return engine.deleteCached?.(call.model);
+    default:
+      throw new Error(`unknown call ${call.type}`);
+  }
+}
+
 /**
- * Page side: runs `engine` for the worker. Returns a function that stops hosting.
+ * Page side: runs `engines` (by name) for the worker. Returns a function that stops hosting.
  * The page announces itself to the worker now and whenever a new worker takes control.
  */
-export function hostEngine(engine: Engine, container: ServiceWorkerContainer = navigator.serviceWorker): () => void {
-  const announce = () => container.controller?.postMessage({ type: hostAnnouncement });
+export function hostEngine(engines: Readonly<Record<string, Engine>>, container: ServiceWorkerContainer = navigator.serviceWorker): () => void {
+  const announce = () => container.controller?.postMessage({ type: hostAnnouncement, engines: Object.keys(engines) } satisfies HostAnnouncement);
   const onMessage = (event: MessageEvent<Call>) => {
     const port = event.ports[0];
     const call = event.data;
@@ -164,18 +240,12 @@ export function hostEngine(engine: Engine, container: ServiceWorkerContainer = n
     }
     if (!port || typeof call?.type !== "string" || !call.type.startsWith(prefix)) return;
     if (call.type === `${prefix}generate`) {
-      void serveGeneration(engine, call.request, port);
+      void serveGeneration(engines, call, port);
       return;
     }
     void (async () => {
       try {
-        let value: unknown;
-        if (call.type === `${prefix}device`) {
-          const device = await engine.device();
-          value = { ...device, features: [...device.features] } satisfies SerializedDevice;
-        } else if (call.type === `${prefix}status`) value = await engine.status(call.model);
-        else value = await engine.load(call.model);
-        port.postMessage({ ok: true, value } satisfies Reply);
+        port.postMessage({ ok: true, value: await answerCall(engineFor(engines, call.engine), call) } satisfies Reply);
       } catch (error) {
         port.postMessage({ ok: false, error: toWireError(error) } satisfies Reply);
       } finally {
@@ -192,13 +262,13 @@ export function hostEngine(engine: Engine, container: ServiceWorkerContainer = n
   };
 }
 
-async function serveGeneration(engine: Engine, request: GenerationRequest, port: MessagePort): Promise<void> {
+async function serveGeneration(engines: Readonly<Record<string, Engine>>, call: Call & { request: GenerationRequest }, port: MessagePort): Promise<void> {
   const controller = new AbortController();
   port.onmessage = (event: MessageEvent<{ abort?: boolean }>) => {
     if (event.data?.abort) controller.abort();
   };
   try {
-    for await (const part of engine.generate(request, controller.signal)) port.postMessage({ part } satisfies StreamMessage);
+    for await (const part of engineFor(engines, call.engine).generate(call.request, controller.signal)) port.postMessage({ part } satisfies StreamMessage);
   } catch (error) {
     port.postMessage({ error: toWireError(error) } satisfies StreamMessage);
   } finally {

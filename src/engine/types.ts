@@ -2,7 +2,7 @@
  * The engine contract, in the manner of the Vercel AI provider spec: a request goes in and a
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
-import type { DeviceFeatures, MlcBuild, ModelEntry } from "../catalogue.js";
+import type { DeviceFeatures, GgufBuild, MlcBuild, ModelEntry } from "../catalogue.js";
 import type { PromptSegment, ToolSpec } from "../templates.js";
 
 export interface EngineMessage {
@@ -83,6 +83,8 @@ export interface TokenUsage {
    * caller then uses its own count.
    */
   promptTokens: number | null;
+  /** Of the prompt, the tokens the engine reused from its cache, where it says (llama.cpp does; web-llm does not). */
+  cachedPromptTokens?: number;
   completionTokens: number;
 }
 
@@ -105,7 +107,10 @@ export interface ModelStatus {
   downloaded: boolean;
   loaded: boolean;
   runnable: { ok: boolean; reason: string | null };
-  build: MlcBuild | null;
+  /** The build this engine would run: an MLC build for web-llm, a GGUF build for llama.cpp. */
+  build: MlcBuild | GgufBuild | null;
+  /** The engine that serves the model on this device, and why (when engines are chosen per model). */
+  engine?: { name: string; reason: string };
 }
 
 export interface Engine {
@@ -118,6 +123,8 @@ export interface Engine {
   deleteCached?(model: ModelEntry): Promise<void>;
   /** Frees what the engine holds (a loaded model's GPU memory) when a new configuration replaces it. */
   dispose?(): Promise<void>;
+  /** Which engine serves `model` here and why, for engines that choose per model (src/engine/choice.ts). */
+  choice?(model: ModelEntry): Promise<{ name: string; reason: string }>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
 }

@@ -150,6 +150,17 @@ export function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
   };
 }
 
+/**
+ * A software or fallback adapter runs WebGPU on the CPU: Chromium's SwiftShader, Mesa's llvmpipe,
+ * WARP. The spec's flag says so where the browser sets it; the adapter's names say so elsewhere.
+ */
+export function isSoftwareAdapter(adapter: GPUAdapter): boolean {
+  const info = adapter.info as (GPUAdapterInfo & { isFallbackAdapter?: boolean }) | undefined;
+  if (info?.isFallbackAdapter || (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter) return true;
+  const names = `${info?.vendor ?? ""} ${info?.architecture ?? ""} ${info?.device ?? ""} ${info?.description ?? ""}`;
+  return /swiftshader|llvmpipe|lavapipe|softpipe|microsoft basic render|\bwarp\b/i.test(names);
+}
+
 /** web-llm's request validation errors are the request's fault: they surface as 400. */
 function classify(error: unknown): unknown {
   if (error instanceof EngineError || !(error instanceof Error)) return error;
@@ -183,6 +194,7 @@ export class WebLlmEngine implements Engine {
     return {
       webgpu: adapter !== null,
       features: new Set(adapter ? [...adapter.features] : []),
+      softwareAdapter: adapter !== null && isSoftwareAdapter(adapter),
       ...(memoryBudgetMB !== undefined ? { memoryBudgetMB } : {}),
     };
   }

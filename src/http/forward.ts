@@ -18,7 +18,7 @@
 import type { ModelEntry, Upstream } from "../catalogue.js";
 import { BadRequestError, ServiceUnavailableError, toApiError } from "../errors.js";
 import type { LedgerEntry } from "../policy/store.js";
-import { decideRoute, routeHeaders, type RouteDecision } from "../routing.js";
+import { decideRoute, engineHeaders, routeHeaders, type RouteDecision } from "../routing.js";
 import { upstreamChunkSchema, upstreamCompletionSchema, type UpstreamChoice, type UpstreamUsage, type Usage } from "../wire/schemas.js";
 import { jsonResponse, type HttpDependencies } from "./dependencies.js";
 import { abortWith } from "./respond.js";
@@ -50,8 +50,11 @@ export interface ForwardPlan {
  * when the policy is `auto`.
  */
 export async function routeRequest(dependencies: HttpDependencies, context: RouteContext, model: ModelEntry): Promise<RouteDecision> {
-  const decision = decideRoute(model, model.routing === "auto" ? (await dependencies.engine.status(model)).runnable : { ok: false, reason: null });
-  context.headers = { ...context.headers, ...routeHeaders(decision) };
+  const { engine } = dependencies;
+  const status = model.routing === "auto" ? await engine.status(model) : undefined;
+  const decision = decideRoute(model, status?.runnable ?? { ok: false, reason: null });
+  const chosen = decision.target === "local" ? (status?.engine ?? (await engine.choice?.(model))) : undefined;
+  context.headers = { ...context.headers, ...routeHeaders(decision), ...(chosen ? engineHeaders(chosen) : {}) };
   return decision;
 }
 

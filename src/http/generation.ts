@@ -6,7 +6,7 @@
 import type { ModelEntry } from "../catalogue.js";
 import { BadRequestError, engineErrorToApi } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
-import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob } from "../engine/types.js";
+import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob, TokenUsage } from "../engine/types.js";
 import type { Usage } from "../wire/schemas.js";
 import type { Tokenizer } from "../tokenizer.js";
 import type { HttpDependencies } from "./dependencies.js";
@@ -47,9 +47,17 @@ export function wireUsage(totals: UsageTotals): Usage {
  * Adds one generated prompt's usage to `totals`. The prompt is billed whole, the way the hosted
  * API bills a cached prefix: an engine that reused a prefix of this very prompt from its KV cache
  * reports fewer prefilled tokens than the prompt has, and the difference is reported as cached.
- * An engine that saw more than we counted is billed for what it saw.
+ * An engine that saw more than we counted (llama.cpp puts a BOS token before a raw prompt) is
+ * billed for what it saw; an engine that says how many it reused (`cachedPromptTokens`) is taken
+ * at its word.
  */
-function addPromptUsage(totals: UsageTotals, counted: number, prefilled: number | null): void {
+function addPromptUsage(totals: UsageTotals, counted: number, usage: TokenUsage): void {
+  const prefilled = usage.promptTokens;
+  if (prefilled !== null && usage.cachedPromptTokens !== undefined) {
+    totals.promptTokens += Math.max(prefilled + usage.cachedPromptTokens, counted);
+    if (usage.cachedPromptTokens > 0) totals.cachedTokens = (totals.cachedTokens ?? 0) + usage.cachedPromptTokens;
+    return;
+  }
   if (prefilled === null || prefilled >= counted) {
     totals.promptTokens += prefilled ?? counted;
     return;
@@ -211,7 +219,7 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
           for await (const part of engine.generate(request, signal)) {
             if (part.type === "finish") {
               // The prompt is billed once however many choices it has, as the hosted API does.
-              if (copy === 0) addPromptUsage(totals, prompt.promptTokens, part.usage.promptTokens);
+              if (copy === 0) addPromptUsage(totals, prompt.promptTokens, part.usage);
               totals.completionTokens += part.usage.completionTokens;
             } else firstTokenAt ??= clock();
             yield { choice, part };

@@ -1,9 +1,24 @@
-import { memoryEstimateMB, usdPerMillion, type ModelEntry } from "../catalogue.js";
+import { ggufMemoryEstimateMB, memoryEstimateMB, usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../catalogue.js";
 import { BadRequestError } from "../errors.js";
 import type { ModelInfo, ModelObject } from "../wire/schemas.js";
 import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
 import type { Route } from "./router.js";
 import { decideRoute } from "../routing.js";
+
+function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<ModelInfo["build"]> {
+  if ("file" in build) {
+    return { format: "gguf", model_id: build.modelId, model_url: build.file, model_lib_url: null, quantization: build.quantization, required_features: [], estimated_memory_mb: Math.round(ggufMemoryEstimateMB(model, build)) };
+  }
+  return {
+    format: "mlc",
+    model_id: build.modelId,
+    model_url: build.model,
+    model_lib_url: build.modelLib,
+    quantization: build.quantization,
+    required_features: build.requiredFeatures,
+    estimated_memory_mb: Math.round(memoryEstimateMB(model, build)),
+  };
+}
 
 function modelObject(model: ModelEntry): ModelObject {
   return { id: model.id, object: "model", created: model.created, owned_by: model.ownedBy };
@@ -42,18 +57,11 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
             input_nano_usd_per_token: model.price.inputNanoUsdPerToken,
             output_nano_usd_per_token: model.price.outputNanoUsdPerToken,
           },
-          engine: dependencies.engine.name,
-          build: status.build
-            ? {
-                model_id: status.build.modelId,
-                model_url: status.build.model,
-                model_lib_url: status.build.modelLib,
-                quantization: status.build.quantization,
-                required_features: status.build.requiredFeatures,
-                estimated_memory_mb: Math.round(memoryEstimateMB(model, status.build)),
-              }
-            : null,
+          engine: status.engine?.name ?? dependencies.engine.name,
+          engine_reason: status.engine?.reason ?? "the configured engine",
+          build: status.build ? buildInfo(model, status.build) : null,
           builds: model.builds.map((build) => build.modelId),
+          gguf_builds: model.gguf.map((build) => build.modelId),
           downloaded: status.downloaded,
           loaded: status.loaded,
           runnable: status.runnable,

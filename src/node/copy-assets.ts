@@ -9,24 +9,26 @@ import { dirname, join } from "node:path";
 import { modelFamilies, type ModelFamily } from "../families.js";
 import { assets, ownedPaths } from "./assets.js";
 
-const usage = `usage: webgpu-inference copy-assets <folder> [--families ${modelFamilies.join(",")}] [--no-service-worker]
+const usage = `usage: webgpu-inference copy-assets <folder> [--families ${modelFamilies.join(",")}] [--no-service-worker] [--no-llamacpp]
 
-Copies inference-sw.js (unless --no-service-worker: your own worker calls installInference) and the
-tokenizers of the given model families (default: all) into <folder>, and removes those it copied
-before that are no longer selected.`;
+Copies inference-sw.js (unless --no-service-worker: your own worker calls installInference), the
+tokenizers of the given model families (default: all) and, when @wllama/wllama is installed,
+llama.cpp's wllama/wllama.wasm (unless --no-llamacpp) into <folder>, and removes those it copied before that are no longer selected.`;
 
 export function copyAssets(argv: string[]): string[] {
   const [command, folder, ...rest] = argv;
   if (command !== "copy-assets" || !folder) throw new Error(usage);
   let families: ModelFamily[] | undefined;
   let serviceWorker = true;
+  let llamacpp: boolean | undefined;
   for (let index = 0; index < rest.length; index++) {
     const flag = rest[index];
     if (flag === "--no-service-worker") serviceWorker = false;
+    else if (flag === "--no-llamacpp") llamacpp = false;
     else if (flag === "--families" && rest[index + 1]) families = rest[++index]!.split(",").filter(Boolean) as ModelFamily[];
     else throw new Error(`unknown argument ${flag}\n\n${usage}`);
   }
-  const selected = assets({ serviceWorker, ...(families ? { families } : {}) });
+  const selected = assets({ serviceWorker, ...(llamacpp === undefined ? {} : { llamacpp }), ...(families ? { families } : {}) });
   const keep = new Set(selected.map((asset) => asset.path));
   const lines: string[] = [];
   for (const path of ownedPaths()) {

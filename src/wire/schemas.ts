@@ -267,18 +267,24 @@ export const modelInfoSchema = z.strictObject({
     input_nano_usd_per_token: z.number().int(),
     output_nano_usd_per_token: z.number().int(),
   }),
+  /** The engine that serves the model on this device, and why. */
   engine: z.string(),
+  engine_reason: z.string(),
   build: z
     .strictObject({
+      /** `mlc` (web-llm) or `gguf` (llama.cpp). */
+      format: z.enum(["mlc", "gguf"]),
       model_id: z.string(),
       model_url: z.string(),
-      model_lib_url: z.string(),
+      /** The compiled model library; null for a GGUF build. */
+      model_lib_url: z.string().nullable(),
       quantization: z.string(),
       required_features: z.array(z.string()),
       estimated_memory_mb: z.number(),
     })
     .nullable(),
   builds: z.array(z.string()),
+  gguf_builds: z.array(z.string()),
   downloaded: z.boolean(),
   loaded: z.boolean(),
   runnable: z.strictObject({ ok: z.boolean(), reason: z.string().nullable() }),

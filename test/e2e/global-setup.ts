@@ -6,6 +6,8 @@ import { existsSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 // @ts-expect-error: a plain JavaScript build script
 import { buildTestModel } from "../../scripts/test-model.mjs";
+// @ts-expect-error: a plain JavaScript build script
+import { buildTestGguf } from "../../scripts/test-gguf.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { startStaticServer } from "../../scripts/static-server.mjs";
 import { seedCatalogue } from "../../src/catalogue.js";
@@ -18,11 +20,13 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm test', which builds it first.`);
   }
   await buildTestModel(resolve(root, ".cache/test-model"));
+  buildTestGguf(resolve(root, ".cache/test-gguf"));
   const server = await startStaticServer([
     { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },
     // The same weights again, for the demo: one shard is cut halfway until a test switches faults off.
     { prefix: "/flaky-model/resolve/main/", directory: resolve(root, ".cache/test-model/model"), interrupt: /params_shard_3\.bin$/ },
     { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
+    { prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") },
     { prefix: "/", directory: resolve(root, ".cache/e2e") },
     { prefix: "/", directory: resolve(root, "dist") },
   ], { control: true });

@@ -16,9 +16,9 @@ export const origin = () => {
 const executablePath: string = chromiumPath;
 
 /** Chromium refuses service workers in Playwright's off-the-record contexts, so every test gets a fresh on-disk profile. */
-export async function launchProfile(): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {
+export async function launchProfile(args: readonly string[] = chromiumArgs): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {
   const directory = mkdtempSync(join(tmpdir(), "webgpu-inference-profile-"));
-  const context = await chromium.launchPersistentContext(directory, { executablePath, args: chromiumArgs, headless: true });
+  const context = await chromium.launchPersistentContext(directory, { executablePath, args: [...args], headless: true });
   return {
     context,
     async dispose() {
@@ -53,5 +53,8 @@ export async function openHarness(
   expect(errors).toEqual([]);
   return started;
 }
+
+/** Chromium without `--enable-unsafe-webgpu` here: `navigator.gpu` is there but gives no adapter, as on a device without a usable GPU. */
+export const noGpuArgs: readonly string[] = (chromiumArgs as string[]).filter((flag) => flag !== "--enable-unsafe-webgpu");
 
 export { expect };

