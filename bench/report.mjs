@@ -85,7 +85,43 @@ export function summarize(results) {
       rawReloadMs: median(results.coldStarts.map((row) => row.raw.reloadMs)),
       oursMs: median(results.coldStarts.map((row) => row.ours.firstTokenMs)),
     },
+    engines: summarizeEngines(results.engines ?? []),
   };
+}
+
+/** Prefill rate (the prompt over the time to the first token), decode rate and TTFT of each engine; null for a run without the comparison. */
+function summarizeEngines(rows) {
+  if (rows.length === 0) return null;
+  const of = (name) => {
+    const samples = rows.map((row) => row[name]);
+    return {
+      requests: samples.length,
+      promptTokens: median(samples.map((sample) => sample.promptTokens)),
+      ttftMs: median(samples.map((sample) => sample.firstTokenMs)),
+      prefillPerSecond: median(samples.map((sample) => (sample.firstTokenMs ? (sample.promptTokens * 1000) / sample.firstTokenMs : Number.NaN))),
+      decodePerSecond: median(samples.map((sample) => tokensPerSecond(sample, true))),
+    };
+  };
+  return { webllm: of("webllm"), llamacpp: of("llamacpp") };
+}
+
+function engineSection(results, summary) {
+  const engines = summary.engines;
+  if (!engines) return [];
+  const { webllm, llamacpp } = engines;
+  const models = results.engineModels;
+  return [
+    "## 6. Engines side by side: web-llm and llama.cpp through /v1, interleaved",
+    "",
+    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (wllama) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, on the CPU here (wllama's WebGPU path needs \`shader-f16\`). Same prompt, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first). Each engine counts the prompt with its own vocabulary.`,
+    "",
+    "| Engine | Requests | Prompt tokens | TTFT (median) | Prefill tok/s | Decode tok/s |",
+    "|---|---|---|---|---|---|",
+    `| web-llm | ${webllm.requests} | ${fixed(webllm.promptTokens, 0)} | ${fixed(webllm.ttftMs, 0)} ms | ${fixed(webllm.prefillPerSecond, 3)} | ${fixed(webllm.decodePerSecond, 3)} |`,
+    `| llama.cpp | ${llamacpp.requests} | ${fixed(llamacpp.promptTokens, 0)} | ${fixed(llamacpp.ttftMs, 0)} ms | ${fixed(llamacpp.prefillPerSecond, 3)} | ${fixed(llamacpp.decodePerSecond, 3)} |`,
+    `| llama.cpp / web-llm | | | ${fixed(llamacpp.ttftMs / webllm.ttftMs, 3)} | ${fixed(llamacpp.prefillPerSecond / webllm.prefillPerSecond, 1)}× | ${fixed(llamacpp.decodePerSecond / webllm.decodePerSecond, 1)}× |`,
+    "",
+  ];
 }
 
 /**
@@ -235,6 +271,7 @@ export function report(results) {
     `| Ours: worker stopped, woken by the request | ${fixed(summary.coldStart.oursMs, 0)} ms | — |`,
     `| Ratio ours / raw | ${fixed(summary.coldStart.oursMs / summary.coldStart.rawMs)} | |`,
     "",
+    ...engineSection(results, summary),
   ];
   const missed = goals.filter((row) => row.verdict !== "met");
   if (missed.length && !results.quick) {

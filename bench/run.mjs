@@ -7,6 +7,8 @@
  *   npm run bench                    the full run: bench/results/latest.*
  *   npm run bench -- --quick         a few requests of each kind: bench/results/quick.* (part of npm test)
  *   npm run bench -- --model m.json  a real model: a catalogue entry whose build names its artifacts
+ *   npm run bench -- --gguf g.json   the llama.cpp side of the engines' comparison: a catalogue entry
+ *                                    with a GGUF build (default: a random GGUF of Qwen2-0.5B's shapes)
  *   --iterations N --max-tokens N --out DIR
  *
  * Absolute times on SwiftShader mean little; the ratios between the two paths are the result.
@@ -20,6 +22,7 @@ import { chromium } from "@playwright/test";
 import { chromiumArgs, chromiumPath } from "../scripts/chromium.mjs";
 import { startStaticServer } from "../scripts/static-server.mjs";
 import { buildTestModel } from "../scripts/test-model.mjs";
+import { buildTestGguf, ggufVariants } from "../scripts/test-gguf.mjs";
 import { report } from "./report.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,6 +30,7 @@ const { values: options } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     model: { type: "string" },
+    gguf: { type: "string" },
     iterations: { type: "string" },
     "max-tokens": { type: "string" },
     out: { type: "string", default: resolve(root, "bench/results") },
@@ -44,6 +48,11 @@ const plan = {
   // reuse to show, but each copy costs seconds of prefill on a CPU.
   systemRepeats: quick ? 1 : 4,
   coldStarts: quick ? 1 : 3,
+  // The engines side by side. A decode rate needs tokens after the first, and enough of them that
+  // a token held back (part of a character, streamed with the next) does not skew it: llama.cpp's
+  // cost little; web-llm's take seconds each on a software adapter.
+  engineIterations: quick ? 1 : 3,
+  engineMaxTokens: { webllm: quick ? 2 : 4, llamacpp: quick ? 16 : 32 },
 };
 const name = quick ? "quick" : "latest";
 
@@ -62,11 +71,27 @@ if (!options.model) {
     { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
   );
 }
+if (!options.gguf) {
+  buildTestGguf(resolve(root, ".cache/test-gguf"), "bench");
+  mounts.unshift({ prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") });
+}
 const server = await startStaticServer(mounts);
 const model = options.model
   ? JSON.parse(readFileSync(resolve(options.model), "utf8"))
   : JSON.parse(readFileSync(resolve(root, "scripts/test-model-entry.json"), "utf8").replaceAll("{origin}", server.origin).replaceAll("{weights}", "test-model"));
 const buildId = model.builds[0].modelId;
+/** Random weights in Qwen2-0.5B's shapes with the Llama 3 vocabulary (128,256 tokens against Qwen's 151,936), pinned to llama.cpp. */
+const benchGguf = ggufVariants.bench;
+const ggufModel = options.gguf
+  ? { engine: "llamacpp", ...JSON.parse(readFileSync(resolve(options.gguf), "utf8")) }
+  : {
+      id: "qwen2-0.5b-shape-gguf",
+      family: "llama3",
+      contextWindow: 4_096,
+      price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
+      engine: "llamacpp",
+      gguf: [{ modelId: "qwen2-0.5b-shape-q4_0", file: `${server.origin}/test-gguf/${benchGguf.file}`, quantization: "Q4_0", sizeMB: 262, kvCache: { layers: benchGguf.layers, kvHeads: benchGguf.kvHeads, headDim: benchGguf.embedding / benchGguf.heads } }],
+    };
 
 const profile = mkdtempSync(join(tmpdir(), "webgpu-inference-bench-"));
 const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, args: chromiumArgs, headless: true });
@@ -78,7 +103,10 @@ try {
   page.on("console", (message) => message.type() === "error" && !message.text().includes("status of 401") && console.log(`[page] ${message.text()}`));
   await page.goto(`${server.origin}/index.html`);
   await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
-  const account = await page.evaluate((entry) => window.bench.start({ serviceWorkerUrl: "/bench-sw.js", engine: "webllm", models: [entry], databaseName: "webgpu-inference-bench" }), model);
+  const account = await page.evaluate(
+    ([entry, gguf]) => window.bench.start({ serviceWorkerUrl: "/bench-sw.js", engine: "webllm", models: [entry, gguf], databaseName: "webgpu-inference-bench" }, true),
+    [model, ggufModel],
+  );
 
   const prompt = "Write one short sentence about the sea.";
   const request = (modelName, stream, extra = {}) => ({ model: modelName, messages: [{ role: "user", content: prompt }], max_tokens: plan.maxTokens, temperature: 0, stream, ...extra });
@@ -143,6 +171,17 @@ try {
     log(`cold start: raw reload ${Math.round(raw.sample.firstTokenMs ?? Number.NaN)} ms to first token, ours ${Math.round(ours.firstTokenMs ?? Number.NaN)} ms`);
   }
 
+  // 6. The engines side by side, interleaved: web-llm and llama.cpp, each through /v1.
+  log(`loading ${ggufModel.id} (${ggufModel.gguf[0].modelId}) on llama.cpp through /v1`);
+  const ggufWarmup = await page.evaluate((body) => window.bench.ours(body), request(ggufModel.id, true, { max_tokens: 1 }));
+  const engines = [];
+  for (let iteration = 0; iteration < plan.engineIterations; iteration++) {
+    const webllm = await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: plan.engineMaxTokens.webllm }));
+    const llamacpp = await page.evaluate((body) => window.bench.ours(body), request(ggufModel.id, true, { max_tokens: plan.engineMaxTokens.llamacpp }));
+    engines.push({ iteration, webllm, llamacpp });
+    log(`engines ${iteration + 1}/${plan.engineIterations}: web-llm TTFT ${Math.round(webllm.firstTokenMs ?? Number.NaN)} ms, llama.cpp ${Math.round(llamacpp.firstTokenMs ?? Number.NaN)} ms`);
+  }
+
   const results = {
     name,
     quick,
@@ -156,6 +195,8 @@ try {
     policy,
     turns,
     coldStarts,
+    engineModels: { webllm: { id: model.id, build: buildId }, llamacpp: { id: ggufModel.id, build: ggufModel.gguf[0].modelId, warmupMs: ggufWarmup.totalMs } },
+    engines,
   };
   mkdirSync(options.out, { recursive: true });
   writeFileSync(join(options.out, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);

@@ -5,25 +5,32 @@
  * prompts tokenize exactly as Llama 3 8B Instruct's do. No model hub is needed; the format is
  * ggml's docs/gguf.md (version 3, little-endian), and ../shared/MODELS.md records what works.
  *
- * Usage: node scripts/test-gguf.mjs <out-dir>   writes <out-dir>/llama3-test-q8_0.gguf
+ * Two variants: `test`, 4 layers × 256 wide in Q8_0 (43 MB, the llama.cpp test tier), and
+ * `bench`, Qwen2-0.5B's shapes (24 layers × 896, 14 heads, 2 KV heads, 4,864 feed-forward) in
+ * Q4_0, to set llama.cpp beside web-llm's random Qwen2-0.5B q4f32_1 in the benchmark.
+ *
+ * Usage: node scripts/test-gguf.mjs <out-dir> [test|bench]   writes <out-dir>/<variant's file>
  */
 import { existsSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, renameSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 
-export const ggufName = "llama3-test-q8_0.gguf";
-/** Bumped whenever the file's contents change, so a cached older file is rebuilt. */
-const formatVersion = 1;
+/** Bumped whenever the files' contents change, so a cached older file is rebuilt. */
+const formatVersion = 2;
 const seed = 20_261_123;
 const alignment = 32;
 
-/** The model's shape: a few layers, real vocabulary. */
-export const ggufShape = { embedding: 256, layers: 4, heads: 4, kvHeads: 2, feedForward: 512, contextLength: 8_192 };
+/** Each variant's shape and weight format; both use the real Llama 3 vocabulary. */
+export const ggufVariants = {
+  test: { file: "llama3-test-q8_0.gguf", embedding: 256, layers: 4, heads: 4, kvHeads: 2, feedForward: 512, contextLength: 8_192, type: "q8_0" },
+  bench: { file: "qwen2-0.5b-shape-q4_0.gguf", embedding: 896, layers: 24, heads: 14, kvHeads: 2, feedForward: 4_864, contextLength: 4_096, type: "q4_0" },
+};
+export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
-const tensorType = { f32: 0, q8_0: 8 };
-/** ggml's file type for "mostly Q8_0". */
-const fileTypeQ8_0 = 7;
+const tensorType = { f32: 0, q4_0: 2, q8_0: 8 };
+/** ggml's file types for "mostly Q4_0" and "mostly Q8_0". */
+const fileType = { q4_0: 2, q8_0: 7 };
 
 /** Little-endian bytes, appended piece by piece. */
 class Writer {
@@ -132,6 +139,25 @@ function q8Weights(count, next) {
   return data;
 }
 
+/**
+ * Q4_0 data for `count` weights: blocks of a half-precision scale and 16 bytes of 4-bit values
+ * (weight = scale × (nibble − 8)). Uniform nibbles have a standard deviation of about 4.6.
+ */
+function q4Weights(count, next) {
+  if (count % 32 !== 0) throw new Error(`${count} weights do not fill Q4_0 blocks of 32`);
+  const blocks = count / 32;
+  const data = Buffer.alloc(blocks * 18);
+  const scale = halfBits(0.02 / 4.6);
+  for (let block = 0; block < blocks; block++) {
+    const offset = block * 18;
+    data.writeUInt16LE(scale, offset);
+    for (let index = 0; index < 16; index += 4) data.writeUInt32LE(next(), offset + 2 + index);
+  }
+  return data;
+}
+
+const quantized = { q4_0: q4Weights, q8_0: q8Weights };
+
 function ones(count) {
   const data = Buffer.alloc(count * 4);
   for (let index = 0; index < count; index++) data.writeFloatLE(1, index * 4);
@@ -160,9 +186,10 @@ function tensors(shape, vocabularySize, next) {
   const { embedding, layers, heads, kvHeads, feedForward } = shape;
   const headDimension = embedding / heads;
   const kvWidth = headDimension * kvHeads;
-  const list = [{ name: "token_embd.weight", dims: [embedding, vocabularySize], type: "q8_0", data: q8Weights(embedding * vocabularySize, next) }];
+  const { type } = shape;
+  const list = [{ name: "token_embd.weight", dims: [embedding, vocabularySize], type, data: quantized[type](embedding * vocabularySize, next) }];
   for (let layer = 0; layer < layers; layer++) {
-    const weight = (name, dims) => list.push({ name: `blk.${layer}.${name}.weight`, dims, type: "q8_0", data: q8Weights(dims[0] * dims[1], next) });
+    const weight = (name, dims) => list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
     list.push({ name: `blk.${layer}.attn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
     weight("attn_q", [embedding, embedding]);
     weight("attn_k", [embedding, kvWidth]);
@@ -187,7 +214,7 @@ function header(shape, vocab, tensorList) {
     ["general.architecture", "string", "llama"],
     ["general.name", "string", "Llama 3 test (random weights)"],
     ["general.alignment", "uint32", alignment],
-    ["general.file_type", "uint32", fileTypeQ8_0],
+    ["general.file_type", "uint32", fileType[shape.type]],
     ["llama.context_length", "uint32", shape.contextLength],
     ["llama.embedding_length", "uint32", shape.embedding],
     ["llama.block_count", "uint32", shape.layers],
@@ -224,18 +251,20 @@ function header(shape, vocab, tensorList) {
 
 const padding = (length) => Buffer.alloc((alignment - (length % alignment)) % alignment);
 
-/** Writes the GGUF once; later calls find it (a stamp in the name of the finished file). */
-export function buildTestGguf(outDirectory) {
-  const file = join(outDirectory, ggufName);
-  const stamp = join(outDirectory, `complete-${formatVersion}`);
+/** Writes the variant's GGUF once; later calls find it (a stamp beside the finished file). */
+export function buildTestGguf(outDirectory, variant = "test") {
+  const shape = ggufVariants[variant];
+  if (!shape) throw new Error(`unknown GGUF variant '${variant}': ${Object.keys(ggufVariants).join(" or ")}`);
+  const file = join(outDirectory, shape.file);
+  const stamp = join(outDirectory, `${shape.file}.complete-${formatVersion}`);
   if (existsSync(file) && existsSync(stamp)) return file;
   mkdirSync(outDirectory, { recursive: true });
   const vocab = vocabulary();
-  const tensorList = tensors(ggufShape, vocab.tokens.length, generator(seed));
+  const tensorList = tensors(shape, vocab.tokens.length, generator(seed));
   const partial = `${file}.partial`;
   const descriptor = openSync(partial, "w");
   try {
-    const head = header(ggufShape, vocab, tensorList);
+    const head = header(shape, vocab, tensorList);
     writeSync(descriptor, head);
     writeSync(descriptor, padding(head.length));
     for (const tensor of tensorList) {
@@ -253,6 +282,6 @@ export function buildTestGguf(outDirectory) {
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   const out = process.argv[2];
   if (!out) throw new Error("usage: node scripts/test-gguf.mjs <out-dir>");
-  const file = buildTestGguf(resolve(out));
+  const file = buildTestGguf(resolve(out), process.argv[3] ?? "test");
   console.log(`${file}: ${(readFileSync(file).length / 2 ** 20).toFixed(1)} MiB`);
 }

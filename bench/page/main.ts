@@ -11,12 +11,15 @@ import type { BenchReply, BenchRequest } from "./protocol.js";
 export interface Sample {
   firstTokenMs: number | null;
   totalMs: number;
+  /** As the usage reports it; 0 where it reports none. */
+  promptTokens: number;
   completionTokens: number;
   text: string;
 }
 
 export interface Bench {
-  start(options: StartInferenceOptions): Promise<{ key: string; keyId: string; accountId: string; baseURL: string }>;
+  /** With `llamacpp`, this page also hosts llama.cpp (wllama), for the engines' comparison. */
+  start(options: StartInferenceOptions, llamacpp?: boolean): Promise<{ key: string; keyId: string; accountId: string; baseURL: string }>;
   /** web-llm's own chat.completions.create, in the worker, on the engine our adapter loaded. */
   raw(request: Record<string, unknown>): Promise<Sample>;
   /** The same request through fetch() and our /v1. */
@@ -52,7 +55,7 @@ function ask(message: BenchRequest, onReply: (reply: BenchReply) => void): Promi
   });
 }
 
-type Usage = { completion_tokens: number } | null | undefined;
+type Usage = { prompt_tokens?: number; completion_tokens: number } | null | undefined;
 type ChunkBody = { choices: { delta?: { content?: string | null } }[]; usage?: Usage };
 type ResultBody = { choices: { message: { content: string | null } }[]; usage: Usage };
 
@@ -60,7 +63,7 @@ type ResultBody = { choices: { message: { content: string | null } }[]; usage: U
 const producedTokens = (usage: Usage) => (usage ? usage.completion_tokens + 1 : 0);
 
 function collector(started: number) {
-  const sample: Sample = { firstTokenMs: null, totalMs: 0, completionTokens: 0, text: "" };
+  const sample: Sample = { firstTokenMs: null, totalMs: 0, promptTokens: 0, completionTokens: 0, text: "" };
   return {
     sample,
     chunk(body: ChunkBody, usageIsRaw: boolean) {
@@ -69,7 +72,10 @@ function collector(started: number) {
         sample.firstTokenMs ??= performance.now() - started;
         sample.text += content;
       }
-      if (body.usage) sample.completionTokens = usageIsRaw ? producedTokens(body.usage) : body.usage.completion_tokens;
+      if (body.usage) {
+        sample.completionTokens = usageIsRaw ? producedTokens(body.usage) : body.usage.completion_tokens;
+        sample.promptTokens = body.usage.prompt_tokens ?? 0;
+      }
     },
   };
 }
@@ -105,14 +111,15 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
     const body = (await response.json()) as ResultBody;
     sample.text = body.choices[0]?.message.content ?? "";
     sample.completionTokens = body.usage?.completion_tokens ?? 0;
+    sample.promptTokens = body.usage?.prompt_tokens ?? 0;
   }
   sample.totalMs = performance.now() - started;
   return sample;
 }
 
 window.bench = {
-  async start(options) {
-    handle = await startInference(options);
+  async start(options, llamacpp = false) {
+    handle = await startInference(llamacpp ? { ...options, pageEngine: { wllama: await import("@wllama/wllama/esm/index.js") } } : options);
     const created = await handle.admin.createAccount({ name: "bench", creditUsd: 1_000 });
     // High limits: the benchmark measures the policy, not its refusals.
     const key = await handle.admin.createKey({ accountId: created.id, rpm: 10_000_000, tpm: 1_000_000_000 });

@@ -44,9 +44,22 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
     expect(row.ours.firstTokenMs).toBeGreaterThan(0);
   }
 
+  expect(results.engines).toHaveLength(results.plan.engineIterations);
+  for (const row of results.engines) {
+    for (const engine of ["webllm", "llamacpp"]) {
+      const sample = row[engine];
+      // At least two tokens, for a decode rate (random weights could still end a reply early).
+      expect(sample.completionTokens).toBeGreaterThanOrEqual(2);
+      expect(sample.completionTokens).toBeLessThanOrEqual(results.plan.engineMaxTokens[engine]);
+      expect(sample.promptTokens).toBeGreaterThan(0);
+      expect(sample.firstTokenMs).toBeGreaterThan(0);
+    }
+  }
+
   const markdown = readFileSync(join(out, "quick.md"), "utf8");
   expect(markdown).toContain("## Targets");
   expect(markdown).toContain("## 5. Cold start with the weights cached");
+  expect(markdown).toContain("## 6. Engines side by side");
   const png = readFileSync(join(out, "quick.png"));
   expect(png.subarray(1, 4).toString()).toBe("PNG");
 });

@@ -110,6 +110,24 @@ test("streamed on llama.cpp: the same text at temperature 0, and usage in the la
   expect(parsed.at(-1)?.usage).toMatchObject({ prompt_tokens: llama3().encode(renderChat("llama3", history)).length, completion_tokens: 4 });
 });
 
+test("stop sequences and seeds on llama.cpp", async () => {
+  const stop = wholeText.slice(Math.floor(wholeText.length / 2));
+  const results = await page.evaluate(
+    async ({ id, messages, stop }) => {
+      const client = window.harness.client();
+      const ask = (extra: Record<string, unknown>) => client.chat.completions.create({ model: id, messages, max_tokens: 6, ...extra });
+      const stopped = await ask({ temperature: 0, stop: [stop] });
+      const seeded = [await ask({ temperature: 1, seed: 7 }), await ask({ temperature: 1, seed: 7 }), await ask({ temperature: 1, seed: 8 })];
+      return { stopped: { content: stopped.choices[0]?.message.content, finish: stopped.choices[0]?.finish_reason }, seeded: seeded.map((completion) => completion.choices[0]?.message.content) };
+    },
+    { id: model, messages: history, stop },
+  );
+  expect(results.stopped).toEqual({ content: wholeText.slice(0, wholeText.indexOf(stop)), finish: "stop" });
+  expect(results.seeded[0]).toBe(results.seeded[1]);
+  // Random weights spread a token's probability over the whole vocabulary: another seed samples otherwise.
+  expect(results.seeded[2]).not.toBe(results.seeded[0]);
+});
+
 test("a second turn reuses llama.cpp's prompt cache: the whole prompt billed, the first turn reported as cached", async () => {
   const second = [...history, { role: "assistant" as const, content: wholeText }, { role: "user" as const, content: "And tomorrow?" }];
   const completion = chatCompletionSchema.parse(

@@ -61,5 +61,5 @@ test("without an open host page, the worker says why it cannot serve", async ({ 
     }
   }, model);
   expect(error).toMatchObject({ status: 503, code: "model_not_runnable" });
-  expect(error?.message).toContain("No open page hosts the engine");
+  expect(error?.message).toContain("No open page hosts the deterministic engine");
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module, run by node as the benchmark's reporter
-import { medianInterval, targets } from "../../bench/report.mjs";
+import { medianInterval, report, targets } from "../../bench/report.mjs";
+import { readFileSync } from "node:fs";
 
 type Interval = [number, number] | null;
 type Verdict = { goal: string; verdict: "met" | "missed" | "unresolved"; gap: string };
@@ -50,5 +51,25 @@ describe("the benchmark's verdicts", () => {
   it("judges the round-trip and policy targets on their value", () => {
     expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({ verdict: "missed", gap: "0.70 ms over" });
     expect(verdictOf(targets(summary([0.99, 1.1], [1, 4])) as Verdict[], "Policy per request").verdict).toBe("met");
+  });
+});
+
+describe("the engines' comparison", () => {
+  it("reports each engine's TTFT, prefill and decode rates from its own samples, and a run without it stays as it was", () => {
+    const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
+    expect(report(saved).markdown).not.toContain("## 6.");
+    const sample = (promptTokens: number, firstTokenMs: number, totalMs: number) => ({ promptTokens, firstTokenMs, totalMs, completionTokens: 4, text: "" });
+    const withEngines = {
+      ...saved,
+      plan: { ...saved.plan, engineMaxTokens: { webllm: 4, llamacpp: 4 } },
+      engineModels: { webllm: { id: "w", build: "w-build" }, llamacpp: { id: "l", build: "l-build" } },
+      // web-llm: 20 prompt tokens in 40 s, then 3 tokens in 30 s; llama.cpp: 22 in 2 s, then 3 in 1 s.
+      engines: [{ iteration: 0, webllm: sample(20, 40_000, 70_000), llamacpp: sample(22, 2_000, 3_000) }],
+    };
+    const markdown: string = report(withEngines).markdown;
+    expect(markdown).toContain("## 6. Engines side by side");
+    expect(markdown).toContain("| web-llm | 1 | 20 | 40000 ms | 0.500 | 0.100 |");
+    expect(markdown).toContain("| llama.cpp | 1 | 22 | 2000 ms | 11.000 | 3.000 |");
+    expect(markdown).toContain("| llama.cpp / web-llm | | | 0.050 | 22.0× | 30.0× |");
   });
 });
