@@ -112,7 +112,11 @@ try {
   const request = (modelName, stream, extra = {}) => ({ model: modelName, messages: [{ role: "user", content: prompt }], max_tokens: plan.maxTokens, temperature: 0, stream, ...extra });
   const browserInfo = await page.evaluate(async () => {
     const adapter = await navigator.gpu?.requestAdapter();
-    return { userAgent: navigator.userAgent, adapter: adapter?.info ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : "none" };
+    return {
+      userAgent: navigator.userAgent,
+      adapter: adapter?.info ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : "none",
+      shaderF16: adapter?.features.has("shader-f16") ?? false,
+    };
   });
 
   log(`loading ${model.id} (${buildId}) through /v1`);

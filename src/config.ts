@@ -12,7 +12,8 @@ export const inferenceConfigSchema = z.strictObject({
   /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */
   baseUrl: z.string().url(),
   /**
-   * `webllm` (WebGPU), `llamacpp` (llama.cpp on the CPU, in a Worker an open page starts),
+   * `webllm` (WebGPU), `llamacpp` (llama.cpp, in a Worker an open page starts; on the CPU,
+   * or on WebGPU where the adapter has `shader-f16`),
    * `auto`: per model and device, web-llm on a real GPU adapter, else llama.cpp where the model
    * fits (src/engine/choice.ts); `deterministic` is for tests. A catalogue entry may pin its own.
    */

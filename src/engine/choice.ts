@@ -3,7 +3,8 @@
  * - web-llm where WebGPU gives a real adapter with the features and memory of one of the
  *   model's MLC builds (a software or fallback adapter runs WebGPU on the CPU, far slower than
  *   llama.cpp's CPU code, so it does not count);
- * - else llama.cpp on the CPU, where a page hosts it and one of the model's GGUF builds fits;
+ * - else llama.cpp, where a page hosts it and one of the model's GGUF builds fits (on the CPU,
+ *   or on WebGPU where the adapter has `shader-f16`, wllama's condition);
  * - else none, with each engine's reason (the HTTP layer then routes to the model's upstreams,
  *   if it has any, or answers 503 `model_not_runnable` with the reasons).
  *
@@ -45,7 +46,7 @@ export class ChoosingEngine implements Engine {
     const webllm = await this.#webllm(model, reasons);
     if (webllm) return webllm;
     const llamacpp = await this.#llamacpp(model, reasons);
-    if (llamacpp) return { ...llamacpp, reason: `${llamacpp.reason} (${reasons.join("; ")})` };
+    if (llamacpp) return { ...llamacpp, reason: `llama.cpp, as ${reasons.join("; ")}` };
     return { engine: null, reason: reasons.join("; ") };
   }
 
@@ -88,7 +89,7 @@ export class ChoosingEngine implements Engine {
       return null;
     }
     const build = chooseGgufBuild(model, (await engine.device()).memoryBudgetMB);
-    if (build.ok) return { engine, name: "llamacpp", reason: "llama.cpp on the CPU" };
+    if (build.ok) return { engine, name: "llamacpp", reason: "llama.cpp" };
     reasons.push(`llama.cpp: ${build.reason}`);
     return null;
   }

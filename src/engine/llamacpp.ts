@@ -12,6 +12,8 @@
 import { chooseGgufBuild, type DeviceFeatures, type GgufBuild, type ModelEntry } from "../catalogue.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
 import { toGbnf } from "./gbnf.js";
+import { resolveUrl } from "./urls.js";
+import { isSoftwareAdapter } from "./adapter.js";
 import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
 
 interface WllamaLogprob {
@@ -68,10 +70,6 @@ export interface LlamaCppEngineOptions {
 /** The BOS texts our templates begin with; llama.cpp adds the model's BOS itself, so it is taken off the text. */
 const bosTexts = ["<|begin_of_text|>", "<bos>", "<s>"];
 
-function resolveUrl(value: string, base: string): string {
-  return /^[a-z][a-z0-9+.-]*:/i.test(value) ? value : new URL(value, base.endsWith("/") ? base : `${base}/`).href;
-}
-
 const utf8 = new TextEncoder();
 
 function toTokenLogprob(entry: WllamaLogprob): TokenLogprob {
@@ -82,6 +80,11 @@ function toTokenLogprob(entry: WllamaLogprob): TokenLogprob {
     bytes: bytesOf(entry.token, entry.bytes),
     alternatives: (entry.top_logprobs ?? []).map((alternative) => ({ token: alternative.token, logprob: alternative.logprob, bytes: bytesOf(alternative.token, alternative.bytes) })),
   };
+}
+
+async function hasSoftwareAdapter(): Promise<boolean> {
+  const adapter = await globalThis.navigator?.gpu?.requestAdapter().catch(() => null);
+  return adapter !== null && adapter !== undefined && isSoftwareAdapter(adapter);
 }
 
 function defaultThreads(): number {
@@ -144,8 +147,9 @@ export class LlamaCppEngine implements Engine {
     const build = await this.#choose(model);
     const url = this.#urlOf(build);
     if (this.#loaded?.url === url && this.#loaded.contextWindow === model.contextWindow) return;
-    const wllama = this.#instance();
+    // One model at a time: the one loaded goes (with its wllama instance) before another loads.
     if (this.#loaded) await this.dispose();
+    const wllama = this.#instance();
     const started = Date.now();
     const report = (loaded: number, total: number) => {
       const progress: LoadProgress = {
@@ -165,6 +169,9 @@ export class LlamaCppEngine implements Engine {
         n_batch: batch,
         n_ubatch: batch,
         n_threads: this.#options.threads ?? defaultThreads(),
+        // wllama offloads every layer to WebGPU when it can register a device there; on a
+        // software adapter that is the CPU again, only slower, so it stays on llama.cpp's CPU code.
+        ...((await hasSoftwareAdapter()) ? { n_gpu_layers: 0 } : {}),
         progressCallback: ({ loaded, total }: { loaded: number; total: number }) => report(loaded, total),
       });
     } catch (error) {

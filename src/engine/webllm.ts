@@ -4,6 +4,8 @@
  */
 import { chooseBuild, memoryEstimateMB, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
+import { resolveUrl } from "./urls.js";
+import { isSoftwareAdapter } from "./adapter.js";
 import type { PromptSegment } from "../templates.js";
 import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
 
@@ -82,10 +84,6 @@ export interface WebLlmEngineOptions {
   fetch?: typeof fetch;
 }
 
-function resolveUrl(value: string, base: string): string {
-  return /^[a-z][a-z0-9+.-]*:/i.test(value) ? value : new URL(value, base.endsWith("/") ? base : `${base}/`).href;
-}
-
 const fetchedPattern = /(\d+(?:\.\d+)?)\s*MB fetched/i;
 
 function toProgress(report: WebLlmProgressReport): LoadProgress {
@@ -148,17 +146,6 @@ export function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
     bytes: bytesOf(entry.token, entry.bytes),
     alternatives: entry.top_logprobs.map((alternative) => ({ token: alternative.token, logprob: finite(alternative.logprob), bytes: bytesOf(alternative.token, alternative.bytes) })),
   };
-}
-
-/**
- * A software or fallback adapter runs WebGPU on the CPU: Chromium's SwiftShader, Mesa's llvmpipe,
- * WARP. The spec's flag says so where the browser sets it; the adapter's names say so elsewhere.
- */
-export function isSoftwareAdapter(adapter: GPUAdapter): boolean {
-  const info = adapter.info as (GPUAdapterInfo & { isFallbackAdapter?: boolean }) | undefined;
-  if (info?.isFallbackAdapter || (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter) return true;
-  const names = `${info?.vendor ?? ""} ${info?.architecture ?? ""} ${info?.device ?? ""} ${info?.description ?? ""}`;
-  return /swiftshader|llvmpipe|lavapipe|softpipe|microsoft basic render|\bwarp\b/i.test(names);
 }
 
 /** web-llm's request validation errors are the request's fault: they surface as 400. */

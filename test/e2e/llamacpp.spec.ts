@@ -25,6 +25,7 @@ function catalogue() {
     { ...gguf, id: "both-builds", builds: [mlc] },
     { ...gguf, id: "needs-f16", builds: [{ ...mlc, modelId: "f16-only", requiredFeatures: ["shader-f16"] }] },
     { ...testModelEntry(origin()), id: "pinned-webllm", engine: "webllm" as const },
+    { ...gguf, id: "missing-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "missing", file: `${origin()}/test-gguf/missing-q8_0.gguf` }] },
   ];
 }
 
@@ -78,7 +79,7 @@ test("a chat completion on llama.cpp: real tokens, usage equal to our count of t
     { id: model, messages: history },
   );
   expect(result).toMatchObject({ status: 200, engine: "llamacpp" });
-  expect(result.reason).toContain("llama.cpp on the CPU");
+  expect(result.reason).toBe("llama.cpp, as web-llm: no MLC build");
   const completion = chatCompletionSchema.parse(result.body);
   expect(completion.choices[0]?.finish_reason).toBe("length");
   expect(completion.usage.prompt_tokens).toBe(llama3().encode(renderChat("llama3", history)).length);
@@ -249,6 +250,19 @@ test("an abort during a long prefill lands within about a second: the prompt is 
   // Without the abort, the next request would wait out the rest of the long prefill.
   expect(result.fullPrefillMs).toBeGreaterThan(2_000);
   expect(result.freeAfterMs).toBeLessThan(Math.min(1_500, result.fullPrefillMs / 2));
+});
+
+test("a GGUF file that is not served is a 503 naming its URL and the option that fixes it, never a 500", async () => {
+  const error = await page.evaluate(async () => {
+    const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: "missing-gguf", messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
+    return { status: response.status, retry: response.headers.get("x-should-retry"), body: (await response.json()) as { error: { code: string; message: string } } };
+  });
+  expect(error).toMatchObject({ status: 503, retry: "false", body: { error: { code: "model_load_failed" } } });
+  expect(error.body.error.message).toContain("/test-gguf/missing-q8_0.gguf: HTTP 404");
+  expect(error.body.error.message).toContain("artifacts.ggufBaseUrl");
+  // The model that is there still serves.
+  const completion = await page.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }), model);
+  expect(completion.usage?.completion_tokens).toBe(1);
 });
 
 test("a browser with navigator.gpu but no adapter chats with llama.cpp under auto", async () => {

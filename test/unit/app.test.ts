@@ -135,6 +135,26 @@ describe("HTTP surface", () => {
     expect(engine.seen[0]?.sampling.maxTokens).toBeLessThan(4096);
   });
 
+  it("bills the prompt an engine saw: whole, with the prefix it reused reported as cached", async () => {
+    const usageOf = async (usage: { promptTokens: number; cachedPromptTokens?: number; completionTokens: number }, path = "/v1/chat/completions") => {
+      const engine = new ScriptedEngine(async function* () {
+        yield { type: "finish", reason: "stop", usage };
+      });
+      const scripted = await makeApp({ engine });
+      const body = path.endsWith("chat/completions") ? { model, messages } : { model, prompt: "Hello" };
+      return ((await (await scripted.app.handle(scripted.post(path, body))).json()) as { usage: unknown }).usage;
+    };
+    // Our count: what an engine that reused nothing and saw what we counted is billed.
+    const counted = ((await usageOf({ promptTokens: 0, completionTokens: 1 })) as { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens;
+    expect(counted).toBeGreaterThan(4);
+    // llama.cpp says what it reused: 4 prefilled of our `counted`, the rest from its cache.
+    expect(await usageOf({ promptTokens: 4, cachedPromptTokens: counted - 4, completionTokens: 1 })).toMatchObject({ prompt_tokens: counted, prompt_tokens_details: { cached_tokens: counted - 4 } });
+    // One more than we counted (llama.cpp's BOS before a raw prompt), one of them reused: what it saw is billed.
+    expect(await usageOf({ promptTokens: 1, cachedPromptTokens: 1, completionTokens: 1 }, "/v1/completions")).toMatchObject({ prompt_tokens: 2 });
+    // web-llm says only what it prefilled: the rest of our count is the cached part.
+    expect(await usageOf({ promptTokens: 3, completionTokens: 1 })).toMatchObject({ prompt_tokens: counted, prompt_tokens_details: { cached_tokens: counted - 3 } });
+  });
+
   it("passes sampling, stop, seed and JSON mode through to the engine", async () => {
     const engine = new ScriptedEngine(async function* () {
       yield { type: "text-delta", text: "{}" };
