@@ -27,6 +27,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     { prefix: "/flaky-model/resolve/main/", directory: resolve(root, ".cache/test-model/model"), interrupt: /params_shard_3\.bin$/ },
     { prefix: "/test-model/lib/", directory: resolve(root, ".cache/test-model/lib") },
     { prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") },
+    // The same GGUF at another URL: a file the browser's cache has never seen.
+    { prefix: "/test-gguf-copy/", directory: resolve(root, ".cache/test-gguf") },
     { prefix: "/", directory: resolve(root, ".cache/e2e") },
     { prefix: "/", directory: resolve(root, "dist") },
   ], { control: true });

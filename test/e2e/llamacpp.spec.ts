@@ -26,6 +26,7 @@ function catalogue() {
     { ...gguf, id: "needs-f16", builds: [{ ...mlc, modelId: "f16-only", requiredFeatures: ["shader-f16"] }] },
     { ...testModelEntry(origin()), id: "pinned-webllm", engine: "webllm" as const },
     { ...gguf, id: "missing-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "missing", file: `${origin()}/test-gguf/missing-q8_0.gguf` }] },
+    { ...gguf, id: "uncached-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "uncached", file: `${origin()}/test-gguf-copy/llama3-test-q8_0.gguf` }] },
   ];
 }
 
@@ -263,6 +264,26 @@ test("a GGUF file that is not served is a 503 naming its URL and the option that
   // The model that is there still serves.
   const completion = await page.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }), model);
   expect(completion.usage?.completion_tokens).toBe(1);
+});
+
+test("a downloaded GGUF loads again from the browser's cache with the network to it cut", async () => {
+  await page.context().route(/\/test-gguf(-copy)?\//, (route) => route.abort("internetdisconnected"));
+  try {
+    const status = (id: string) =>
+      page.evaluate(async (name) => {
+        const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
+        return { status: response.status, body: await response.text() };
+      }, id);
+    // The cut reaches llama.cpp's downloads: a file never fetched cannot load (and the loaded model is let go).
+    const uncached = await status("uncached-gguf");
+    expect(uncached.status).toBe(503);
+    expect(uncached.body).toContain("test-gguf-copy/llama3-test-q8_0.gguf");
+    // The file fetched earlier loads from wllama's cache.
+    expect(await info(page, model)).toMatchObject({ downloaded: true, loaded: false });
+    expect((await status(model)).status).toBe(200);
+  } finally {
+    await page.context().unrouteAll();
+  }
 });
 
 test("a browser with navigator.gpu but no adapter chats with llama.cpp under auto", async () => {
