@@ -13,7 +13,7 @@
  *
  * Absolute times on SwiftShader mean little; the ratios between the two paths are the result.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -90,7 +90,7 @@ const ggufModel = options.gguf
       contextWindow: 4_096,
       price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
       engine: "llamacpp",
-      gguf: [{ modelId: "qwen2-0.5b-shape-q4_0", file: `${server.origin}/test-gguf/${benchGguf.file}`, quantization: "Q4_0", sizeMB: 262, kvCache: { layers: benchGguf.layers, kvHeads: benchGguf.kvHeads, headDim: benchGguf.embedding / benchGguf.heads } }],
+      gguf: [{ modelId: "qwen2-0.5b-shape-q4_0", file: `${server.origin}/test-gguf/${benchGguf.file}`, quantization: "Q4_0", sizeMB: statSync(resolve(root, ".cache/test-gguf", benchGguf.file)).size / 2 ** 20, kvCache: { layers: benchGguf.layers, kvHeads: benchGguf.kvHeads, headDim: benchGguf.embedding / benchGguf.heads } }],
     };
 
 const profile = mkdtempSync(join(tmpdir(), "webgpu-inference-bench-"));

@@ -38,6 +38,13 @@ export const mlcBuildSchema = z.strictObject({
 /** llama.cpp's split naming, `<name>-00001-of-00003.gguf`: the first shard names them all. */
 const splitPattern = /-(\d{5})-of-(\d{5})\.gguf$/;
 
+/** Every file of a GGUF build: the parts a split model's first part names, or the one file. */
+export function ggufFiles(file: string): string[] {
+  const split = splitPattern.exec(file);
+  if (!split) return [file];
+  return Array.from({ length: Number(split[2]) }, (_, index) => `${file.slice(0, split.index)}-${String(index + 1).padStart(5, "0")}-of-${split[2]}.gguf`);
+}
+
 /** The largest file a browser engine may read whole (wllama's limit); bigger models are split. */
 export const maxGgufFileMB = 2_048;
 
@@ -59,7 +66,7 @@ export const ggufBuildSchema = z
   })
   .superRefine((build, context) => {
     const split = splitPattern.exec(build.file);
-    const files = split ? Number(split[2]) : 1;
+    const files = ggufFiles(build.file).length;
     if (split && split[1] !== "00001") context.addIssue({ code: "custom", path: ["file"], message: `name the first shard (…-00001-of-${split[2]}.gguf), not shard ${split[1]}` });
     if (build.sizeMB / files > maxGgufFileMB) {
       context.addIssue({

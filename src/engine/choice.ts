@@ -13,6 +13,7 @@
  */
 import { chooseBuild, chooseGgufBuild, type DeviceFeatures, type LocalEngine, type ModelEntry } from "../catalogue.js";
 import { EngineError } from "./errors.js";
+import { noHostMessage } from "./page-hosted.js";
 import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "./types.js";
 
 /** An engine that may be missing at run time: llama.cpp needs an open page to host it. */
@@ -85,7 +86,7 @@ export class ChoosingEngine implements Engine {
       return null;
     }
     if (engine.hosted && !(await engine.hosted())) {
-      reasons.push("llama.cpp: no open page of this app runs it (startInference({ pageEngine: { wllama } }))");
+      reasons.push(`llama.cpp: ${noHostMessage("llamacpp")}`);
       return null;
     }
     const build = chooseGgufBuild(model, (await engine.device()).memoryBudgetMB);

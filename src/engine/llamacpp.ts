@@ -9,7 +9,7 @@
  * llama.cpp's prompt cache reuses the longest prefix it already holds (an earlier turn).
  * Constraints are our grammars, in llama.cpp's GBNF notation.
  */
-import { chooseGgufBuild, type DeviceFeatures, type GgufBuild, type ModelEntry } from "../catalogue.js";
+import { chooseGgufBuild, ggufFiles, type DeviceFeatures, type GgufBuild, type ModelEntry } from "../catalogue.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
 import { toGbnf } from "./gbnf.js";
 import { resolveUrl } from "./urls.js";
@@ -216,9 +216,7 @@ export class LlamaCppEngine implements Engine {
     for (const build of model.gguf) {
       const url = this.#urlOf(build);
       if (this.#loaded?.url === url) await this.dispose();
-      const split = /-(\d{5})-of-(\d{5})\.gguf$/.exec(url);
-      const files = split ? Array.from({ length: Number(split[2]) }, (_, index) => url.replace(/-\d{5}-of-/, `-${String(index + 1).padStart(5, "0")}-of-`)) : [url];
-      for (const file of files) await this.#instance().cacheManager.delete(file);
+      for (const file of ggufFiles(url)) await this.#instance().cacheManager.delete(file);
     }
   }
 

@@ -125,6 +125,7 @@ export class PageHostedEngine implements Engine {
   readonly name: string;
   readonly #hosts: PageHosts;
   readonly #engine: string;
+  #device: Promise<DeviceFeatures> | undefined;
 
   /** `engine` is the name the host page runs it under (`webllm`, `llamacpp`, `deterministic`). */
   constructor(options: { hosts: PageHosts; engine: string; name?: string }) {
@@ -157,9 +158,22 @@ export class PageHostedEngine implements Engine {
     return answer.value;
   }
 
-  async device(): Promise<DeviceFeatures> {
-    const device = (await this.#call({ type: `${prefix}device`, engine: this.#engine })) as SerializedDevice;
-    return { ...device, features: new Set(device.features) };
+  /**
+   * Asked once, for every request's engine choice: one configuration serves every host page,
+   * so any host's answer holds. A failure (no host yet) is not kept.
+   */
+  device(): Promise<DeviceFeatures> {
+    this.#device ??= this.#call({ type: `${prefix}device`, engine: this.#engine }).then(
+      (value) => {
+        const device = value as SerializedDevice;
+        return { ...device, features: new Set(device.features) };
+      },
+      (error: unknown) => {
+        this.#device = undefined;
+        throw error;
+      },
+    );
+    return this.#device;
   }
 
   async status(model: ModelEntry): Promise<ModelStatus> {

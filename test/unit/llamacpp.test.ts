@@ -4,7 +4,7 @@
  * browser tier (test/e2e/llamacpp.spec.ts).
  */
 import { describe, expect, it } from "vitest";
-import { Catalogue, chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
+import { Catalogue, chooseGgufBuild, ggufFiles, ggufMemoryEstimateMB, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
 import { toGbnf } from "../../src/engine/gbnf.js";
 import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
@@ -65,6 +65,8 @@ describe("GGUF builds in the catalogue", () => {
     expect(entry("big.gguf", 3_000)).toThrow(/split it/i);
     expect(entry("big-00002-of-00002.gguf", 3_000)).toThrow(/first shard/);
     expect(entry("big-00001-of-00002.gguf", 3_000)).not.toThrow();
+    expect(ggufFiles("https://m.example/big-00001-of-00003.gguf")).toEqual(["https://m.example/big-00001-of-00003.gguf", "https://m.example/big-00002-of-00003.gguf", "https://m.example/big-00003-of-00003.gguf"]);
+    expect(ggufFiles("small.gguf")).toEqual(["small.gguf"]);
   });
 
   it("estimates memory at the catalogue's window and picks the first build that fits", () => {
@@ -223,7 +225,7 @@ describe("engine choice", () => {
     const choice = await unhosted.choose(both);
     expect(choice.engine).toBeNull();
     expect(choice.reason).toContain("web-llm: WebGPU gives no adapter here");
-    expect(choice.reason).toContain("llama.cpp: no open page");
+    expect(choice.reason).toContain("llama.cpp: No open page of this app runs llama.cpp");
     await expect(parts(unhosted.generate(request(both), new AbortController().signal))).rejects.toMatchObject({ kind: "device" });
     const tooBig = new ChoosingEngine({ engines: { llamacpp: fakeEngine("llamacpp", { ...cpu, memoryBudgetMB: 100 }) }, policy: "auto" });
     expect((await tooBig.choose(both)).reason).toContain("llama.cpp: tiny-q8_0 needs about");
