@@ -4,15 +4,20 @@
  */
 import OpenAI from "openai";
 import { startInference, type InferenceHandle, type LedgerEntry, type LoadProgress, type StartInferenceOptions } from "../src/index.js";
+import { cpuModelId, demoModels } from "./catalogue.js";
 import { renderUsageChart } from "./chart.js";
 
-type Engine = "webllm" | "deterministic";
+type Engine = "auto" | "webllm" | "deterministic";
+const engineNames: Record<Engine, string> = { auto: "automatic", webllm: "WebLLM", deterministic: "deterministic" };
 type Message = { role: "user" | "assistant"; content: string };
 interface ModelRow {
   id: string;
   context_window: number;
   pricing: { input_per_1m_tokens: number; output_per_1m_tokens: number };
   build: { model_id: string; estimated_memory_mb: number } | null;
+  builds: string[];
+  engine: string;
+  engine_reason: string;
   downloaded: boolean;
   loaded: boolean;
   runnable: { ok: boolean; reason: string | null };
@@ -163,24 +168,36 @@ function useKey(key: string, keyId: string): void {
 
 /**
  * `?config=<url>` points the demo at a JSON file of `startInference` options: a deployment's own
- * models and artifact URLs, or another worker build.
+ * models (added to the demo's, or overriding them by id) and artifact URLs, or another worker build.
  */
 async function deploymentOptions(): Promise<StartInferenceOptions> {
   const url = query.get("config");
-  if (!url) return {};
-  const response = await fetch(new URL(url, location.href));
-  if (!response.ok) throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
-  return (await response.json()) as StartInferenceOptions;
+  if (!url) return { models: demoModels };
+  // The last copy is kept, so the demo starts offline as it did online.
+  const kept = `webgpu-inference-demo-config:${url}`;
+  const response = await fetch(new URL(url, location.href)).catch((error: unknown) => {
+    if (localStorage.getItem(kept) !== null) return null;
+    throw new Error(`The demo configuration ${url} could not be loaded, and no copy is kept from an earlier visit: ${(error as Error).message}.`);
+  });
+  if (response && !response.ok) throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
+  if (response) localStorage.setItem(kept, await response.text());
+  const options = JSON.parse(localStorage.getItem(kept)!) as StartInferenceOptions;
+  // The deployment's entries come after the demo's, so they override them field by field.
+  return { ...options, models: [...demoModels, ...(options.models ?? [])] };
 }
 
 async function start(engine: Engine): Promise<void> {
-  say(`Starting the ${engine === "webllm" ? "WebLLM" : "deterministic"} engine…`);
+  say(`Starting the ${engineNames[engine]} engine…`);
   const delay = Number(query.get("delay"));
+  // This page hosts llama.cpp for the worker (it cannot run in a service worker): the CPU path
+  // for devices without a usable GPU, and for models that have only GGUF builds.
+  const wllama = engine === "deterministic" ? undefined : await import("@wllama/wllama/esm/index.js");
   const handle = await startInference({
     serviceWorkerUrl: new URL("./sw.js", location.href).pathname,
     scope: "./",
     ...(await deploymentOptions()),
     engine,
+    ...(wllama ? { pageEngine: { wllama } } : {}),
     ...(delay > 0 ? { tokenDelayMs: delay } : {}),
   });
   app.handle = handle;
@@ -191,7 +208,7 @@ async function start(engine: Engine): Promise<void> {
   const key = await chatKey(handle);
   app.client = new OpenAI({ baseURL: handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
   await loadModels();
-  say(engine === "webllm" ? "Ready. Download a model under Models, or send a message: the first one downloads it." : "Ready.");
+  say(engine === "deterministic" ? "Ready." : "Ready. Download a model under Models, or send a message: the first one downloads it.");
 }
 
 async function loadModels(): Promise<void> {
@@ -213,8 +230,24 @@ async function loadModels(): Promise<void> {
       return option;
     }),
   );
-  const firstRunnable = app.models.find((model) => model.runnable.ok)?.id;
-  modelSelect.value = app.models.some((model) => model.id === previous && model.runnable.ok) ? previous : (firstRunnable ?? "");
+  // A model the GPU runs first; else the CPU one.
+  const runnable = app.models.filter((model) => model.runnable.ok);
+  const first = (runnable.find((model) => model.engine === "webllm") ?? runnable.find((model) => model.id === cpuModelId) ?? runnable[0])?.id;
+  modelSelect.value = runnable.some((model) => model.id === previous) ? previous : (first ?? "");
+  explainDevice();
+}
+
+/** Under `auto`, says plainly when no model runs on the GPU here, and why. */
+function explainDevice(): void {
+  if (engineSelect.value !== "auto" || app.models.length === 0 || app.models.some((model) => model.engine === "webllm")) return;
+  const reason = "gpu" in navigator ? app.models.find((model) => model.builds.length > 0)?.engine_reason.match(/web-llm: ([^;]+)/)?.[1] : "this browser has no WebGPU";
+  const cpu = app.models.some((model) => model.engine === "llamacpp" && model.runnable.ok);
+  const browsers = "For the GPU, use Chrome or Edge 113 or later on desktop, or Chrome 121 or later on Android; on Linux, enable chrome://flags/#enable-unsafe-webgpu.";
+  showBanner(
+    `No model runs on a GPU here${reason ? ` (${reason})` : ""}. ` +
+      (cpu ? "Models run on the CPU with llama.cpp instead: slower, but real. " : "No model in this catalogue runs on the CPU either: choose the deterministic engine to try the app. ") +
+      browsers,
+  );
 }
 
 // ------------------------------------------------------------------ chat
@@ -373,6 +406,12 @@ async function download(model: ModelRow, slot: HTMLTableCellElement): Promise<vo
   }
 }
 
+function engineLabel(model: ModelRow): string {
+  if (model.engine === "webllm") return " on the GPU (WebLLM)";
+  if (model.engine === "llamacpp") return " on the CPU (llama.cpp)";
+  return "";
+}
+
 async function renderModels(): Promise<void> {
   const estimate = await navigator.storage?.estimate?.();
   element("storage-usage").textContent = estimate?.quota ? `Using ${megabytes(estimate.usage ?? 0)} of ${megabytes(estimate.quota)} this browser allows.` : "This browser does not report storage use.";
@@ -385,7 +424,7 @@ async function renderModels(): Promise<void> {
         cell(model.context_window.toLocaleString("en-US"), "number"),
         cell(`${model.pricing.input_per_1m_tokens} / ${model.pricing.output_per_1m_tokens}`, "number"),
         cell(model.build ? `${(model.build.estimated_memory_mb / 1024).toFixed(1)} GB` : "built in", "number"),
-        cell(model.runnable.ok ? (model.loaded ? "Runs here · loaded" : model.downloaded ? "Runs here · downloaded" : "Runs here") : `Cannot run here: ${model.runnable.reason}`),
+        cell(model.runnable.ok ? `Runs here${engineLabel(model)}${model.loaded ? " · loaded" : model.downloaded ? " · downloaded" : ""}` : `Cannot run here: ${model.runnable.reason}`),
       );
       const slot = document.createElement("td");
       if (!model.build) slot.textContent = "Nothing to download";
@@ -515,13 +554,7 @@ element("export").addEventListener("click", async () => {
 // ------------------------------------------------------------------ go
 
 const requested = query.get("engine");
-const hasWebGpu = "gpu" in navigator;
-engineSelect.value = requested === "deterministic" || requested === "webllm" ? requested : hasWebGpu ? "webllm" : "deterministic";
-if (!hasWebGpu) {
-  showBanner(
-    "This browser has no WebGPU, so models cannot run on this GPU. Use Chrome or Edge 113 or later on desktop, or Chrome 121 or later on Android; on Linux, enable chrome://flags/#enable-unsafe-webgpu. The deterministic engine works everywhere meanwhile.",
-  );
-}
+engineSelect.value = requested === "deterministic" || requested === "webllm" || requested === "auto" ? requested : "auto";
 restoreConversation();
 void start(engineSelect.value as Engine).catch((error: unknown) => say(describeError(error), true));
 navigator.serviceWorker?.addEventListener("message", (event: MessageEvent<{ type?: string; modelId?: string; progress?: LoadProgress }>) => {

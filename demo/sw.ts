@@ -29,11 +29,36 @@ self.addEventListener("install", (event) => {
   event.waitUntil(precache());
 });
 
-// The API's requests are installInference's; the shell is served cache first, everything else
-// from the network.
+/**
+ * llama.cpp's WebAssembly is needed again offline, but at 8.8 MB it is kept on first use rather
+ * than precached for every visitor: fetched from the network when it answers, else from the cache.
+ */
+function keptForOffline(url: URL): boolean {
+  return url.pathname.endsWith("/wllama/wllama.wasm");
+}
+
+async function networkThenCache(request: Request): Promise<Response> {
+  const cache = await caches.open(shellCache);
+  try {
+    const response = await fetch(request);
+    if (response.ok) await cache.put(request, response.clone());
+    return response;
+  } catch (error) {
+    const cached = await cache.match(request);
+    if (cached) return cached;
+    throw error;
+  }
+}
+
+// The API's requests are installInference's; the shell is served cache first, the files above
+// network first, everything else from the network.
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
   if (event.request.method !== "GET" || url.origin !== self.location.origin || inference.handles(url)) return;
+  if (keptForOffline(url)) {
+    event.respondWith(networkThenCache(event.request));
+    return;
+  }
   event.respondWith(
     (async () => {
       const cache = await caches.open(shellCache);

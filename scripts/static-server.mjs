@@ -60,7 +60,8 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
     // Test control: GET /__server/requests counts the GETs per path (404s too); POST /__server/faults
-    // with "on" or "off" switches the cuts.
+    // with "on" or "off" switches the cuts; a page asked for with ?isolated is served with
+    // COOP/COEP, so it is cross-origin isolated.
     if (control && url.pathname === "/__server/requests") {
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Object.fromEntries(requests)));
       return;
@@ -86,6 +87,7 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
       "content-type": contentTypes[extname(file)] ?? "application/octet-stream",
       "content-length": String(size),
       "cache-control": "no-cache",
+      ...(control && url.searchParams.has("isolated") ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();
     else if (faults && mount.interrupt?.test(file)) {

@@ -35,6 +35,7 @@ export interface WllamaInstance {
   loadModelFromUrl(url: string, params: Record<string, unknown>): Promise<void>;
   createCompletion(options: { prompt: string; stream: true } & Record<string, unknown>): Promise<AsyncIterable<WllamaChunk>>;
   mustAddBosToken(): boolean;
+  getNumThreads(): number;
   exit(): Promise<void>;
   modelManager: { getModels(): Promise<{ url: string }[]> };
   cacheManager: { delete(nameOrUrl: string): Promise<void> };
@@ -96,7 +97,9 @@ export class LlamaCppEngine implements Engine {
   readonly name = "llamacpp";
   readonly #options: LlamaCppEngineOptions;
   #wllama: WllamaInstance | undefined;
-  #loaded: { url: string; contextWindow: number; addsBos: boolean } | undefined;
+  #loaded: { url: string; contextWindow: number; addsBos: boolean; threads: number } | undefined;
+  #wasm: Promise<string> | undefined;
+  #wllamaWasm: string | undefined;
 
   constructor(options: LlamaCppEngineOptions) {
     this.#options = options;
@@ -108,11 +111,40 @@ export class LlamaCppEngine implements Engine {
     return { webgpu: false, features: new Set(), ...(memoryBudgetMB !== undefined ? { memoryBudgetMB } : {}) };
   }
 
-  #instance(): WllamaInstance {
+  /**
+   * llama.cpp's WebAssembly, fetched here (through the app's service worker and its caches, so it
+   * works offline where the app keeps it) and handed to wllama as an object URL. wllama's own
+   * fetch of a missing file never settles, so a missing or wrong file must be caught here, where
+   * it can be named. A failure is not kept: the next load tries again.
+   */
+  async #wasmObjectUrl(): Promise<string> {
+    this.#wasm ??= (async () => {
+      const url = this.#options.wasmUrl;
+      const fix = "serve wllama/wllama.wasm beside the worker script (the Vite plugin and `npx webgpu-inference copy-assets` copy it from @wllama/wllama), or set `pageEngine.wllamaWasmUrl` to where it is";
+      const response = await fetchAsset(url, "llama.cpp's WebAssembly (wllama.wasm)", fix, { kind: "load_failed", ...(this.#options.fetch ? { fetcher: this.#options.fetch } : {}) });
+      const bytes = await response.arrayBuffer();
+      const magic = new Uint8Array(bytes, 0, Math.min(4, bytes.byteLength));
+      if (magic.join(",") !== "0,97,115,109") throw new EngineError("load_failed", `Could not load llama.cpp's WebAssembly from ${url}: the file there is not WebAssembly. ${fix[0]!.toUpperCase()}${fix.slice(1)}.`);
+      return URL.createObjectURL(new Blob([bytes], { type: "application/wasm" }));
+    })();
+    return this.#wasm.catch((error: unknown) => {
+      this.#wasm = undefined;
+      throw error;
+    });
+  }
+
+  /** The wllama instance; `wasmUrl` only when loading (status and deletion need no WebAssembly). */
+  #instance(wasmUrl?: string): WllamaInstance {
+    if (this.#wllama && wasmUrl !== undefined && this.#wllamaWasm !== wasmUrl) {
+      // Made for status or deletion, before the WebAssembly was fetched; nothing is loaded in it.
+      void this.#wllama.exit().catch(() => {});
+      this.#wllama = undefined;
+    }
     if (!this.#wllama) {
       const quiet = () => {};
+      this.#wllamaWasm = wasmUrl ?? this.#options.wasmUrl;
       this.#wllama = new this.#options.wllama.Wllama(
-        { default: this.#options.wasmUrl },
+        { default: this.#wllamaWasm },
         { suppressNativeLog: true, allowOffline: true, logger: { debug: quiet, log: quiet, warn: (...data) => console.warn(...data), error: (...data) => console.error(...data) } },
       );
       // The compatibility build is fetched from a CDN by default: never at run time, offline included.
@@ -135,11 +167,13 @@ export class LlamaCppEngine implements Engine {
     const choice = chooseGgufBuild(model, (await this.device()).memoryBudgetMB);
     const url = choice.build ? this.#urlOf(choice.build) : null;
     const cached = url ? await this.#instance().modelManager.getModels().catch(() => []) : [];
+    const loaded = url !== null && this.#loaded?.url === url;
     return {
       downloaded: url !== null && cached.some((entry) => entry.url === url),
-      loaded: url !== null && this.#loaded?.url === url,
+      loaded,
       runnable: choice.ok ? { ok: true, reason: null } : { ok: false, reason: choice.reason },
       build: choice.build,
+      ...(loaded && this.#loaded ? { threads: this.#loaded.threads } : {}),
     };
   }
 
@@ -149,7 +183,7 @@ export class LlamaCppEngine implements Engine {
     if (this.#loaded?.url === url && this.#loaded.contextWindow === model.contextWindow) return;
     // One model at a time: the one loaded goes (with its wllama instance) before another loads.
     if (this.#loaded) await this.dispose();
-    const wllama = this.#instance();
+    const wllama = this.#instance(await this.#wasmObjectUrl());
     const started = Date.now();
     const report = (loaded: number, total: number) => {
       const progress: LoadProgress = {
@@ -179,7 +213,7 @@ export class LlamaCppEngine implements Engine {
       await wllama.exit().catch(() => {});
       throw await this.#diagnose(build, url, error);
     }
-    this.#loaded = { url, contextWindow: model.contextWindow, addsBos: wllama.mustAddBosToken() };
+    this.#loaded = { url, contextWindow: model.contextWindow, addsBos: wllama.mustAddBosToken(), threads: wllama.getNumThreads() };
   }
 
   /** A failed load names the file it could not fetch and the option that points at it. */

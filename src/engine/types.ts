@@ -111,6 +111,8 @@ export interface ModelStatus {
   build: MlcBuild | GgufBuild | null;
   /** The engine that serves the model on this device, and why (when engines are chosen per model). */
   engine?: { name: string; reason: string };
+  /** The CPU threads llama.cpp runs the loaded model on (several only in a cross-origin isolated page). */
+  threads?: number;
 }
 
 export interface Engine {

@@ -64,6 +64,7 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
           gguf_builds: model.gguf.map((build) => build.modelId),
           downloaded: status.downloaded,
           loaded: status.loaded,
+          threads: status.threads ?? null,
           runnable: status.runnable,
           routing: { policy: decision.policy, target: decision.target, reason: decision.reason, upstreams: model.upstreams.map((upstream) => upstream.name) },
         };

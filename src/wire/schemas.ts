@@ -287,6 +287,8 @@ export const modelInfoSchema = z.strictObject({
   gguf_builds: z.array(z.string()),
   downloaded: z.boolean(),
   loaded: z.boolean(),
+  /** llama.cpp's CPU threads for the loaded model; null when it is not loaded there. */
+  threads: z.number().int().nullable(),
   runnable: z.strictObject({ ok: z.boolean(), reason: z.string().nullable() }),
   /** Where a request for this model goes now, and why; the same as the `X-Inference-Route` headers. */
   routing: z.strictObject({ policy: z.enum(["local", "remote", "auto"]), target: z.enum(["local", "remote"]), reason: z.string(), upstreams: z.array(z.string()) }),

@@ -6,7 +6,7 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
-import { expect, origin, test } from "./harness.js";
+import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
 
 async function openDemo(page: Page, delay = 30): Promise<string[]> {
   const errors: string[] = [];
@@ -92,8 +92,10 @@ test("the models view lists the catalogue with windows, prices and what this dev
   await openDemo(page);
   await page.getByRole("button", { name: "Models" }).click();
   const rows = page.locator("#models-table tbody tr");
-  await expect(rows).toHaveCount(4);
+  // The four seed models, and the demo's own small model for the CPU.
+  await expect(rows).toHaveCount(5);
   await expect(rows.first()).toContainText("alpha3:8b-instruct-q8_0");
+  await expect(rows.last()).toContainText("qwen2.5-0.5b-instruct");
   await expect(rows.first()).toContainText("8,192");
   await expect(rows.first()).toContainText("0.01 / 0.02");
   await expect(page.locator("#storage-usage")).toContainText("Using");
@@ -148,14 +150,16 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
     "This API key was refused: it is missing, unknown or revoked. Create or pick one under Keys & usage.",
   );
 
+  // One configuration serves every tab: this tab (deterministic) goes before one starts under auto.
+  await page.close();
   const noGpu = await context.newPage();
   await noGpu.addInitScript(() => {
     delete (Navigator.prototype as { gpu?: unknown }).gpu;
   });
   await noGpu.goto(`${origin()}/demo/index.html`);
-  await expect(noGpu.locator("#banner")).toContainText("This browser has no WebGPU");
-  await expect(noGpu.locator("#engine")).toHaveValue("deterministic");
-  await expect(noGpu.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  await expect(noGpu.locator("#engine")).toHaveValue("auto");
+  await expect(noGpu.locator("#banner")).toContainText("No model runs on a GPU here (this browser has no WebGPU). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
+  await expect(noGpu.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
 });
 
 test("a balance that cannot cover the reply is a plain sentence, and crediting the account fixes it", async ({ page }) => {
@@ -194,5 +198,35 @@ test("a new version of the worker is announced, and Reload takes it", async ({ p
     await chat(page, "Still here after the update?");
   } finally {
     rmSync(override, { force: true });
+  }
+});
+
+test("a browser with WebGPU but no adapter gets real answers on the CPU, and again offline", async () => {
+  const profile = await launchProfile(noGpuArgs);
+  try {
+    const page = profile.context.pages()[0] ?? (await profile.context.newPage());
+    // The demo's CPU model, its GGUF pointed at the test one (see global-setup).
+    await page.goto(`${origin()}/demo/index.html?config=/demo/cpu-config.json`);
+    await expect(page.locator("#engine")).toHaveValue("auto");
+    await expect(page.locator("#banner")).toContainText("No model runs on a GPU here (WebGPU gives no adapter here). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
+    await expect(page.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
+    await page.getByRole("button", { name: "Models" }).click();
+    await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText("Runs here on the CPU (llama.cpp)");
+    await page.getByRole("button", { name: "Chat" }).click();
+    await page.getByLabel("Max tokens").fill("4");
+    const online = await chat(page, "Hello on the CPU.");
+    await expect(online.locator(".stats")).toContainText("4 tokens");
+
+    await profile.context.setOffline(true);
+    const cdp = await profile.context.newCDPSession(page);
+    await cdp.send("ServiceWorker.enable");
+    await cdp.send("ServiceWorker.stopAllWorkers");
+    await page.reload();
+    await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+    await page.getByLabel("Max tokens").fill("4");
+    const offline = await chat(page, "Hello offline.");
+    await expect(offline.locator(".stats")).toContainText("4 tokens");
+  } finally {
+    await profile.dispose();
   }
 });

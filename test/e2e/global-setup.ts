@@ -11,7 +11,7 @@ import { buildTestGguf } from "../../scripts/test-gguf.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { startStaticServer } from "../../scripts/static-server.mjs";
 import { seedCatalogue } from "../../src/catalogue.js";
-import { testModelEntry } from "./test-model.js";
+import { testGgufEntry, testModelEntry } from "./test-model.js";
 
 const root = resolve(import.meta.dirname, "../..");
 
@@ -44,5 +44,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     resolve(root, ".cache/e2e/demo/premium-config.json"),
     JSON.stringify({ models: [{ ...seedCatalogue.find((model) => model.id === "beta-2-9b-it"), id: "premium-9b", price: { inputNanoUsdPerToken: 1_000, outputNanoUsdPerToken: 1_000_000_000 } }] }),
   );
+  // The demo's CPU model with its GGUF swapped for the test one (a Llama 3 vocabulary, so that family).
+  writeFileSync(resolve(root, ".cache/e2e/demo/cpu-config.json"), JSON.stringify({ models: [{ id: "qwen2.5-0.5b-instruct", family: "llama3", gguf: testGgufEntry(server.origin).gguf }] }));
   return () => server.close();
 }

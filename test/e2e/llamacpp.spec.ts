@@ -13,6 +13,7 @@ import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textC
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 
+const otherFamilies = ["gemma2", "mistral", "qwen2"] as const;
 const llama3 = () => tokenizerFromFiles(tokenizerSources.llama3());
 const model = "llama3-test";
 
@@ -27,16 +28,23 @@ function catalogue() {
     { ...testModelEntry(origin()), id: "pinned-webllm", engine: "webllm" as const },
     { ...gguf, id: "missing-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "missing", file: `${origin()}/test-gguf/missing-q8_0.gguf` }] },
     { ...gguf, id: "uncached-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "uncached", file: `${origin()}/test-gguf-copy/llama3-test-q8_0.gguf` }] },
+    // The other families' templates and tool-call grammars over the same weights: the prompt and
+    // the grammar are ours (the HTTP layer's), so llama.cpp enforces each family's call format.
+    ...otherFamilies.map((family) => ({ ...gguf, id: `family-${family}`, family })),
   ];
 }
 
-async function start(page: Page): Promise<void> {
+async function start(page: Page, extra: { webllmInPage?: boolean; isolated?: boolean; wllamaWasmUrl?: string } = {}): Promise<void> {
   page.on("console", (message) => {
     if (message.type() === "error") console.log(`[page] ${message.text()}`);
   });
-  await page.goto(`${origin()}/index.html`);
+  await page.goto(`${origin()}/index.html${extra.isolated ? "?isolated" : ""}`);
   await expect(page.locator("#status")).toHaveText("ready");
-  await page.evaluate((models) => window.harness.start({ engine: "auto", models }, {}, true), catalogue());
+  await page.evaluate(
+    ({ models, webllmInPage, wllamaWasmUrl }) =>
+      window.harness.start({ engine: "auto", models, ...(webllmInPage ? { engineHost: "page" as const } : {}), ...(wllamaWasmUrl ? { pageEngine: { wllamaWasmUrl } } : {}) }, {}, true, webllmInPage),
+    { models: catalogue(), webllmInPage: extra.webllmInPage ?? false, wllamaWasmUrl: extra.wllamaWasmUrl },
+  );
 }
 
 async function info(page: Page, id: string) {
@@ -93,7 +101,8 @@ test("a chat completion on llama.cpp: real tokens, usage equal to our count of t
   }
   wholeText = completion.choices[0]?.message.content ?? "";
   expect(wholeText.length).toBeGreaterThan(0);
-  expect(await info(page, model)).toMatchObject({ loaded: true, downloaded: true });
+  // This page is not cross-origin isolated: no SharedArrayBuffer, so one thread.
+  expect(await info(page, model)).toMatchObject({ loaded: true, downloaded: true, threads: 1 });
 });
 
 test("streamed on llama.cpp: the same text at temperature 0, and usage in the last chunk", async () => {
@@ -128,6 +137,32 @@ test("stop sequences and seeds on llama.cpp", async () => {
   expect(results.seeded[0]).toBe(results.seeded[1]);
   // Random weights spread a token's probability over the whole vocabulary: another seed samples otherwise.
   expect(results.seeded[2]).not.toBe(results.seeded[0]);
+});
+
+test("logit_bias and penalties on llama.cpp: a biased token wins, and a frequency penalty wears its lead down", async () => {
+  const token = llama3().encode(" banana");
+  expect(token).toHaveLength(1);
+  const results = await page.evaluate(
+    async ({ id, messages, token }) => {
+      const client = window.harness.client();
+      const ask = async (extra: Record<string, unknown>) => (await client.chat.completions.create({ model: id, messages, max_tokens: 12, temperature: 0, ...extra })).choices[0]?.message.content ?? "";
+      return {
+        forced: await ask({ logit_bias: { [token]: 100 }, max_tokens: 4 }),
+        led: await ask({ logit_bias: { [token]: 12 } }),
+        penalised: await ask({ logit_bias: { [token]: 12 }, frequency_penalty: 2 }),
+        present: await ask({ logit_bias: { [token]: 12 }, presence_penalty: 2 }),
+      };
+    },
+    { id: model, messages: history, token: token[0]! },
+  );
+  test.info().annotations.push({ type: "measured", description: JSON.stringify(results) });
+  const count = (text: string) => text.split(" banana").length - 1;
+  expect(results.forced).toBe(" banana".repeat(4));
+  expect(count(results.led)).toBe(12);
+  // A frequency penalty of 2 grows by 2 with each use, so the bias of 12 is overtaken within 12 tokens.
+  expect(count(results.penalised)).toBeLessThan(12);
+  expect(count(results.penalised)).toBeGreaterThan(0);
+  expect(results.present).not.toBe(results.penalised);
 });
 
 test("a second turn reuses llama.cpp's prompt cache: the whole prompt billed, the first turn reported as cached", async () => {
@@ -175,28 +210,30 @@ for (const [choice, expected] of [
   ["required", null],
   [{ type: "function", function: { name: "pick" } }, "pick"],
 ] as const) {
-  test(`tool_choice ${typeof choice === "string" ? choice : "named"} on llama.cpp: a call with schema-valid arguments`, async () => {
-    const completion = await page.evaluate(
-      ({ id, tools, choice }) =>
-        window.harness.client().chat.completions.create({
-          model: id,
-          messages: [{ role: "user", content: "Do something." }],
-          tools,
-          tool_choice: choice,
-          parallel_tool_calls: false,
-          max_tokens: 48,
-          temperature: 0,
-        }),
-      { id: model, tools, choice },
-    );
-    const call = completion.choices[0]?.message.tool_calls?.[0];
-    expect(completion.choices[0]?.finish_reason).toBe("tool_calls");
-    if (call?.type !== "function") throw new Error(`no function call: ${JSON.stringify(completion.choices[0]?.message)}`);
-    if (expected) expect(call.function.name).toBe(expected);
-    const args = JSON.parse(call.function.arguments);
-    if (call.function.name === "pick") expect(args).toEqual({ colour: expect.stringMatching(/^(red|green)$/) });
-    else expect(args).toEqual({ on: expect.any(Boolean) });
-  });
+  for (const id of [model, ...otherFamilies.map((family) => `family-${family}`)]) {
+    test(`tool_choice ${typeof choice === "string" ? choice : "named"} on llama.cpp, ${id}: a call with schema-valid arguments`, async () => {
+      const completion = await page.evaluate(
+        ({ id, tools, choice }) =>
+          window.harness.client().chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "Do something." }],
+            tools,
+            tool_choice: choice,
+            parallel_tool_calls: false,
+            max_tokens: 48,
+            temperature: 0,
+          }),
+        { id, tools, choice },
+      );
+      const call = completion.choices[0]?.message.tool_calls?.[0];
+      expect(completion.choices[0]?.finish_reason).toBe("tool_calls");
+      if (call?.type !== "function") throw new Error(`no function call: ${JSON.stringify(completion.choices[0]?.message)}`);
+      if (expected) expect(call.function.name).toBe(expected);
+      const args = JSON.parse(call.function.arguments);
+      if (call.function.name === "pick") expect(args).toEqual({ colour: expect.stringMatching(/^(red|green)$/) });
+      else expect(args).toEqual({ on: expect.any(Boolean) });
+    });
+  }
 }
 
 test("a client abort stops llama.cpp within about a second, and what streamed is billed", async () => {
@@ -297,6 +334,76 @@ test("a browser with navigator.gpu but no adapter chats with llama.cpp under aut
     expect(both.engine_reason).toContain("WebGPU gives no adapter");
     const completion = await noGpu.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 }), "both-builds");
     expect(completion.usage?.completion_tokens).toBe(2);
+  } finally {
+    await profile.dispose();
+  }
+});
+
+/**
+ * SwiftShader is this machine's only adapter, so a real one is stood in for: the page's adapter
+ * reports an NVIDIA GPU's names and no fallback flag. web-llm runs in that page (`engineHost:
+ * 'page'`), so its device is the page's, and `auto` must then choose it for a model with an f32
+ * MLC build, and keep llama.cpp for the one whose build needs shader-f16.
+ */
+test("auto picks web-llm on an adapter that is not a software one, with the header and model info saying so", async () => {
+  const profile = await launchProfile();
+  try {
+    await profile.context.addInitScript(() => {
+      const descriptor = Object.getOwnPropertyDescriptor(GPUAdapter.prototype, "info")!;
+      const names: Record<string, unknown> = { vendor: "nvidia", architecture: "ampere", device: "", description: "NVIDIA GeForce RTX (stand-in)", isFallbackAdapter: false };
+      Object.defineProperty(GPUAdapter.prototype, "info", {
+        get() {
+          const info = descriptor.get!.call(this) as object;
+          return new Proxy(info, { get: (target, property) => (typeof property === "string" && property in names ? names[property] : Reflect.get(target, property, target)) });
+        },
+      });
+    });
+    const real = profile.context.pages()[0] ?? (await profile.context.newPage());
+    await start(real, { webllmInPage: true });
+    const both = await info(real, "both-builds");
+    expect(both).toMatchObject({ engine: "webllm", engine_reason: "web-llm on the WebGPU adapter", build: { format: "mlc" } });
+    expect(await info(real, "needs-f16")).toMatchObject({ engine: "llamacpp" });
+    // A stream's headers come once its model has loaded (about 30 s here), before any token
+    // (minutes on SwiftShader): they name the engine, and the client then leaves.
+    const response = await real.evaluate(async () => {
+      const controller = new AbortController();
+      const reply = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: "both-builds", messages: [{ role: "user", content: "Hi" }], max_tokens: 1, stream: true }), signal: controller.signal });
+      controller.abort();
+      return { status: reply.status, engine: reply.headers.get("x-inference-engine"), reason: reply.headers.get("x-inference-engine-reason") };
+    });
+    expect(response).toEqual({ status: 200, engine: "webllm", reason: "web-llm on the WebGPU adapter" });
+  } finally {
+    await profile.dispose();
+  }
+});
+
+test("a cross-origin isolated page runs llama.cpp on every core, and chats the same as one thread", async () => {
+  const profile = await launchProfile();
+  try {
+    const isolated = profile.context.pages()[0] ?? (await profile.context.newPage());
+    await start(isolated, { isolated: true });
+    const cores = await isolated.evaluate(() => (crossOriginIsolated ? navigator.hardwareConcurrency : 0));
+    expect(cores).toBeGreaterThan(0);
+    const completion = await isolated.evaluate(({ id, messages }) => window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 4, temperature: 0 }), { id: model, messages: history });
+    expect(completion.choices[0]?.message.content).toBe(wholeText);
+    expect(await info(isolated, model)).toMatchObject({ loaded: true, threads: cores });
+  } finally {
+    await profile.dispose();
+  }
+});
+
+test("llama.cpp's WebAssembly not served is a 503 naming its URL and the option that fixes it, never a 500", async () => {
+  const profile = await launchProfile();
+  try {
+    const missing = profile.context.pages()[0] ?? (await profile.context.newPage());
+    await start(missing, { wllamaWasmUrl: `${origin()}/nowhere/wllama.wasm` });
+    const error = await missing.evaluate(async (id) => {
+      const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
+      return { status: response.status, body: (await response.json()) as { error: { code: string; message: string } } };
+    }, model);
+    expect(error, JSON.stringify(error)).toMatchObject({ status: 503, body: { error: { code: "model_load_failed" } } });
+    expect(error.body.error.message).toContain("/nowhere/wllama.wasm: HTTP 404");
+    expect(error.body.error.message).toContain("pageEngine.wllamaWasmUrl");
   } finally {
     await profile.dispose();
   }

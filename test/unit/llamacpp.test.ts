@@ -84,9 +84,12 @@ describe("GGUF builds in the catalogue", () => {
 
 /** A wllama whose completion streams `chunks` and records what it was asked. */
 function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number } = {}) {
-  const calls: { load: unknown[]; completions: Record<string, unknown>[] } = { load: [], completions: [] };
+  const calls: { load: unknown[]; completions: Record<string, unknown>[]; wasm: string[] } = { load: [], completions: [], wasm: [] };
   const module: WllamaModule = {
     Wllama: class {
+      constructor(paths: { default: string }) {
+        calls.wasm.push(paths.default);
+      }
       modelManager = { getModels: async () => [] };
       cacheManager = { delete: async () => {} };
       setCompat() {}
@@ -95,6 +98,9 @@ function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs
       }
       mustAddBosToken() {
         return options.addsBos ?? true;
+      }
+      getNumThreads() {
+        return Number((calls.load.at(-1) as { n_threads?: number } | undefined)?.n_threads ?? 1);
       }
       async exit() {}
       async createCompletion(request: Record<string, unknown>) {
@@ -135,7 +141,20 @@ async function parts(generator: AsyncIterable<GenerationPart>): Promise<Generati
 }
 
 describe("LlamaCppEngine", () => {
-  const engine = (module: WllamaModule) => new LlamaCppEngine({ wllama: module, wasmUrl: "https://app.example/wllama/wllama.wasm", ggufBaseUrl: "https://app.example/models/", memoryBudgetMB: 4_096 });
+  const wasm = async () => new Response(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+  const engine = (module: WllamaModule, fetch: typeof globalThis.fetch = wasm) =>
+    new LlamaCppEngine({ wllama: module, wasmUrl: "https://app.example/wllama/wllama.wasm", ggufBaseUrl: "https://app.example/models/", memoryBudgetMB: 4_096, fetch });
+
+  it("hands wllama the WebAssembly it fetched, and names a missing or wrong file and the option that fixes it", async () => {
+    const { module, calls } = fakeWllama([finish("stop", 1, 0, 0)]);
+    await engine(module).load(ggufModel());
+    expect(calls.wasm.at(-1)).toMatch(/^blob:/);
+    const missing = engine(fakeWllama([]).module, async () => new Response("not found", { status: 404 }));
+    await expect(missing.load(ggufModel())).rejects.toMatchObject({ kind: "load_failed", message: expect.stringContaining("https://app.example/wllama/wllama.wasm: HTTP 404") });
+    await expect(missing.load(ggufModel())).rejects.toThrow(/pageEngine\.wllamaWasmUrl/);
+    const html = engine(fakeWllama([]).module, async () => new Response("<!doctype html>"));
+    await expect(html.load(ggufModel())).rejects.toThrow(/is not WebAssembly/);
+  });
 
   it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds", async () => {
     const { module, calls } = fakeWllama([token("Hel"), token("lo"), finish("length", 12, 0, 2)]);
@@ -170,7 +189,7 @@ describe("LlamaCppEngine", () => {
 
   it("refuses a model that does not fit, naming the option", async () => {
     const { module } = fakeWllama([]);
-    const small = new LlamaCppEngine({ wllama: module, wasmUrl: "w", ggufBaseUrl: "https://app.example/", memoryBudgetMB: 100 });
+    const small = new LlamaCppEngine({ wllama: module, wasmUrl: "w", ggufBaseUrl: "https://app.example/", memoryBudgetMB: 100, fetch: wasm });
     await expect(small.load(ggufModel())).rejects.toThrow(/memoryBudgetMB/);
     expect((await small.status(ggufModel())).runnable.ok).toBe(false);
   });

@@ -1,0 +1,31 @@
+/**
+ * The demo's own catalogue additions: a small instruct model that runs on the CPU with llama.cpp,
+ * so a device without a usable GPU still gets a real answer. Its GGUF is Qwen's own, one file
+ * under 2 GB, fetched from Hugging Face (which serves it with CORS). The seed models' GGUF builds
+ * are split files an app hosts itself (`artifacts.ggufBaseUrl`); this demo hosts none, so it drops
+ * them rather than offer downloads that cannot succeed. A deployment's `?config=` adds to this or overrides it.
+ */
+import type { ModelEntryInput, StartInferenceOptions } from "../src/index.js";
+
+export const cpuModelId = "qwen2.5-0.5b-instruct";
+
+const cpuModel: ModelEntryInput = {
+  id: cpuModelId,
+  family: "qwen2",
+  contextWindow: 4_096,
+  price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
+  engine: "llamacpp",
+  gguf: [
+    {
+      modelId: "qwen2.5-0.5b-instruct-q4_k_m",
+      file: "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf",
+      quantization: "Q4_K_M",
+      sizeMB: 469,
+      kvCache: { layers: 24, kvHeads: 2, headDim: 64 },
+    },
+  ],
+};
+
+const seedIds = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
+
+export const demoModels: NonNullable<StartInferenceOptions["models"]> = [...seedIds.map((id) => ({ id, gguf: [] })), cpuModel];
