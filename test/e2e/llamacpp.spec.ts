@@ -236,6 +236,30 @@ for (const [choice, expected] of [
   }
 }
 
+test("tool_choice auto and none on llama.cpp: auto answers with text or a schema-valid call, none never calls", async () => {
+  const results = await page.evaluate(
+    async ({ ids, tools }) => {
+      const client = window.harness.client();
+      const ask = async (id: string, choice: "auto" | "none") =>
+        (await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Do something." }], tools, tool_choice: choice, max_tokens: 24, temperature: 0 })).choices[0]!;
+      const out = [];
+      for (const id of ids) out.push({ id, auto: await ask(id, "auto"), none: await ask(id, "none") });
+      return out;
+    },
+    { ids: [model, ...otherFamilies.map((family) => `family-${family}`)], tools },
+  );
+  for (const { id, auto, none } of results) {
+    expect(none.message.tool_calls ?? [], id).toHaveLength(0);
+    expect(none.finish_reason, id).not.toBe("tool_calls");
+    for (const call of auto.message.tool_calls ?? []) {
+      if (call.type !== "function") throw new Error(`not a function call: ${JSON.stringify(call)}`);
+      expect(["set_flag", "pick"], id).toContain(call.function.name);
+      expect(() => JSON.parse(call.function.arguments), id).not.toThrow();
+    }
+    if (!auto.message.tool_calls?.length) expect(typeof auto.message.content, id).toBe("string");
+  }
+});
+
 test("a client abort stops llama.cpp within about a second, and what streamed is billed", async () => {
   const result = await page.evaluate(async (id) => {
     const controller = new AbortController();
