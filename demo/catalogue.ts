@@ -14,7 +14,6 @@ const cpuModel: ModelEntryInput = {
   family: "qwen2",
   contextWindow: 4_096,
   price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
-  engine: "llamacpp",
   gguf: [
     {
       modelId: "qwen2.5-0.5b-instruct-q4_k_m",

@@ -29,6 +29,8 @@ export const mlcBuildSchema = z.strictObject({
    * KV cache at `memoryReferenceWindow` tokens, the window MLC measures its prebuilt builds at.
    */
   estimatedMemoryMB: z.number().positive(),
+  /** The weights' download size in MB, where known (shown by `/v1/model/info` as `build.download_mb`). */
+  downloadMB: z.number().positive().optional(),
   /** The KV cache's shape, so the estimate can follow the catalogue's window (`memoryEstimateMB`). */
   kvCache: kvCacheSchema.optional(),
   /** web-llm `overrides` besides the context window, which always comes from the catalogue. */

@@ -7,7 +7,16 @@ import { decideRoute } from "../routing.js";
 
 function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<ModelInfo["build"]> {
   if ("file" in build) {
-    return { format: "gguf", model_id: build.modelId, model_url: build.file, model_lib_url: null, quantization: build.quantization, required_features: [], estimated_memory_mb: Math.round(ggufMemoryEstimateMB(model, build)) };
+    return {
+      format: "gguf",
+      model_id: build.modelId,
+      model_url: build.file,
+      model_lib_url: null,
+      quantization: build.quantization,
+      required_features: [],
+      estimated_memory_mb: Math.round(ggufMemoryEstimateMB(model, build)),
+      download_mb: Math.round(build.sizeMB),
+    };
   }
   return {
     format: "mlc",
@@ -17,6 +26,7 @@ function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<
     quantization: build.quantization,
     required_features: build.requiredFeatures,
     estimated_memory_mb: Math.round(memoryEstimateMB(model, build)),
+    download_mb: build.downloadMB === undefined ? null : Math.round(build.downloadMB),
   };
 }
 

@@ -281,6 +281,8 @@ export const modelInfoSchema = z.strictObject({
       quantization: z.string(),
       required_features: z.array(z.string()),
       estimated_memory_mb: z.number(),
+      /** The weights' download size in MB; null where the catalogue does not say. */
+      download_mb: z.number().nullable(),
     })
     .nullable(),
   builds: z.array(z.string()),

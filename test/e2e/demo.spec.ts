@@ -12,7 +12,7 @@ async function openDemo(page: Page, delay = 30): Promise<string[]> {
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
   await page.goto(`${origin()}/demo/index.html?engine=deterministic&delay=${delay}`);
-  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
   return errors;
 }
 
@@ -27,14 +27,22 @@ async function chat(page: Page, text: string) {
 test("a person creates a key, chats, stops a reply, and sees the ledger and the chart", async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 900 });
   const errors = await openDemo(page, 120);
-  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
   await page.getByLabel("Name").fill("e2e");
   await page.getByRole("button", { name: "Create key" }).click();
   await expect(page.locator("#new-key-value")).toHaveText(/^sk-[A-Za-z0-9_-]{43}$/);
   await expect(page.locator("#keys-table tbody tr")).toHaveCount(2);
   await expect(page.locator("#keys-table tbody")).toContainText("(chat)");
+  // The notice says how to use the key: the base URL and snippets with the key in them; Done clears it.
+  const secret = await page.locator("#new-key-value").textContent();
+  await expect(page.locator("#new-key-base")).toHaveText(/\/v1$/);
+  await expect(page.locator("#new-key-snippets")).toContainText(`apiKey: "${secret}"`);
+  await page.screenshot({ path: test.info().outputPath("demo-keys-new-key-1280.png"), fullPage: true });
+  await page.getByRole("button", { name: "Done" }).click();
+  await expect(page.locator("#new-key")).toBeHidden();
+  await expect(page.locator("#new-key-value")).toHaveText("");
 
-  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByRole("tab", { name: "Chat" }).click();
   await page.locator("#model").selectOption("beta-2-9b-it");
   const reply = await chat(page, "What can you do offline?");
   expect((await reply.locator(".body").textContent())?.length).toBeGreaterThan(10);
@@ -46,23 +54,34 @@ test("a person creates a key, chats, stops a reply, and sees the ledger and the 
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
   const stopped = page.locator("#conversation li.assistant").last();
   await expect(stopped.locator(".body")).not.toHaveText("", { timeout: 20_000 });
-  await page.getByRole("button", { name: "Stop" }).click();
-  await expect(stopped.locator(".stats")).toHaveText("Stopped.");
+  await page.keyboard.press("Escape");
+  await expect(stopped.locator(".stats")).toContainText("stopped");
+  await expect(page.getByRole("textbox", { name: "Message", exact: true })).toBeFocused();
 
-  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
   const rows = page.locator("#ledger-table tbody tr");
   await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
   await expect(rows.filter({ hasText: "completed" }).filter({ hasText: "beta-2-9b-it" })).toHaveCount(1);
-  await expect(page.locator("#chart svg rect").first()).toBeVisible();
+  await expect(page.locator("#chart canvas")).toBeVisible();
+  await expect(page.locator("#chart figcaption")).toContainText(/tokens and \$0\.\d{9} over the last 1 day\(s\)/);
+  await expect(page.locator("#chart .u-legend")).toContainText("beta-2-9b-it");
+  // The ledger names the key, and the CSV holds what is shown: ISO times, the key, USD.
+  await expect(rows.first()).toContainText("e2e (");
   await expect(page.locator("#rate-state")).toContainText("Requests:");
   await page.locator("#filter-model").selectOption("beta-2-9b-it");
   await expect(rows.filter({ hasText: "credit" })).toHaveCount(0);
+  const download = page.waitForEvent("download");
+  await page.getByRole("button", { name: "Export CSV" }).click();
+  const csv = readFileSync(await (await download).path(), "utf8").trim().split("\n");
+  expect(csv[0]).toBe("time,kind,status,key,model,prompt_tokens,completion_tokens,usd,request_id");
+  expect(csv.slice(1)).toHaveLength(await rows.count());
+  for (const line of csv.slice(1)) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z,charge,(completed|aborted),e2e \(sk-[^)]+\),beta-2-9b-it,\d+,\d+,-0\.\d{9},req_/);
   expect(errors).toEqual([]);
 
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     for (const view of ["Chat", "Models", "Keys & usage"]) {
-      await page.getByRole("button", { name: view }).click();
+      await page.getByRole("tab", { name: view }).click();
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect({ width, view, overflow }).toEqual({ width, view, overflow: 0 });
       await page.screenshot({ path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}.png`), fullPage: true });
@@ -80,7 +99,7 @@ test("after one visit the demo reloads and chats with the network off", async ({
   await cdp.send("ServiceWorker.enable");
   await cdp.send("ServiceWorker.stopAllWorkers");
   await page.reload();
-  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
   // The conversation is kept locally, and a new reply still streams in.
   await expect(page.locator("#conversation li.user").first()).toHaveText("Hello while online.");
   const reply = await chat(page, "Hello while offline.");
@@ -90,7 +109,7 @@ test("after one visit the demo reloads and chats with the network off", async ({
 
 test("the models view lists the catalogue with windows, prices and what this device can run", async ({ page }) => {
   await openDemo(page);
-  await page.getByRole("button", { name: "Models" }).click();
+  await page.getByRole("tab", { name: "Models" }).click();
   const rows = page.locator("#models-table tbody tr");
   // The four seed models, and the demo's own small model for the CPU.
   await expect(rows).toHaveCount(5);
@@ -119,7 +138,31 @@ test("accessibility: every control is labelled, focus follows the layout, and En
     await page.keyboard.press("Tab");
     order.push(await page.evaluate(() => document.activeElement?.id ?? ""));
   }
-  expect(order).toEqual(["tab-chat", "tab-models", "tab-keys", "engine", "model", "temperature"]);
+  // One tab stop for the tab list (arrow keys move within it), then the chat settings.
+  expect(order).toEqual(["tab-chat", "engine", "model", "temperature", "max-tokens", "json-mode"]);
+  await page.locator("#tab-chat").focus();
+  await page.keyboard.press("ArrowRight");
+  await expect(page.locator("#tab-models")).toBeFocused();
+  await expect(page.locator("#tab-models")).toHaveAttribute("aria-selected", "true");
+  await expect(page.locator("#view-models")).toBeVisible();
+  await page.keyboard.press("End");
+  await expect(page.locator("#tab-keys")).toBeFocused();
+  await page.keyboard.press("ArrowRight");
+  await expect(page.locator("#tab-chat")).toBeFocused();
+  // Settings outside the API's ranges are named beside them, and nothing is sent.
+  await page.getByLabel("Temperature").fill("");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Not sent.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await expect(page.locator("#settings-feedback")).toHaveText("Temperature must be a number from 0 to 2.");
+  await expect(page.getByLabel("Temperature")).toHaveAttribute("aria-invalid", "true");
+  await page.getByLabel("Temperature").fill("0.5");
+  await page.getByLabel("Max tokens").fill("100000");
+  await page.getByRole("button", { name: "Send" }).click();
+  await expect(page.locator("#settings-feedback")).toContainText("Max tokens must be a whole number from 1 to");
+  await expect(page.locator("#conversation li")).toHaveCount(0);
+  await expect(page.getByRole("textbox", { name: "Message", exact: true })).toHaveValue("Not sent.");
+  await page.getByLabel("Max tokens").fill("16");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("");
   await page.getByRole("textbox", { name: "Message", exact: true }).focus();
   await page.keyboard.type("Sent with the keyboard.");
   await page.keyboard.press("Enter");
@@ -128,27 +171,52 @@ test("accessibility: every control is labelled, focus follows the layout, and En
 
 test("failures a person can meet are plain sentences: a revoked key, a rate limit, no WebGPU", async ({ context, page }) => {
   await openDemo(page, 0);
-  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
   const chatKeyRow = page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" });
   await chatKeyRow.getByRole("spinbutton", { name: /Requests per minute/ }).fill("1");
   await chatKeyRow.getByRole("button", { name: "Save" }).click();
+  await expect(chatKeyRow).toContainText("Saved.");
   await expect(chatKeyRow.getByRole("spinbutton", { name: /Requests per minute/ })).toHaveValue("1");
 
   // Start-up already spent this minute's window (the model list and model info), so the next request is refused.
-  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByRole("tab", { name: "Chat" }).click();
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Two.");
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
-  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toContainText("Too many requests or tokens for this key this minute");
+  const limited = page.locator("#conversation li.error").last();
+  await expect(limited).toContainText("Not answered: Too many requests or tokens for this key this minute");
+  await expect(limited.getByRole("button", { name: "Retry" })).toBeVisible();
+  await expect(limited.getByRole("button", { name: "Open Keys & usage" })).toBeVisible();
 
-  await page.getByRole("button", { name: "Keys & usage" }).click();
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
   await chatKeyRow.getByRole("button", { name: "Revoke" }).click();
-  await expect(page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" })).toContainText("revoked");
-  await page.getByRole("button", { name: "Chat" }).click();
+  const revoked = page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" });
+  await expect(revoked).toContainText("revoked");
+  // A revoked key's limits are read-only.
+  await expect(revoked.getByRole("spinbutton")).toHaveCount(0);
+  const accountBefore = await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-account"));
+  await page.getByRole("tab", { name: "Chat" }).click();
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Three.");
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
-  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toHaveText(
-    "This API key was refused: it is missing, unknown or revoked. Create or pick one under Keys & usage.",
-  );
+  await expect(page.locator("#conversation li.error").last()).toContainText("Not answered: This API key was refused: it is missing, unknown or revoked. Pick or create one under Keys & usage.");
+
+  // A reload keeps the account: Chat gets a new key on it, and the revoked one is still listed.
+  await page.reload();
+  await expect(page.locator("#status")).toContainText("The chat key was revoked; Chat now uses a new key on the same account.", { timeout: 30_000 });
+  expect(await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-account"))).toBe(accountBefore);
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
+  await expect(page.locator("#keys-table tbody tr")).toHaveCount(2);
+  await expect(page.locator("#keys-table tbody tr").filter({ hasText: "revoked" })).toHaveCount(1);
+  await expect(page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" })).toContainText("active");
+  // The failed turns stay visible after the reload, but are not sent again as context.
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await expect(page.locator("#conversation li.error")).toHaveCount(2);
+  const answered = await chat(page, "Four.");
+  await expect(answered.locator(".stats")).toContainText("tokens");
+  const ledger = await page.evaluate(async () => {
+    const history = JSON.parse(localStorage.getItem("webgpu-inference-demo-conversation") ?? "[]") as { role: string; failed?: string }[];
+    return history.map((entry) => `${entry.role}${entry.failed ? " (failed)" : ""}`);
+  });
+  expect(ledger).toEqual(["user (failed)", "user (failed)", "user", "assistant"]);
 
   // One configuration serves every tab: this tab (deterministic) goes before one starts under auto.
   await page.close();
@@ -164,23 +232,29 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
 
 test("a balance that cannot cover the reply is a plain sentence, and crediting the account fixes it", async ({ page }) => {
   await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=/demo/premium-config.json`);
-  await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+  await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
   await page.locator("#model").selectOption("premium-9b");
   await page.getByLabel("Max tokens").fill("8");
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Hello.");
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
-  await expect(page.locator("#conversation li.assistant").last().locator(".stats")).toHaveText(
-    "The account's balance cannot cover this request. Add credit under Keys & usage.",
-  );
+  const refused = page.locator("#conversation li.error").last();
+  await expect(refused).toContainText("Not answered: The account's balance cannot cover this request. Add credit under Keys & usage.");
 
-  // Eight output tokens at $1 each, plus the prompt: $10 more covers it.
-  await page.getByRole("button", { name: "Keys & usage" }).click();
+  // Eight output tokens at $1 each, plus the prompt: $10 more covers it. The error's own link opens the view.
+  await refused.getByRole("button", { name: "Open Keys & usage" }).click();
+  await expect(page.locator("#tab-keys")).toHaveAttribute("aria-selected", "true");
   await page.getByLabel("Add USD").fill("10");
   await page.getByRole("button", { name: "Add credit" }).click();
+  await expect(page.locator("#credit-feedback")).toHaveText("Added $10.00.");
   await expect(page.locator("#balance")).toContainText("Balance $11");
-  await page.getByRole("button", { name: "Chat" }).click();
-  const reply = await chat(page, "Hello again.");
-  await expect(reply.locator(".stats")).toContainText("$");
+  await page.getByRole("tab", { name: "Chat" }).click();
+  // Retry sends the same message again, in place of the failed one.
+  await refused.getByRole("button", { name: "Retry" }).click();
+  await expect(page.locator("#conversation li.error")).toHaveCount(0);
+  const reply = page.locator("#conversation li.assistant").last();
+  await expect(reply.locator(".stats")).toContainText("$", { timeout: 30_000 });
+  await expect(reply.locator(".stats")).toContainText("Simulated reply (deterministic engine)");
+  await expect(page.locator("#conversation li.user")).toHaveCount(1);
 });
 
 test("a new version of the worker is announced, and Reload takes it", async ({ page }) => {
@@ -193,7 +267,7 @@ test("a new version of the worker is announced, and Reload takes it", async ({ p
     await page.reload();
     await expect(page.locator("#banner")).toContainText("A new version of this app has taken over.", { timeout: 30_000 });
     await page.locator("#banner").getByRole("button", { name: "Reload" }).click();
-    await expect(page.locator("#status")).toHaveText("Ready.", { timeout: 30_000 });
+    await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
     await expect(page.locator("#banner")).toBeHidden();
     await chat(page, "Still here after the update?");
   } finally {
@@ -210,9 +284,9 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
     await expect(page.locator("#engine")).toHaveValue("auto");
     await expect(page.locator("#banner")).toContainText("No model runs on a GPU here (WebGPU gives no adapter here). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
     await expect(page.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
-    await page.getByRole("button", { name: "Models" }).click();
-    await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText("Runs here on the CPU (llama.cpp)");
-    await page.getByRole("button", { name: "Chat" }).click();
+    await page.getByRole("tab", { name: "Models" }).click();
+    await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText("CPU (llama.cpp)llama.cpp, as web-llm: no MLC build");
+    await page.getByRole("tab", { name: "Chat" }).click();
     await page.getByLabel("Max tokens").fill("4");
     const online = await chat(page, "Hello on the CPU.");
     await expect(online.locator(".stats")).toContainText("4 tokens");
@@ -229,4 +303,29 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
   } finally {
     await profile.dispose();
   }
+});
+
+test("axe finds no serious or critical problem in any view, at 1280 and 390 px, light and dark", async ({ page }) => {
+  await openDemo(page, 0);
+  await chat(page, "Hello **there**.");
+  await page.addScriptTag({ path: resolve(import.meta.dirname, "../../node_modules/axe-core/axe.min.js") });
+  const findings: string[] = [];
+  for (const colorScheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme });
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const view of ["Chat", "Models", "Keys & usage"]) {
+        await page.getByRole("tab", { name: view }).click();
+        await expect(page.locator("[role=tabpanel]:not([hidden])")).toBeVisible();
+        const violations = await page.evaluate(async () => {
+          const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+          const result = await axe.run(document, { resultTypes: ["violations"] });
+          return result.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical").map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
+        });
+        findings.push(...violations.map((violation) => `${colorScheme} ${width} ${view}: ${violation}`));
+        await page.screenshot({ path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}-${colorScheme}.png`), fullPage: true });
+      }
+    }
+  }
+  expect(findings).toEqual([]);
 });

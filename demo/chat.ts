@@ -1,0 +1,268 @@
+/**
+ * The chat view: a conversation through the official openai SDK, streamed, with per-reply facts
+ * (the model, tokens, time to first token, speed, cost, a "cut at max tokens" mark, and a
+ * "simulated" label for the deterministic engine) that survive a reload. A failed turn shows an
+ * error block with Retry and is never sent again as context.
+ */
+import DOMPurify from "dompurify";
+import { marked } from "marked";
+import type OpenAI from "openai";
+import { button, describeError, element, feedback, type FixView } from "./dom.js";
+import { announce, storageKeys, type DemoState, type Message } from "./state.js";
+
+const conversation = () => element<HTMLOListElement>("conversation");
+const prompt = () => element<HTMLTextAreaElement>("prompt");
+
+/** Markdown to sanitised HTML (replies are model output: never trusted as markup); JSON pretty-printed. */
+function renderReply(body: HTMLElement, content: string, json: boolean): void {
+  if (json) {
+    try {
+      const pre = document.createElement("pre");
+      pre.append(Object.assign(document.createElement("code"), { textContent: JSON.stringify(JSON.parse(content), null, 2) }));
+      body.replaceChildren(pre);
+      return;
+    } catch {
+      // Not whole JSON (a reply cut short): shown as text below.
+    }
+  }
+  body.innerHTML = DOMPurify.sanitize(marked.parse(content, { async: false, gfm: true, breaks: true }));
+}
+
+function item(role: Message["role"] | "error"): HTMLLIElement {
+  const li = document.createElement("li");
+  li.className = role;
+  conversation().append(li);
+  return li;
+}
+
+function userBubble(message: Message): HTMLLIElement {
+  const li = item("user");
+  li.append(Object.assign(document.createElement("span"), { className: "body", textContent: message.content }));
+  return li;
+}
+
+function assistantBubble(): { li: HTMLLIElement; body: HTMLDivElement; stats: HTMLSpanElement } {
+  const li = item("assistant");
+  const body = Object.assign(document.createElement("div"), { className: "body" });
+  const stats = Object.assign(document.createElement("span"), { className: "stats" });
+  li.append(body, stats);
+  return { li, body, stats };
+}
+
+function showDetails(stats: HTMLElement, details: NonNullable<Message["details"]>): void {
+  stats.replaceChildren();
+  if (details.simulated) stats.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "Simulated reply (deterministic engine)" }));
+  if (details.cut) stats.append(Object.assign(document.createElement("span"), { className: "tag warn", textContent: "Cut at max tokens" }));
+  stats.append(`${details.model}${details.stats ? ` · ${details.stats}` : ""}`);
+}
+
+export interface ChatView {
+  restore(): void;
+  setReady(ready: boolean): void;
+}
+
+export function setupChat(state: DemoState, options: { show: (view: "keys" | "models") => void; modelId: () => string }): ChatView {
+  const sendButton = element<HTMLButtonElement>("send");
+  const stopButton = element<HTMLButtonElement>("stop");
+  const settingsFeedback = element("settings-feedback");
+  const announcer = element("reply-announcer");
+  let ready = false;
+
+  const save = () => localStorage.setItem(storageKeys.conversation, JSON.stringify(state.history));
+
+  function errorBlock(message: Message, text: string, fix: FixView): void {
+    const li = item("error");
+    li.setAttribute("role", "alert");
+    li.append(Object.assign(document.createElement("p"), { textContent: `Not answered: ${text}` }));
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    actions.append(
+      button("Retry", () => {
+        state.history = state.history.filter((entry) => entry !== message);
+        save();
+        li.previousElementSibling?.remove();
+        li.remove();
+        void send(message.content);
+      }),
+    );
+    if (fix) actions.append(button(fix === "keys" ? "Open Keys & usage" : "Open Models", () => options.show(fix)));
+    li.append(actions);
+  }
+
+  /** The settings as the API takes them, or a sentence naming what is out of range. */
+  function settings(): { temperature: number; maxTokens: number } | string {
+    const temperatureInput = element<HTMLInputElement>("temperature");
+    const maxTokensInput = element<HTMLInputElement>("max-tokens");
+    const temperature = temperatureInput.value.trim() === "" ? NaN : Number(temperatureInput.value);
+    const maxTokens = Number(maxTokensInput.value);
+    const window = state.models.find((model) => model.id === options.modelId())?.context_window ?? 4_096;
+    temperatureInput.setAttribute("aria-invalid", String(!(temperature >= 0 && temperature <= 2)));
+    maxTokensInput.setAttribute("aria-invalid", String(!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window)));
+    if (!(temperature >= 0 && temperature <= 2)) return "Temperature must be a number from 0 to 2.";
+    if (!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window)) return `Max tokens must be a whole number from 1 to ${window.toLocaleString("en-US")} (this model's context window).`;
+    return { temperature, maxTokens };
+  }
+
+  async function send(text: string): Promise<void> {
+    const client = state.client;
+    const chosen = settings();
+    if (!client || typeof chosen === "string") {
+      if (typeof chosen === "string") feedback(settingsFeedback, chosen, true);
+      return;
+    }
+    feedback(settingsFeedback, "");
+    const model = options.modelId();
+    const jsonMode = element<HTMLInputElement>("json-mode").checked;
+    const context = state.history.filter((entry) => !entry.failed).map(({ role, content }) => ({ role, content }));
+    const message: Message = { role: "user", content: text };
+    state.history.push(message);
+    save();
+    userBubble(message).scrollIntoView({ block: "end" });
+    const reply = assistantBubble();
+    state.failedDownloads.delete(model);
+    const controller = new AbortController();
+    state.running = controller;
+    sendButton.disabled = true;
+    stopButton.disabled = false;
+    const started = performance.now();
+    let firstToken: number | undefined;
+    let content = "";
+    let usage: OpenAI.CompletionUsage | undefined;
+    let finish: string | null | undefined;
+    let simulated = false;
+    try {
+      const { data: stream, response } = await client.chat.completions
+        .create(
+          {
+            model,
+            messages: [...context, { role: "user", content: text }],
+            stream: true,
+            stream_options: { include_usage: true },
+            temperature: chosen.temperature,
+            max_tokens: chosen.maxTokens,
+            ...(jsonMode ? { response_format: { type: "json_object" as const } } : {}),
+          },
+          { signal: controller.signal },
+        )
+        .withResponse();
+      rememberRate(state, response.headers);
+      simulated = response.headers.get("x-inference-engine") === "deterministic" || state.engine === "deterministic";
+      for await (const chunk of stream) {
+        const delta = chunk.choices[0]?.delta.content;
+        if (delta) {
+          firstToken ??= performance.now();
+          content += delta;
+          reply.body.textContent = content;
+        }
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        if (chunk.usage) usage = chunk.usage;
+      }
+      // The SDK ends an aborted stream quietly; the person pressed Stop.
+      if (controller.signal.aborted) throw new DOMException("Stopped.", "AbortError");
+      const details = { model, stats: statsText(state, model, usage, started, firstToken), cut: finish === "length", simulated, json: jsonMode };
+      renderReply(reply.body, content, jsonMode);
+      showDetails(reply.stats, details);
+      state.history.push({ role: "assistant", content, details });
+      announcer.textContent = `Reply from ${model}${details.cut ? ", cut at max tokens" : ""}: ${content.slice(0, 300)}`;
+    } catch (error) {
+      const described = describeError(error);
+      if (described.stopped && content) {
+        renderReply(reply.body, content, false);
+        const details = { model, stats: `stopped · ${statsText(state, model, usage, started, firstToken)}`, cut: false, simulated, json: false };
+        showDetails(reply.stats, details);
+        state.history.push({ role: "assistant", content, details });
+      } else {
+        reply.li.remove();
+        message.failed = described.text;
+        errorBlock(message, described.text, described.fix);
+      }
+    } finally {
+      save();
+      state.running = undefined;
+      sendButton.disabled = !ready;
+      stopButton.disabled = true;
+      prompt().focus();
+      announce(state, "rate");
+    }
+  }
+
+  element<HTMLFormElement>("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = prompt().value.trim();
+    if (!text || state.running || !ready) return;
+    // The message stays in the composer until the settings are fixed.
+    const chosen = settings();
+    if (typeof chosen === "string") {
+      feedback(settingsFeedback, chosen, true);
+      return;
+    }
+    prompt().value = "";
+    void send(text);
+  });
+  prompt().addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      element<HTMLFormElement>("composer").requestSubmit();
+    }
+  });
+  const stop = () => {
+    state.running?.abort();
+    prompt().focus();
+  };
+  stopButton.addEventListener("click", stop);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.running) stop();
+  });
+  element("clear").addEventListener("click", () => {
+    state.history = [];
+    save();
+    conversation().replaceChildren();
+    prompt().focus();
+  });
+
+  return {
+    restore() {
+      try {
+        state.history = JSON.parse(localStorage.getItem(storageKeys.conversation) ?? "[]") as Message[];
+      } catch {
+        state.history = [];
+      }
+      for (const message of state.history) {
+        if (message.role === "user") {
+          userBubble(message);
+          if (message.failed) errorBlock(message, message.failed, undefined);
+        } else {
+          const bubble = assistantBubble();
+          renderReply(bubble.body, message.content, message.details?.json ?? false);
+          if (message.details) showDetails(bubble.stats, message.details);
+        }
+      }
+    },
+    setReady(value) {
+      ready = value;
+      sendButton.disabled = !value || state.running !== undefined;
+      sendButton.title = value ? "" : "Starting…";
+    },
+  };
+}
+
+function statsText(state: DemoState, model: string, usage: OpenAI.CompletionUsage | undefined, started: number, firstToken: number | undefined): string {
+  const seconds = (performance.now() - (firstToken ?? started)) / 1000;
+  const price = state.models.find((candidate) => candidate.id === model)?.pricing;
+  const cost = usage && price ? (usage.prompt_tokens * price.input_per_1m_tokens + usage.completion_tokens * price.output_per_1m_tokens) / 1_000_000 : undefined;
+  return [
+    usage ? `${usage.prompt_tokens} + ${usage.completion_tokens} tokens` : "",
+    firstToken ? `TTFT ${Math.round(firstToken - started)} ms` : "",
+    usage && seconds > 0 ? `${(usage.completion_tokens / seconds).toFixed(1)} tok/s` : "",
+    cost !== undefined ? `$${cost.toFixed(9)}` : "",
+  ]
+    .filter(Boolean)
+    .join(" · ");
+}
+
+export function rememberRate(state: DemoState, headers: Headers): void {
+  const names = ["limit-requests", "remaining-requests", "reset-requests", "limit-tokens", "remaining-tokens", "reset-tokens"];
+  if (!headers.get("x-ratelimit-limit-requests")) return;
+  state.rate = Object.fromEntries(names.map((name) => [name, headers.get(`x-ratelimit-${name}`) ?? ""]));
+  announce(state, "rate");
+}
