@@ -25,8 +25,9 @@ async function precache(): Promise<void> {
   await cache.addAll(list.map((path) => new URL(path, self.location.href).href));
 }
 
+// The shell, and every family's tokenizer: offline, any model's prompt can then be counted.
 self.addEventListener("install", (event) => {
-  event.waitUntil(precache());
+  event.waitUntil(Promise.all([precache(), inference.precacheTokenizers()]));
 });
 
 /**

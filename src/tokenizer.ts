@@ -76,22 +76,30 @@ async function readTokenizerFile(response: Response, url: string): Promise<Token
  * request needs are ever fetched.
  */
 export function fetchTokenizerSource(baseUrl: string, fetcher: typeof fetch = (input, init) => fetch(input, init)): TokenizerSource {
-  const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
-  const storage = typeof caches === "undefined" ? undefined : caches;
   return async (name) => {
-    const url = `${base}${tokenizerFileName(name)}`;
-    const cache = await storage?.open(tokenizerCacheName);
-    const cached = await cache?.match(url);
-    if (cached) return readTokenizerFile(cached, url);
-    const response = await fetchAsset(url, `the ${name} tokenizer`, assetFix, {
-      fetcher,
-      // A dev server's or a host's fallback page answers 200 with HTML for a file it does not have.
-      expect: (answer) => (/text\/html/i.test(answer.headers.get("content-type") ?? "") ? "the server answered with an HTML page, not the file" : null),
-    });
-    const files = await readTokenizerFile(response.clone(), url);
-    await cache?.put(url, response);
-    return files;
+    const { url, response } = await tokenizerResponse(baseUrl, name, fetcher);
+    return readTokenizerFile(response, url);
   };
+}
+
+/** A tokenizer file from Cache Storage, else fetched and kept there. */
+async function tokenizerResponse(baseUrl: string, name: string, fetcher: typeof fetch): Promise<{ url: string; response: Response }> {
+  const url = `${baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`}${tokenizerFileName(name)}`;
+  const cache = typeof caches === "undefined" ? undefined : await caches.open(tokenizerCacheName);
+  const cached = await cache?.match(url);
+  if (cached) return { url, response: cached };
+  const response = await fetchAsset(url, `the ${name} tokenizer`, assetFix, {
+    fetcher,
+    // A dev server's or a host's fallback page answers 200 with HTML for a file it does not have.
+    expect: (answer) => (/text\/html/i.test(answer.headers.get("content-type") ?? "") ? "the server answered with an HTML page, not the file" : null),
+  });
+  await cache?.put(url, response.clone());
+  return { url, response };
+}
+
+/** Fetches the named tokenizers into Cache Storage (those already there are left), without reading them. */
+export async function cacheTokenizers(baseUrl: string, names: readonly string[], fetcher: typeof fetch = (input, init) => fetch(input, init)): Promise<void> {
+  await Promise.all(names.map(async (name) => (await tokenizerResponse(baseUrl, name, fetcher)).response.body?.cancel()));
 }
 
 export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {

@@ -18,7 +18,8 @@ import { randomId } from "./http/dependencies.js";
 import { Admin } from "./policy/admin.js";
 import { Policy } from "./policy/policy.js";
 import { openPolicyStore } from "./policy/store.js";
-import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
+import { tokenizerNames } from "./families.js";
+import { cacheTokenizers, fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
 import { WorkerConfiguration } from "./worker-configuration.js";
 import { configureMessage, manageMessage, type ConfigureRequest, type ManageReply, type ManageRequest } from "./worker-protocol.js";
 
@@ -136,6 +137,12 @@ export interface InferenceWorker {
    * through any that turn out not to be its own), so an app's own fetch handlers skip what this claims.
    */
   handles(url: URL): boolean;
+  /**
+   * Fetches every family's tokenizer into Cache Storage (about 3.3 MB), so prompts of any model
+   * can be counted offline; an offline app calls it from its `install` handler. Without it, a
+   * family's tokenizer is fetched (and then kept) the first time one of its models is asked for.
+   */
+  precacheTokenizers(): Promise<void>;
 }
 
 /**
@@ -202,6 +209,10 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
       return configuration.ready();
     },
     handles: (url) => configuration.app?.app.handles(url) ?? (!configuration.settled && endpointPath.test(url.pathname)),
+    async precacheTokenizers() {
+      const configured = (await configuration.ready())?.config.artifacts.tokenizerBaseUrl;
+      await cacheTokenizers(configured ?? new URL("tokenizers/", scope.location.href).href, [...new Set(Object.values(tokenizerNames))]);
+    },
   };
 }
 

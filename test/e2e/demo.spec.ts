@@ -104,6 +104,10 @@ test("after one visit the demo reloads and chats with the network off", async ({
   await expect(page.locator("#conversation li.user").first()).toHaveText("Hello while online.");
   const reply = await chat(page, "Hello while offline.");
   expect((await reply.locator(".body").textContent())?.length).toBeGreaterThan(10);
+  // A model of a family never used online: its tokenizer was precached when the worker installed.
+  await page.locator("#model").selectOption("gamma-7b-instruct-v0.3");
+  const other = await chat(page, "And with another model.");
+  await expect(other.locator(".stats")).toContainText("gamma-7b-instruct-v0.3");
   await context.setOffline(false);
 });
 
