@@ -190,6 +190,11 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   await expect(limited).toContainText("Not answered: Too many requests or tokens for this key this minute");
   await expect(limited.getByRole("button", { name: "Retry" })).toBeVisible();
   await expect(limited.getByRole("button", { name: "Open Keys & usage" })).toBeVisible();
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: test.info().outputPath(`demo-chat-error-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   await page.getByRole("tab", { name: "Keys & usage" }).click();
   await chatKeyRow.getByRole("button", { name: "Revoke" }).click();
@@ -288,6 +293,11 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
     await expect(page.locator("#engine")).toHaveValue("auto");
     await expect(page.locator("#banner")).toContainText("No model runs on a GPU here (WebGPU gives no adapter here). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
     await expect(page.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({ path: test.info().outputPath(`demo-chat-no-gpu-${width}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
     await page.getByRole("tab", { name: "Models" }).click();
     await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText("CPU (llama.cpp)llama.cpp, as web-llm: no MLC build");
     await page.getByRole("tab", { name: "Chat" }).click();
@@ -332,4 +342,41 @@ test("axe finds no serious or critical problem in any view, at 1280 and 390 px, 
     }
   }
   expect(findings).toEqual([]);
+});
+
+test("replies keep their model, stats and marks across a reload; JSON is pretty-printed; Chat can switch keys", async ({ page }) => {
+  await openDemo(page, 0);
+  await page.locator("#model").selectOption("beta-2-9b-it");
+  await page.getByLabel("Max tokens").fill("3");
+  const cut = await chat(page, "Say a lot.");
+  await expect(cut.locator(".stats")).toContainText("Cut at max tokens");
+  await page.getByLabel("Max tokens").fill("64");
+  await page.getByLabel("JSON mode").check();
+  const json = await chat(page, "Some JSON, please.");
+  const printed = await json.locator(".body pre code").textContent();
+  expect(() => JSON.parse(printed ?? "")).not.toThrow();
+  expect(printed).toContain("\n  ");
+  const statsBefore = await page.locator("#conversation li.assistant .stats").allTextContents();
+
+  await page.reload();
+  await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+  expect(await page.locator("#conversation li.assistant .stats").allTextContents()).toEqual(statsBefore);
+  expect(statsBefore[0]).toContain("beta-2-9b-it · ");
+  await expect(page.locator("#conversation li.assistant").last().locator(".body pre code")).toHaveText(printed ?? "");
+
+  // A second key: Chat uses the new one, and the picker switches back; each reply is billed to the key in use.
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
+  await page.getByLabel("Name").fill("second");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await page.getByRole("button", { name: "Done" }).click();
+  const first = page.locator("#keys-table tbody tr").filter({ hasText: "demo chat" });
+  await expect(page.locator("#keys-table tbody tr").filter({ hasText: "second" })).toContainText("(chat)");
+  await first.getByRole("button", { name: "Use for chat" }).click();
+  await expect(first).toContainText("(chat)");
+  await expect(page.locator("#keys-feedback")).toContainText("Chat now uses sk-");
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await page.getByLabel("JSON mode").uncheck();
+  await chat(page, "Billed to the first key.");
+  await page.getByRole("tab", { name: "Keys & usage" }).click();
+  await expect(page.locator("#ledger-table tbody tr").first()).toContainText("demo chat (");
 });
