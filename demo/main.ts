@@ -117,7 +117,12 @@ async function start(engine: Engine): Promise<void> {
   state.client = new OpenAI({ baseURL: handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
   await refreshModels();
   chat.setReady(true);
-  const ready = engine === "deterministic" ? "Ready. Replies are simulated by the deterministic engine." : "Ready. Download a model under Models, or send a message: the first one downloads it.";
+  const ready =
+    engine === "deterministic"
+      ? "Ready. Replies are simulated by the deterministic engine."
+      : navigator.onLine
+        ? "Ready. Download a model under Models, or send a message: the first one downloads it."
+        : "Ready, offline: the models already downloaded answer.";
   say(note ? `${note} ${ready}` : ready);
 }
 

@@ -305,12 +305,16 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
     const online = await chat(page, "Hello on the CPU.");
     await expect(online.locator(".stats")).toContainText("4 tokens");
 
+    await expect(page.locator("#offline")).toBeHidden();
     await profile.context.setOffline(true);
+    // The header says so as the connection goes (Chromium's emulation does not keep
+    // navigator.onLine false across the reload below, so it is checked here).
+    await expect(page.locator("#offline")).toBeVisible();
     const cdp = await profile.context.newCDPSession(page);
     await cdp.send("ServiceWorker.enable");
     await cdp.send("ServiceWorker.stopAllWorkers");
     await page.reload();
-    await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+    await expect(page.locator("#status")).toContainText("Ready", { timeout: 30_000 });
     await page.getByLabel("Max tokens").fill("4");
     const offline = await chat(page, "Hello offline.");
     await expect(offline.locator(".stats")).toContainText("4 tokens");
