@@ -43,10 +43,10 @@ export class InferenceApp {
       const found = this.#router.match(request.method, url);
       context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, key, rate: null, headers: {} };
       if (!found.route) {
-        context.rate = await policy.countRequest(key.id);
+        context.rate = await policy.countRequest(key);
         throw new NotFoundError(`Invalid URL (${request.method} ${url.pathname})`, { code: "unknown_url" });
       }
-      if (!found.route.generates) context.rate = await policy.countRequest(key.id);
+      if (!found.route.generates) context.rate = await policy.countRequest(key);
       response = await found.route.handler(context);
     } catch (error) {
       const apiError = toApiError(error, requestId);

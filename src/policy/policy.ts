@@ -2,7 +2,9 @@
  * Admission and settlement: authenticate → rate limits → reserve → (generate) → settle.
  *
  * Each step is one IndexedDB transaction, and every check in a step happens before its first
- * write, so a refused request changes nothing. Invariants, checked by the tests:
+ * write, so a refused request changes nothing. Rate windows are counted in the worker's memory
+ * over a stored lease (see `LiveWindow`), so most requests write no window. Invariants, checked
+ * by the tests:
  * - balance = Σ credits − Σ charges, per account;
  * - reserved = Σ open reservations, per account, and never more than the balance;
  * - a reservation is settled or released exactly once.
@@ -85,7 +87,34 @@ function currentWindow(record: WindowRecord | undefined, keyId: string, now: num
   return record;
 }
 
-function stateOf(key: KeyRecord, window: WindowRecord): RateLimitState {
+/**
+ * A key's rate window as this worker counts it, in memory (one worker serves every tab).
+ * IndexedDB holds a lease: the requests and tokens this worker (and any other instance) may
+ * admit in the window. A worker takes the lease in blocks before it admits past it, so the
+ * stored figures are never below what was admitted: a restarted worker, or a second instance
+ * during an update, counts the whole lease as used and can never admit past the limit. Within
+ * the lease, counting a request touches no storage.
+ */
+interface LiveWindow {
+  windowStart: number;
+  /** Admitted here, plus what other instances had leased when this one last took a lease. */
+  requests: number;
+  tokens: number;
+  /** The stored lease as of this worker's last write. */
+  leasedRequests: number;
+  leasedTokens: number;
+}
+
+interface LeaseGrant {
+  counted: LiveWindow;
+  commit(): void;
+  rollback(): void;
+}
+
+/** A lease block: an eighth of the limit, so about one request in eight writes the lease. */
+const blockOf = (limit: number) => Math.max(1, Math.ceil(limit / 8));
+
+function stateOf(key: KeyRecord, window: Pick<WindowRecord, "windowStart" | "requests" | "tokens">): RateLimitState {
   const reset = window.windowStart + windowMs;
   return {
     limitRequests: key.rpm,
@@ -102,6 +131,7 @@ const invalidKey = "Incorrect API key provided. You can find your API keys in yo
 export class Policy {
   readonly #database: Promise<PolicyDatabase>;
   readonly #clock: () => number;
+  readonly #windows = new Map<string, LiveWindow>();
   /** This worker instance; reservations held by any other instance are orphans. */
   readonly holder: string;
 
@@ -126,39 +156,109 @@ export class Policy {
     return key;
   }
 
-  /** The key's window as it stands, without counting anything. */
+  /** The key's window as it stands, without counting anything (this worker's count, else the stored lease). */
   async state(keyId: string): Promise<RateLimitState | null> {
     const database = await this.#database;
     const transaction = database.transaction(["keys", "windows"]);
     const [key, window] = await Promise.all([transaction.objectStore("keys").get(keyId), transaction.objectStore("windows").get(keyId)]);
     await transaction.done;
-    return key ? stateOf(key, currentWindow(window, keyId, this.#clock())) : null;
+    if (!key) return null;
+    const live = this.#live(keyId, this.#clock());
+    return stateOf(key, live ?? currentWindow(window, keyId, this.#clock()));
+  }
+
+  /** This worker's window for the key, if it has one still open. */
+  #live(keyId: string, now: number): LiveWindow | undefined {
+    const live = this.#windows.get(keyId);
+    if (live && now < live.windowStart + windowMs) return live;
+    this.#windows.delete(keyId);
+    return undefined;
   }
 
   /**
-   * Counts one request against the key's window, with `tokens` more tokens; refuses with 429
-   * past either limit. Used alone for requests that generate nothing.
+   * Counts a request and its tokens within this worker's lease, synchronously, so concurrent
+   * requests cannot both take the last place; 429 past a limit. False when the lease must grow
+   * first (`#extendLease`), which counts the request itself.
    */
-  async countRequest(keyId: string): Promise<RateLimitState> {
+  #countWithinLease(key: KeyRecord, tokens: number, now: number): boolean {
+    const live = this.#live(key.id, now);
+    if (!live) return false;
+    this.#checkLimits(key, live, tokens, now);
+    if (live.requests + 1 > live.leasedRequests || live.tokens + tokens > live.leasedTokens) return false;
+    live.requests += 1;
+    live.tokens += tokens;
+    return true;
+  }
+
+  /**
+   * Grows the stored lease, in the caller's read-write transaction, to cover one more request
+   * and `tokens`, then counts them. The other instances' leases since this one's last write
+   * count as used. The new lease is this worker's only once the transaction commits (`commit`);
+   * `rollback` takes the count back when it does not.
+   */
+  async #extendLease(store: { get(key: string): Promise<WindowRecord | undefined>; put(value: WindowRecord): Promise<unknown> }, key: KeyRecord, tokens: number, now: number): Promise<LeaseGrant> {
+    const stored = currentWindow(await store.get(key.id), key.id, now);
+    // From here to the count below nothing awaits: the checks and the count are one step.
+    let live = this.#live(key.id, now);
+    if (!live || live.windowStart !== stored.windowStart) {
+      live = { windowStart: stored.windowStart, requests: stored.requests, tokens: stored.tokens, leasedRequests: stored.requests, leasedTokens: stored.tokens };
+      this.#windows.set(key.id, live);
+    } else {
+      // What other instances leased since this one's last write counts as used.
+      live.requests += Math.max(0, stored.requests - live.leasedRequests);
+      live.tokens += Math.max(0, stored.tokens - live.leasedTokens);
+      live.leasedRequests = Math.max(live.leasedRequests, stored.requests);
+      live.leasedTokens = Math.max(live.leasedTokens, stored.tokens);
+    }
+    this.#checkLimits(key, live, tokens, now);
+    const counted = live;
+    const windowStart = live.windowStart;
+    const lease = {
+      keyId: key.id,
+      windowStart,
+      requests: Math.min(key.rpm, Math.max(stored.requests, live.requests + 1) + blockOf(key.rpm)),
+      tokens: Math.min(key.tpm, Math.max(stored.tokens, live.tokens + tokens) + blockOf(key.tpm)),
+    };
+    live.requests += 1;
+    live.tokens += tokens;
+    await store.put(lease);
+    return {
+      counted,
+      commit: () => {
+        counted.leasedRequests = Math.max(counted.leasedRequests, lease.requests);
+        counted.leasedTokens = Math.max(counted.leasedTokens, lease.tokens);
+      },
+      rollback: () => this.#uncount(key.id, windowStart, tokens),
+    };
+  }
+
+  #uncount(keyId: string, windowStart: number, tokens: number, requests = 1): void {
+    const live = this.#windows.get(keyId);
+    if (!live || live.windowStart !== windowStart) return;
+    live.requests = Math.max(0, live.requests - requests);
+    live.tokens = Math.max(0, live.tokens - tokens);
+  }
+
+  /** Counts one request against the key's window; 429 past a limit. Used alone for requests that generate nothing. */
+  async countRequest(key: KeyRecord): Promise<RateLimitState> {
+    const now = this.#clock();
+    if (this.#countWithinLease(key, 0, now)) return stateOf(key, this.#windows.get(key.id)!);
     const database = await this.#database;
-    const transaction = database.transaction(["keys", "windows"], "readwrite");
+    const transaction = database.transaction(["windows"], "readwrite");
+    let lease: LeaseGrant | undefined;
     try {
-      const key = await transaction.objectStore("keys").get(keyId);
-      if (!key || key.status !== "active") throw new AuthenticationError(invalidKey);
-      const now = this.#clock();
-      const window = currentWindow(await transaction.objectStore("windows").get(keyId), keyId, now);
-      this.#checkLimits(key, window, 0, now);
-      window.requests += 1;
-      await transaction.objectStore("windows").put(window);
+      lease = await this.#extendLease(transaction.objectStore("windows"), key, 0, now);
       await transaction.done;
-      return stateOf(key, window);
+      lease.commit();
+      return stateOf(key, lease.counted);
     } catch (error) {
+      lease?.rollback();
       abort(transaction);
       throw error;
     }
   }
 
-  #checkLimits(key: KeyRecord, window: WindowRecord, tokens: number, now: number): void {
+  #checkLimits(key: KeyRecord, window: Pick<WindowRecord, "windowStart" | "requests" | "tokens">, tokens: number, now: number): void {
     const retryAfter = (window.windowStart + windowMs - now) / 1000;
     if (window.requests + 1 > key.rpm) {
       throw new RateLimitError(`Rate limit reached for requests on key ${key.prefix}: limit ${key.rpm} per minute. Please try again in ${Math.ceil(retryAfter)}s.`, retryAfter);
@@ -181,19 +281,23 @@ export class Policy {
     const admittedTokens = request.promptTokens + request.maxCompletionTokens;
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
     const transaction = database.transaction(["keys", "windows", "accounts", "reservations"], "readwrite");
+    // What was counted against the window, to take back if the admission fails.
+    let counted: { window: LiveWindow; lease?: LeaseGrant } | undefined;
     try {
       const keys = transaction.objectStore("keys");
       const key = await keys.get(request.keyId);
       if (!key || key.status !== "active") throw new AuthenticationError(invalidKey);
       const now = this.#clock();
-      const window = currentWindow(await transaction.objectStore("windows").get(key.id), key.id, now);
-      this.#checkLimits(key, window, admittedTokens, now);
+      if (this.#countWithinLease(key, admittedTokens, now)) counted = { window: this.#windows.get(key.id)! };
+      else {
+        const lease = await this.#extendLease(transaction.objectStore("windows"), key, admittedTokens, now);
+        counted = { window: lease.counted, lease };
+      }
+      const window = counted.window;
       const account = await transaction.objectStore("accounts").get(key.accountId);
       if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount) {
         throw new PermissionDeniedError("insufficient balance");
       }
-      window.requests += 1;
-      window.tokens += admittedTokens;
       account.reservedNanoUsd += amount;
       key.lastUsedAt = now;
       const reservation: ReservationRecord = {
@@ -208,15 +312,12 @@ export class Policy {
         windowStart: window.windowStart,
         createdAt: now,
       };
-      await Promise.all([
-        transaction.objectStore("windows").put(window),
-        transaction.objectStore("accounts").put(account),
-        transaction.objectStore("reservations").add(reservation),
-        keys.put(key),
-      ]);
+      await Promise.all([transaction.objectStore("accounts").put(account), transaction.objectStore("reservations").add(reservation), keys.put(key)]);
       await transaction.done;
+      counted.lease?.commit();
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, window) };
     } catch (error) {
+      if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens);
       abort(transaction);
       throw error;
     }
@@ -229,14 +330,13 @@ export class Policy {
    */
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
     const database = await this.#database;
-    const transaction = database.transaction(["reservations", "accounts", "ledger", "windows"], "readwrite");
+    const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite");
     const reservation = await transaction.objectStore("reservations").get(admission.requestId);
     if (!reservation) {
       await transaction.done;
       return null;
     }
     const account = await transaction.objectStore("accounts").get(reservation.accountId);
-    const window = await transaction.objectStore("windows").get(reservation.keyId);
     const now = this.#clock();
     const failed = settlement.status === "failed";
     const charge = failed ? 0 : costNano(reservation.price, settlement.promptTokens, settlement.completionTokens);
@@ -255,13 +355,11 @@ export class Policy {
       account.balanceNanoUsd -= charge;
       writes.push(transaction.objectStore("accounts").put(account));
     }
-    if (window && window.windowStart === reservation.windowStart) {
-      const used = failed ? 0 : settlement.promptTokens + settlement.completionTokens;
-      window.tokens = Math.max(0, window.tokens + used - reservation.admittedTokens);
-      writes.push(transaction.objectStore("windows").put(window));
-    }
     await Promise.all(writes);
     await transaction.done;
+    // The tokens admitted but not used go back to the window (the lease stays as stored: an upper bound).
+    const used = failed ? 0 : settlement.promptTokens + settlement.completionTokens;
+    this.#uncount(reservation.keyId, reservation.windowStart, Math.max(0, reservation.admittedTokens - used), 0);
     return entry;
   }
 

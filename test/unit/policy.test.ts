@@ -15,6 +15,9 @@ async function setup(creditUsd = 1, limits: { rpm?: number; tpm?: number } = {})
   return { ...context, account, created, authorization: `Bearer ${created.key}` };
 }
 
+/** Counts a request as the HTTP layer does: the key as authenticated, then its window. */
+const count = async (policy: Policy, secret: string) => policy.countRequest(await policy.authenticate(`Bearer ${secret}`));
+
 let requestCounter = 0;
 const admitOne = (policy: Policy, keyId: string, overrides: Partial<Parameters<Policy["admit"]>[0]> = {}) =>
   policy.admit({ keyId, requestId: `req_${++requestCounter}`, model: llama.id, price: llama.price, promptTokens: 10, maxCompletionTokens: 20, ...overrides });
@@ -133,27 +136,72 @@ describe("rate limits", () => {
     const start = clock.now;
     for (let index = 1; index <= 60; index++) {
       clock.now = start + index * 100;
-      const state = await policy.countRequest(created.id);
+      const state = await count(policy, created.key);
       expect(state.remainingRequests).toBe(60 - index);
     }
     clock.now = start + 59_500;
-    const refused = await policy.countRequest(created.id).catch((error: unknown) => error);
+    const refused = await count(policy, created.key).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
     // The window opened with the first request, at start + 100.
     clock.now = start + 100 + 59_999;
-    await expect(policy.countRequest(created.id)).rejects.toMatchObject({ status: 429 });
+    await expect(count(policy, created.key)).rejects.toMatchObject({ status: 429 });
     clock.now = start + 100 + 60_000;
-    expect((await policy.countRequest(created.id)).remainingRequests).toBe(59);
+    expect((await count(policy, created.key)).remainingRequests).toBe(59);
   });
 
   it("per-key limits, set at creation or later; a refused request counts nothing", async () => {
     const { policy, admin, created } = await setup(1, { rpm: 2 });
-    await policy.countRequest(created.id);
-    await policy.countRequest(created.id);
-    await expect(policy.countRequest(created.id)).rejects.toMatchObject({ status: 429 });
+    await count(policy, created.key);
+    await count(policy, created.key);
+    await expect(count(policy, created.key)).rejects.toMatchObject({ status: 429 });
     await admin.setLimits(created.id, { rpm: 100 });
-    expect((await policy.countRequest(created.id)).remainingRequests).toBe(97);
+    expect((await count(policy, created.key)).remainingRequests).toBe(97);
     await expect(admin.setLimits(created.id, { rpm: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it("counts in memory within a stored lease: most requests write nothing, and the stored figure never falls below what was admitted", async () => {
+    const { policy, database, created } = await setup(1, { rpm: 16 });
+    const stored = async () => (await database.get("windows", created.id))?.requests ?? 0;
+    let admitted = 0;
+    const writes: number[] = [];
+    for (let index = 0; index < 16; index++) {
+      const before = await stored();
+      await count(policy, created.key);
+      admitted++;
+      if ((await stored()) !== before) writes.push(index);
+      expect(await stored()).toBeGreaterThanOrEqual(admitted);
+    }
+    // Leases of an eighth of the limit (2) past the request that needs one: one write in about three.
+    expect(writes.length).toBeLessThanOrEqual(6);
+    await expect(count(policy, created.key)).rejects.toMatchObject({ status: 429 });
+  });
+
+  it("a restarted worker counts the dead one's whole lease as used, and two live instances together never pass the limit", async () => {
+    const { policy, database, created, clock } = await setup(1, { rpm: 16 });
+    for (let index = 0; index < 4; index++) await count(policy, created.key);
+    const lease = (await database.get("windows", created.id))!.requests;
+    expect(lease).toBeGreaterThanOrEqual(4);
+    // A new instance (the browser stopped the worker; its memory is gone) admits only past the lease.
+    const restarted = new Policy({ database, clock: () => clock.now, holder: "worker_restarted" });
+    let more = 0;
+    while (await count(restarted, created.key).then(() => true, () => false)) more++;
+    expect(more).toBe(16 - lease);
+    // A fresh window, and two instances taking turns: never more than the limit between them.
+    clock.now += 60_000;
+    const other = new Policy({ database, clock: () => clock.now, holder: "worker_other" });
+    let together = 0;
+    for (let round = 0; round < 20; round++) {
+      for (const instance of [restarted, other]) if (await count(instance, created.key).then(() => true, () => false)) together++;
+    }
+    expect(together).toBeLessThanOrEqual(16);
+    expect(together).toBeGreaterThanOrEqual(16 - 2 * 2);
+  });
+
+  it("concurrent admissions in one worker take exactly the limit, with no lost count", async () => {
+    const { policy, created } = await setup(10, { rpm: 25, tpm: 10_000_000 });
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => admitOne(policy, created.id)));
+    expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(25);
+    expect(results.filter((result) => result.status === "rejected").every((result) => (result as PromiseRejectedResult).reason.status === 429)).toBe(true);
   });
 
   it("admits tokens as prompt + max_tokens and corrects them to the real count at settlement", async () => {
