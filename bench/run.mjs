@@ -52,6 +52,10 @@ const plan = {
   // a token held back (part of a character, streamed with the next) does not skew it: llama.cpp's
   // cost little; web-llm's take seconds each on a software adapter.
   engineIterations: quick ? 1 : 3,
+  // Our cost alone: a short and a long reply from an engine that costs nothing, each also
+  // consumed directly in the worker; the difference per extra token is our marginal cost.
+  costIterations: quick ? 10 : 100,
+  costTokens: quick ? [16, 256] : [16, 1_024],
   engineMaxTokens: { webllm: quick ? 2 : 4, llamacpp: quick ? 16 : 32 },
 };
 const name = quick ? "quick" : "latest";
@@ -144,6 +148,22 @@ try {
   }
   log(`round trips: ${roundTrips.echo.length} of each`);
 
+  // 7 (measured here, with the other engine-free work). Our cost over an engine that costs
+  // nothing: the same request through /bench/zero/v1 and the engine consumed in the worker,
+  // interleaved, short and long replies, streamed and whole.
+  await page.evaluate(() => window.bench.zeroSetup());
+  const ourCost = [];
+  for (let iteration = 0; iteration < plan.costIterations; iteration++) {
+    for (const stream of [true, false]) {
+      for (const tokens of plan.costTokens) {
+        const ours = await page.evaluate(([count, streamed]) => window.bench.zero(count, streamed), [tokens, stream]);
+        const direct = await page.evaluate((count) => window.bench.zeroDirect(count), tokens);
+        ourCost.push({ iteration, stream, tokens, ours, direct });
+      }
+    }
+  }
+  log(`our cost: ${ourCost.length} requests`);
+
   // 3. The policy's cost per request as the ledger grows.
   const policy = await page.evaluate(([sizes, iterations]) => window.bench.policy(sizes, iterations), [plan.ledgerSizes, plan.policyIterations]);
   log(`policy: ${policy.map((row) => `${row.ledgerEntries} entries ${row.p50Ms.toFixed(2)} ms`).join(", ")}`);
@@ -201,6 +221,7 @@ try {
     coldStarts,
     engineModels: { webllm: { id: model.id, build: buildId }, llamacpp: { id: ggufModel.id, build: ggufModel.gguf[0].modelId, warmupMs: ggufWarmup.totalMs } },
     engines,
+    ourCost,
   };
   mkdirSync(options.out, { recursive: true });
   writeFileSync(join(options.out, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);

@@ -9,7 +9,8 @@
  * - `bench:reload`: web-llm's own unload and reload of that model (with the adapter's chat
  *   options), then its first token;
  * - `bench:policy`: authenticate, then admit (limit check and reserve), then settle (the charge
- *   and its ledger entry), timed as the ledger grows.
+ *   and its ledger entry), timed as the ledger grows;
+ * - `/bench/zero/v1` and `bench:zero-*`: our cost alone, over an engine that costs nothing (zero.ts).
  *
  * `webllm-offline` is web-llm 0.2.79, which links the offline test model's library; on a real GPU
  * the same worker loads any model whose library that runtime can link (see the README).
@@ -21,6 +22,7 @@ import type { EngineMessage } from "../../src/engine/types.js";
 import { renderChatSegments } from "../../src/templates.js";
 import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
+import { consumeDirectly, createZeroPath, type ZeroPath } from "./zero.js";
 
 declare const self: ServiceWorkerGlobalScope;
 
@@ -39,10 +41,21 @@ const recording: WebLlmModule = {
 
 const inference = installInference(self, { webllm: recording });
 
+let zero: ZeroPath | undefined;
+const zeroPath = () => (zero ??= createZeroPath(self.location.href, new URL("/bench/zero/v1", self.location.origin).href));
+
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
   if (url.pathname.endsWith("/bench/echo") && !inference.handles(url)) event.respondWith(new Response("ok"));
+  else if (url.pathname.startsWith("/bench/zero/")) event.respondWith(zeroPath().app.handle(event.request));
 });
+
+async function zeroSetup(): Promise<{ key: string; model: string }> {
+  const path = zeroPath();
+  const account = await path.admin.createAccount({ name: "bench zero", creditUsd: 1_000 });
+  const key = await path.admin.createKey({ accountId: account.id, rpm: 10_000_000, tpm: 1_000_000_000 });
+  return { key: key.key, model: path.model.id };
+}
 
 function engine(): WebLlmEngineInstance {
   const current = engines.at(-1);
@@ -136,6 +149,8 @@ self.addEventListener("message", (event) => {
   const work = (async () => {
     if (request.type === "bench:raw") await raw(request.request, reply);
     else if (request.type === "bench:reload") await reload(request.modelId, request.request, reply);
+    else if (request.type === "bench:zero-setup") reply({ kind: "result", body: await zeroSetup() });
+    else if (request.type === "bench:zero-direct") reply({ kind: "result", body: await consumeDirectly(zeroPath(), request.tokens) });
     else reply({ kind: "result", body: await policy(request) });
   })();
   event.waitUntil(

@@ -29,6 +29,10 @@ export interface Bench {
   /** Sequential round trips to `path` (a URL or a path under the origin), each expected to answer `status`; the duration of each, in ms. */
   roundTrips(path: string, count: number, authorization: string | null, status: number): Promise<number[]>;
   policy(sizes: number[], iterations: number): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]>;
+  /** Section 7: an account on the zero-cost path; then one request through it, and the engine alone. */
+  zeroSetup(): Promise<void>;
+  zero(tokens: number, stream: boolean): Promise<{ firstByteMs: number; totalMs: number; completionTokens: number }>;
+  zeroDirect(tokens: number): Promise<{ firstPartMs: number; totalMs: number }>;
 }
 
 declare global {
@@ -38,6 +42,7 @@ declare global {
 }
 
 let handle: InferenceHandle | undefined;
+let zeroAccount = { key: "", model: "" };
 let account = { key: "", keyId: "", accountId: "", baseURL: "" };
 
 function ask(message: BenchRequest, onReply: (reply: BenchReply) => void): Promise<void> {
@@ -157,6 +162,39 @@ window.bench = {
       if (reply.kind === "result") results.push(...(reply.body as typeof results));
     });
     return results;
+  },
+  async zeroSetup() {
+    await ask({ type: "bench:zero-setup" }, (reply) => {
+      if (reply.kind === "result") zeroAccount = reply.body as typeof zeroAccount;
+    });
+  },
+  async zero(tokens, stream) {
+    const started = performance.now();
+    const response = await fetch("/bench/zero/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${zeroAccount.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: zeroAccount.model, messages: [{ role: "user", content: "Hi" }], max_tokens: tokens, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+    const reader = response.body!.getReader();
+    let firstByteMs: number | undefined;
+    const chunks: Uint8Array[] = [];
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      firstByteMs ??= performance.now() - started;
+      chunks.push(next.value);
+    }
+    const totalMs = performance.now() - started;
+    // Checked after the clock stops: the reply must be the whole reply.
+    const text = new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+    const usage = stream ? (JSON.parse(text.split("\n\n").filter((frame) => frame.startsWith("data: {")).at(-1)!.slice(6)) as { usage: { completion_tokens: number } }).usage : (JSON.parse(text) as { usage: { completion_tokens: number } }).usage;
+    return { firstByteMs: firstByteMs ?? totalMs, totalMs, completionTokens: usage.completion_tokens };
+  },
+  async zeroDirect(tokens) {
+    let result = { firstPartMs: Number.NaN, totalMs: Number.NaN };
+    await ask({ type: "bench:zero-direct", tokens }, (reply) => {
+      if (reply.kind === "result") result = reply.body as typeof result;
+    });
+    return result;
   },
 };
 document.getElementById("status")!.textContent = "ready";

@@ -56,8 +56,20 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
     }
   }
 
+  // Our cost: every request whole (all its tokens read), each with the engine's own time beside it.
+  expect(results.ourCost).toHaveLength(results.plan.costIterations * 2 * results.plan.costTokens.length);
+  for (const row of results.ourCost) {
+    expect(row.ours.completionTokens).toBe(row.tokens);
+    expect(row.ours.firstByteMs).toBeGreaterThan(0);
+    expect(row.ours.totalMs).toBeGreaterThanOrEqual(row.ours.firstByteMs);
+    expect(row.direct.totalMs).toBeGreaterThanOrEqual(row.direct.firstPartMs);
+  }
+
   const markdown = readFileSync(join(out, "quick.md"), "utf8");
   expect(markdown).toContain("## Targets");
+  expect(markdown).toContain("## 7. Our cost, isolated");
+  expect(markdown).toContain("Our marginal cost per token (streamed, p50)");
+  expect(markdown).toContain("GET /v1/models p50 / echo route p50");
   expect(markdown).toContain("## 5. Cold start with the weights cached");
   expect(markdown).toContain("## 6. Engines side by side");
   const png = readFileSync(join(out, "quick.png"));

@@ -9,7 +9,7 @@ type Verdict = { goal: string; verdict: "met" | "missed" | "unresolved"; gap: st
 function summary(ratioInterval: Interval, ttftDifferenceInterval: Interval, modelsP50Ms = 1.5) {
   return {
     generation: { streamed: { ratioMedian: 1, ratioInterval, ttftDifferenceMedianMs: 0, ttftDifferenceInterval } },
-    trips: { models: { p50Ms: modelsP50Ms } },
+    trips: { models: { p50Ms: modelsP50Ms }, echo: { p50Ms: 1.5 } },
     policy: { worstP50Ms: 2, growth: 1 },
     turns: { ours: { ratio: 0.4 } },
   };
@@ -49,7 +49,8 @@ describe("the benchmark's verdicts", () => {
   });
 
   it("judges the round-trip and policy targets on their value", () => {
-    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({ verdict: "missed", gap: "0.70 ms over" });
+    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({ verdict: "missed", gap: "0.55 over (2.70 ms against 1.50 ms)" });
+    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 1.8)) as Verdict[], "GET /v1/models").verdict).toBe("met");
     expect(verdictOf(targets(summary([0.99, 1.1], [1, 4])) as Verdict[], "Policy per request").verdict).toBe("met");
   });
 });
@@ -71,5 +72,27 @@ describe("the engines' comparison", () => {
     expect(markdown).toContain("| web-llm | 1 | 20 | 40000 ms | 0.500 | 0.100 |");
     expect(markdown).toContain("| llama.cpp | 1 | 22 | 2000 ms | 11.000 | 3.000 |");
     expect(markdown).toContain("| llama.cpp / web-llm | | | 0.050 | 22.0× | 30.0× |");
+  });
+});
+
+describe("our cost, isolated", () => {
+  it("takes the marginal cost per token from the long reply's extra time less the engine's, and reads the real engine's rows as n/a on a software adapter", () => {
+    const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
+    const pair = (iteration: number, stream: boolean, extraMs: number) => [
+      { iteration, stream, tokens: 16, ours: { firstByteMs: 2, totalMs: 3, completionTokens: 16 }, direct: { firstPartMs: 0.01, totalMs: 0.1 } },
+      // 240 more tokens: 240 × 10 µs of ours over 0.2 ms more of the engine's.
+      { iteration, stream, tokens: 256, ours: { firstByteMs: 2, totalMs: 3 + 0.2 + extraMs, completionTokens: 256 }, direct: { firstPartMs: 0.01, totalMs: 0.3 } },
+    ];
+    const ourCost = [0, 1, 2].flatMap((iteration) => [...pair(iteration, true, 2.4), ...pair(iteration, false, 1.2)]);
+    const run = { ...saved, plan: { ...saved.plan, costTokens: [16, 256] }, ourCost };
+    const { summary, markdown } = report(run);
+    expect(summary.ourCost.streamed.marginalP50Us).toBeCloseTo(10, 6);
+    expect(summary.ourCost.whole.marginalP50Us).toBeCloseTo(5, 6);
+    expect(summary.ourCost.streamed.fixedP50Ms).toBeCloseTo(1.99, 6);
+    expect(summary.ourCost.streamed.impliedRatios[300]).toBeCloseTo(1 / (1 + 10e-6 * 300), 9);
+    expect(markdown).toContain("## 7. Our cost, isolated");
+    expect(markdown).toContain("| Our marginal cost per token (streamed, p50) | ≤ 20 µs | 10.00 µs | yes |");
+    expect(markdown).toContain("| Decode throughput, ours / raw (streamed, median) | ≥ 0.98 |");
+    expect(markdown).toMatch(/Decode throughput, ours \/ raw \(streamed, median\) \| ≥ 0\.98 \| [\d.]+ \| n\/a \(software adapter\)/);
   });
 });
