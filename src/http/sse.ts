@@ -1,7 +1,8 @@
 /**
  * The one module that writes server-sent events: `data: <json>` frames, then `data: [DONE]`.
  * An error after the first byte cannot change the status, so it is sent as an `error` frame,
- * which the openai SDK raises as an APIError.
+ * which the openai SDK raises as an APIError. A reader that falls behind gets the text that
+ * waited merged into one frame; one that keeps up gets every chunk as it comes.
  */
 import type { ErrorBody } from "../errors.js";
 
@@ -19,41 +20,153 @@ export interface SseSource {
   onCancel: () => void;
 }
 
-async function drain(events: AsyncIterator<unknown>): Promise<void> {
-  try {
-    for (let next = await events.next(); !next.done; next = await events.next());
-  } catch {
-    // The reader is gone; a late failure has nobody to be reported to.
+/**
+ * Reads `events` ahead of a slow reader: what the producer yields while the reader is busy
+ * waits here (up to `limit`), and the reader's next pull takes all of it at once. A reader that
+ * is already waiting gets each event the moment it comes, so no token is held back.
+ */
+class ReadAhead {
+  #queue: IteratorResult<unknown>[] = [];
+  #failure: { error: unknown } | undefined;
+  #wake: (() => void) | undefined;
+  #room: (() => void) | undefined;
+  #discarding = false;
+
+  constructor(events: AsyncIterator<unknown>, limit: number) {
+    void this.#pump(events, limit);
+  }
+
+  async #pump(events: AsyncIterator<unknown>, limit: number): Promise<void> {
+    try {
+      for (;;) {
+        while (this.#queue.length >= limit && !this.#discarding) await new Promise<void>((resolve) => (this.#room = resolve));
+        const next = await events.next();
+        if (!this.#discarding) this.#queue.push(next);
+        this.#signal();
+        if (next.done) return;
+      }
+    } catch (error) {
+      // After the reader went away, a late failure has nobody to be reported to.
+      if (!this.#discarding) this.#failure = { error };
+      this.#signal();
+    }
+  }
+
+  #signal(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Every result waiting, at least one; the failure once nothing is left before it. */
+  async take(): Promise<IteratorResult<unknown>[]> {
+    while (this.#queue.length === 0 && !this.#failure) await new Promise<void>((resolve) => (this.#wake = resolve));
+    if (this.#queue.length === 0) throw this.#failure!.error;
+    const taken = this.#queue;
+    this.#queue = [];
+    const room = this.#room;
+    this.#room = undefined;
+    room?.();
+    return taken;
+  }
+
+  /**
+   * The reader went away: the rest is read and dropped. Not return(): that would close the
+   * engine at its current yield, and it would never send the final part that reports what it
+   * produced. Aborted, it ends within a token; reading it to its end counts its usage and frees
+   * the engine only once it has stopped.
+   */
+  discard(): void {
+    this.#discarding = true;
+    this.#queue = [];
+    this.#room?.();
   }
 }
 
+type TextChoice = { index: number; delta?: Record<string, unknown>; text?: unknown; logprobs?: unknown; finish_reason?: unknown };
+type Chunk = { choices?: TextChoice[]; usage?: unknown };
+
+/** The text a chunk adds and nothing else (one choice, no role, tool call, log probabilities, finish or usage), or null. */
+function plainText(event: unknown): { choice: TextChoice; text: string } | null {
+  const chunk = event as Chunk | null;
+  if (typeof chunk !== "object" || chunk === null || chunk.usage != null || chunk.choices?.length !== 1) return null;
+  const choice = chunk.choices[0]!;
+  if (choice.finish_reason != null || choice.logprobs != null) return null;
+  if (choice.delta !== undefined) {
+    const keys = Object.keys(choice.delta);
+    return keys.length === 1 && keys[0] === "content" && typeof choice.delta.content === "string" ? { choice, text: choice.delta.content } : null;
+  }
+  return typeof choice.text === "string" ? { choice, text: choice.text } : null;
+}
+
+/**
+ * Two consecutive chunks of plain text for the same choice as one (chat's `delta.content`, a
+ * legacy completion's `text`), or null when either carries anything else: a reader that fell
+ * behind gets what waited in one frame, with every character, in order.
+ */
+export function mergeTextChunks(first: unknown, second: unknown): unknown {
+  const a = plainText(first);
+  const b = plainText(second);
+  if (!a || !b || a.choice.index !== b.choice.index) return null;
+  const text = a.text + b.text;
+  const choice = a.choice.delta !== undefined ? { ...a.choice, delta: { content: text } } : { ...a.choice, text };
+  return { ...(first as object), choices: [choice] };
+}
+
+const frameText = (data: unknown) => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+
+/** The frames for what waited, text merged where it can be, as one write. */
+function framesOf(results: IteratorResult<unknown>[]): { bytes: Uint8Array; done: boolean } {
+  let text = "";
+  let pending: unknown;
+  let done = false;
+  for (const result of results) {
+    if (result.done) {
+      done = true;
+      break;
+    }
+    const merged = pending === undefined ? null : mergeTextChunks(pending, result.value);
+    if (merged) pending = merged;
+    else {
+      if (pending !== undefined) text += frameText(pending);
+      pending = result.value;
+    }
+  }
+  if (pending !== undefined) text += frameText(pending);
+  if (done) text += frameText("[DONE]");
+  return { bytes: encoder.encode(text), done };
+}
+
+/** How many events may wait for a reader that is behind before the producer is paused. */
+const readAheadLimit = 256;
+
 export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
   let finished = false;
+  const ahead = new ReadAhead(source.events, readAheadLimit);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (finished) return;
+      let results: IteratorResult<unknown>[];
       try {
-        const next = await source.events.next();
-        if (next.done) {
-          finished = true;
-          controller.enqueue(frame("[DONE]"));
-          controller.close();
-          return;
-        }
-        controller.enqueue(frame(next.value));
+        results = await ahead.take();
       } catch (error) {
         finished = true;
         controller.enqueue(frame(source.onError(error)));
+        controller.close();
+        return;
+      }
+      if (finished) return;
+      const { bytes, done } = framesOf(results);
+      controller.enqueue(bytes);
+      if (done) {
+        finished = true;
         controller.close();
       }
     },
     cancel() {
       finished = true;
       source.onCancel();
-      // Not return(): that would close the engine at its current yield, and it would never
-      // send the final part that reports what it produced. Aborted, it ends within a token;
-      // drain it so its usage is counted and the engine is free only once it has stopped.
-      void drain(source.events);
+      ahead.discard();
     },
   });
 }
