@@ -8,8 +8,11 @@ import type { ErrorBody } from "../errors.js";
 
 const encoder = new TextEncoder();
 
+/** One event's text: `data: <json>` (or a bare string such as `[DONE]`), then a blank line. */
+const frameText = (data: unknown) => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+
 export function frame(data: unknown): Uint8Array {
-  return encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  return encoder.encode(frameText(data));
 }
 
 export interface SseSource {
@@ -112,8 +115,6 @@ export function mergeTextChunks(first: unknown, second: unknown): unknown {
   const choice = a.choice.delta !== undefined ? { ...a.choice, delta: { content: text } } : { ...a.choice, text };
   return { ...(first as object), choices: [choice] };
 }
-
-const frameText = (data: unknown) => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 
 /** The frames for what waited, text merged where it can be, as one write. */
 function framesOf(results: IteratorResult<unknown>[]): { bytes: Uint8Array; done: boolean } {
