@@ -81,8 +81,9 @@ export function summarize(results) {
       raw: { turn1Ms: median(turnRows("raw").map((row) => row.turn1.firstTokenMs)), turn2Ms: median(turnRows("raw").map((row) => row.turn2.firstTokenMs)), ratio: turnRatio("raw") },
     },
     coldStart: {
-      rawMs: median(results.coldStarts.map((row) => row.raw.sample.firstTokenMs)),
-      rawReloadMs: median(results.coldStarts.map((row) => row.raw.reloadMs)),
+      // Quick mode times our path only.
+      rawMs: median(results.coldStarts.map((row) => row.raw?.sample.firstTokenMs ?? Number.NaN)),
+      rawReloadMs: median(results.coldStarts.map((row) => row.raw?.reloadMs ?? Number.NaN)),
       oursMs: median(results.coldStarts.map((row) => row.ours.firstTokenMs)),
     },
     engines: summarizeEngines(results.engines ?? []),
@@ -94,8 +95,10 @@ export function summarize(results) {
 /**
  * Our cost alone, per mode: the marginal cost per token (the long reply's extra time over the
  * short one's, per extra token, less the engine's own) and the fixed cost per request (the first
- * byte the page reads, less the engine's first part), each as p50 and p95 over the iterations,
- * and the decode ratio the marginal p50 implies for an engine at 30, 100 and 300 tok/s.
+ * byte the page reads, less the engine's first part and less the echo route's round trip timed
+ * just before it: the service worker's floor, which is the browser's), each as p50 and p95 over
+ * the iterations, and the decode ratio the marginal p50 implies for an engine at 30, 100 and
+ * 300 tok/s. The first byte with the floor in it is kept beside.
  */
 function summarizeCost(rows, tokens) {
   if (rows.length === 0) return null;
@@ -107,7 +110,8 @@ function summarizeCost(rows, tokens) {
       const [a, b] = [of(iteration, short), of(iteration, long)];
       return (((b.ours.totalMs - a.ours.totalMs) - (b.direct.totalMs - a.direct.totalMs)) / (long - short)) * 1000;
     });
-    const fixedMs = iterations.map((iteration) => of(iteration, short).ours.firstByteMs - of(iteration, short).direct.firstPartMs);
+    const firstByteMs = iterations.map((iteration) => of(iteration, short).ours.firstByteMs - of(iteration, short).direct.firstPartMs);
+    const fixedMs = iterations.map((iteration) => of(iteration, short).ours.firstByteMs - of(iteration, short).direct.firstPartMs - (of(iteration, short).echoMs ?? Number.NaN));
     const marginal = median(marginalUs);
     return {
       requests: rows.filter((row) => row.stream === stream).length,
@@ -115,6 +119,8 @@ function summarizeCost(rows, tokens) {
       marginalP95Us: percentile(marginalUs, 0.95),
       fixedP50Ms: median(fixedMs),
       fixedP95Ms: percentile(fixedMs, 0.95),
+      firstByteP50Ms: median(firstByteMs),
+      echoP50Ms: median(iterations.map((iteration) => of(iteration, short).echoMs ?? Number.NaN)),
       impliedRatios: Object.fromEntries([30, 100, 300].map((rate) => [rate, 1 / (1 + (Math.max(0, marginal) / 1e6) * rate)])),
       complete: rows.filter((row) => row.stream === stream).every((row) => row.ours.completionTokens === row.tokens),
     };
@@ -128,13 +134,13 @@ function costSection(summary) {
   return [
     "## 7. Our cost, isolated: an engine that costs nothing, through /v1 and consumed directly",
     "",
-    `A replay engine yields one fixed token as fast as it is read, through the same HTTP surface, policy and SSE writer as /v1 (at /bench/zero/v1), and consumed directly in the same worker; ${cost.short} and ${cost.long} tokens, interleaved. Marginal: the long reply's extra time over the short one's, per extra token, less the engine's own. Fixed: the first byte the page reads, less the engine's first part (the service worker's round trip, routing, the key, the rate window and admission included; settlement follows the last token, the same for both lengths).`,
+    `A replay engine yields one fixed token as fast as it is read, through the same HTTP surface, policy and SSE writer as /v1 (at /bench/zero/v1), and consumed directly in the same worker; ${cost.short} and ${cost.long} tokens, interleaved. Marginal: the long reply's extra time over the short one's, per extra token, less the engine's own. Fixed: the first byte the page reads, less the engine's first part, less the echo route's round trip timed just before the request (the service worker's own floor: the browser's event dispatch and response piping, which any worker route pays). What remains is ours: routing, reading and checking the body, the key, the rate window, the prompt's tokens and the admission transaction (settlement follows the last token, the same for both lengths). The first byte with the floor in it is the next column.`,
     "",
-    "| Mode | Requests | Marginal per token p50 | p95 | Fixed per request p50 | p95 | Implied decode ratio at 30 / 100 / 300 tok/s | Whole replies |",
-    "|---|---|---|---|---|---|---|---|",
+    "| Mode | Requests | Marginal per token p50 | p95 | Fixed per request p50 | p95 | First byte, floor included, p50 (echo p50) | Implied decode ratio at 30 / 100 / 300 tok/s | Whole replies |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...["streamed", "whole"].map((mode) => {
       const row = cost[mode];
-      return `| ${mode} | ${row.requests} | ${fixed(row.marginalP50Us, 1)} µs | ${fixed(row.marginalP95Us, 1)} µs | ${fixed(row.fixedP50Ms)} ms | ${fixed(row.fixedP95Ms)} ms | ${[30, 100, 300].map((rate) => fixed(row.impliedRatios[rate], 4)).join(" / ")} | ${row.complete ? "yes" : "no"} |`;
+      return `| ${mode} | ${row.requests} | ${fixed(row.marginalP50Us, 1)} µs | ${fixed(row.marginalP95Us, 1)} µs | ${fixed(row.fixedP50Ms)} ms | ${fixed(row.fixedP95Ms)} ms | ${fixed(row.firstByteP50Ms)} ms (${fixed(row.echoP50Ms)} ms) | ${[30, 100, 300].map((rate) => fixed(row.impliedRatios[rate], 4)).join(" / ")} | ${row.complete ? "yes" : "no"} |`;
     }),
     "",
   ];
@@ -203,7 +209,7 @@ export function targets(summary) {
     ...(cost
       ? [
           judgedOnValue({ goal: "Our marginal cost per token (streamed, p50)", target: "≤ 20 µs", value: cost.streamed.marginalP50Us, unit: "µs", gap: `${fixed(cost.streamed.marginalP50Us - 20, 1)} µs over` }, 20, false),
-          judgedOnValue({ goal: "Our fixed cost per request (streamed, p50)", target: "≤ 3 ms", value: cost.streamed.fixedP50Ms, unit: "ms", gap: `${fixed(cost.streamed.fixedP50Ms - 3)} ms over` }, 3, false),
+          judgedOnValue({ goal: "Our fixed cost per request (streamed, p50, over the worker's echo)", target: "≤ 3 ms", value: cost.streamed.fixedP50Ms, unit: "ms", gap: `${fixed(cost.streamed.fixedP50Ms - 3)} ms over` }, 3, false),
         ]
       : []),
     judgedOnValue({ goal: "GET /v1/models p50 / echo route p50", target: "≤ 1.25", value: modelsOverEcho, gap: `${fixed(modelsOverEcho - 1.25)} over (${fixed(summary.trips.models.p50Ms)} ms against ${fixed(summary.trips.echo.p50Ms)} ms)` }, 1.25, false),
@@ -269,8 +275,8 @@ export const explanations = {
     `A trivial service-worker echo route already takes ${ms(summary.trips.echo.p50Ms)} p50 on this machine, so part of the 2 ms target is spent before our code runs. Our layer adds ${ms(summary.trips.models.p50Ms - summary.trips.echo.p50Ms)} over the echo. A 401 for a well-formed unknown key, which stops after hashing the key and looking it up, adds ${ms(summary.trips.unauthorized.p50Ms - summary.trips.echo.p50Ms)}; the remaining ${ms(summary.trips.models.p50Ms - summary.trips.unauthorized.p50Ms)} is the rate window (counted in memory; a lease write about one request in eight) and the list itself.`,
   "Our marginal cost per token (streamed, p50)": (summary) =>
     `Each token is a chunk object, one JSON serialisation, one SSE frame and one stream enqueue in the worker, then one read in the page; ${fixed(summary.ourCost.streamed.marginalP50Us, 1)} µs p50 against ${fixed(summary.ourCost.whole.marginalP50Us, 1)} µs for whole replies, which skip the frames. Coalescing text already waiting into one frame when the reader is behind would take the per-frame work off the tokens that queue.`,
-  "Our fixed cost per request (streamed, p50)": (summary) =>
-    `The first byte includes the service worker's round trip (the echo route alone: ${ms(summary.trips.echo.p50Ms)} p50), the key's lookup and the admission transaction (section 3 times them with settlement: ${ms(summary.policy.worstP50Ms)} p50).`,
+  "Our fixed cost per request (streamed, p50, over the worker's echo)": (summary) =>
+    `Over the echo, the first byte waits for the key's lookup (a read transaction) and the admission (a read-write transaction: section 3 times them with settlement at ${ms(summary.policy.worstP50Ms)} p50); the body is read while the key is looked up. With the floor in it the first byte came at ${ms(summary.ourCost.streamed.firstByteP50Ms)} p50.`,
   "Policy per request (worst p50 over ledger sizes)": (summary) =>
     `One request's policy is three IndexedDB transactions in sequence: the key lookup (read), admission (read-write: key, window, account, reservation) and settlement (read-write: reservation, account, window, ledger entry); the ledger's size does not enter (growth ${fixed(summary.policy.growth)}×). The fix: authenticate inside the admission transaction, so a generation pays for two transactions instead of three.`,
   "Policy p50, largest ledger / smallest": (summary) =>
@@ -278,6 +284,17 @@ export const explanations = {
   "Turn-2 TTFT / turn-1 TTFT (ours)": (summary) =>
     `Raw web-llm measured ${fixed(summary.turns.raw.ratio)} on the same turns. If ours is close to that, the prefix cache is reused through our layer and the gap is the engine's; if raw is well under 0.5 and ours is not, our path re-sends the conversation in a way that breaks web-llm's prefix match.`,
 };
+
+/** What ran: the real engine's sections repeat as their time budgets allow (bench/run.mjs), so the counts are this run's. */
+function planLine(results) {
+  const plan = results.plan;
+  // Runs before the budgets had a fixed count per section.
+  const count = (value) => (typeof value === "number" ? value : value.maximum);
+  const iterations = new Set(results.generation.map((row) => row.iteration)).size || count(plan.iterations);
+  const turns = new Set(results.turns.map((row) => row.repetition)).size;
+  const length = results.timeline ? ` The run took ${Math.round(Object.values(results.timeline).at(-1) / 60)} minutes to its last section (${Object.entries(results.timeline).map(([section, seconds]) => `${section} ${seconds} s`).join(", ")}, from the start).` : "";
+  return `Plan: ${iterations} requests per path and mode at max_tokens ${plan.maxTokens}, interleaved raw, ours, raw, ours; ${plan.roundTrips} round trips of each kind; policy at ${plan.ledgerSizes.join(", ")} ledger entries × ${plan.policyIterations}; ${turns} two-turn chats per path; ${results.coldStarts.length} cold starts per path. On a software adapter the real engine's sections run as many requests as their time budgets hold; on a real one, their maximum.${length}`;
+}
 
 const verdictText = { met: "yes", missed: "**no**", unresolved: "not resolved", "n/a": "n/a (software adapter)" };
 
@@ -290,7 +307,7 @@ export function report(results) {
     "",
     `Run ${results.date} · model \`${results.model.id}\` (\`${results.model.build}\`) · ${results.browser.userAgent} · WebGPU adapter: ${results.browser.adapter} (${summary.softwareAdapter ? "a software adapter: WebGPU on the CPU" : "a hardware adapter"})`,
     "",
-    `Plan: ${results.plan.iterations} requests per path and mode at max_tokens ${results.plan.maxTokens}, interleaved raw, ours, raw, ours; ${results.plan.roundTrips} round trips of each kind; policy at ${results.plan.ledgerSizes.join(", ")} ledger entries × ${results.plan.policyIterations}; ${results.plan.turns} two-turn chats per path; ${results.plan.coldStarts} cold starts per path.`,
+    planLine(results),
     "",
     "## Targets",
     "",
@@ -302,7 +319,8 @@ export function report(results) {
     "",
     "| Mode | Requests | Raw tok/s (median) | Ours tok/s (median) | Ratio median | Ratio p95 (low tail) | TTFT ours − raw, median | p95 | Same output |",
     "|---|---|---|---|---|---|---|---|---|",
-    ...Object.entries(g).map(
+    // A mode this run did not time (quick mode streams only) has no row.
+    ...Object.entries(g).filter(([, row]) => row.requests > 0).map(
       ([mode, row]) =>
         `| ${mode} | ${row.requests} | ${fixed(row.rawTokensPerSecond, 3)} | ${fixed(row.oursTokensPerSecond, 3)} | ${fixed(row.ratioMedian, 3)} | ${fixed(row.ratioP95Low, 3)} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceMedianMs, 1)} ms` : "—"} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceP95Ms, 1)} ms` : "—"} | ${row.sameOutput ? "yes" : "no"} |`,
     ),

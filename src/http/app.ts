@@ -10,6 +10,7 @@ import type { HttpDependencies } from "./dependencies.js";
 import { modelRoutes } from "./models.js";
 import { rateLimitHeaders } from "../policy/policy.js";
 import { Router, type RouteContext } from "./router.js";
+import { startReadingBody } from "./validate.js";
 
 export class InferenceApp {
   readonly #router: Router;
@@ -35,13 +36,15 @@ export class InferenceApp {
     const requestId = newId("req_");
     const url = new URL(request.url);
     const receivedAt = clock();
+    // Read while the key is checked: both wait on the browser, not on each other.
+    const body = request.method === "GET" || request.method === "HEAD" ? Promise.resolve("") : startReadingBody(request);
     let context: RouteContext | undefined;
     let response: Response;
     try {
       await ready;
       const key = await policy.authenticate(request.headers.get("authorization"));
       const found = this.#router.match(request.method, url);
-      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, key, rate: null, headers: {} };
+      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, body, key, rate: null, headers: {} };
       if (!found.route) {
         context.rate = await policy.countRequest(key);
         throw new NotFoundError(`Invalid URL (${request.method} ${url.pathname})`, { code: "unknown_url" });

@@ -189,7 +189,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
     generates: true,
     path: /^\/chat\/completions\/?$/,
     handler: async (context) => {
-      const { json, legacy } = fromLegacyFunctions(await readJson(context.request));
+      const { json, legacy } = fromLegacyFunctions(await readJson(context.body));
       const request = parseWith(chatCompletionRequestSchema, json);
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });

@@ -75,7 +75,7 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
     generates: true,
     path: /^\/completions\/?$/,
     handler: async (context) => {
-      const json = await readJson(context.request);
+      const json = await readJson(context.body);
       const request = parseWith(completionRequestSchema, json);
       if (request.stream_options && request.stream !== true) {
         throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });

@@ -13,6 +13,8 @@ export interface RouteContext {
   requestId: string;
   /** Epoch ms at which the request arrived. */
   receivedAt: number;
+  /** The body's text, read from the request's arrival on (empty for GET). */
+  body: Promise<string>;
   /** The authenticated key; every route runs after authentication. */
   key: KeyRecord;
   /** The key's rate-limit window after this request was counted; set by whoever counts it. */

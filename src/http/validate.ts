@@ -96,7 +96,10 @@ async function readBody(request: Request): Promise<string> {
   if (Number(request.headers.get("content-length") ?? 0) > maxBodyBytes) throw tooLarge();
   if (!request.body) return "";
   const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
+  // Decoded as it streams: a Blob to join the chunks would cost a round trip to the browser's
+  // blob store on every request.
+  const decoder = new TextDecoder();
+  let text = "";
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -106,14 +109,24 @@ async function readBody(request: Request): Promise<string> {
       await reader.cancel().catch(() => undefined);
       throw tooLarge();
     }
-    chunks.push(value);
+    text += decoder.decode(value, { stream: true });
   }
-  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+  return text + decoder.decode();
 }
 
-/** Reads a JSON body; a malformed one is a 400, never a 500. */
-export async function readJson(request: Request): Promise<unknown> {
-  const text = await readBody(request);
+/**
+ * Starts reading the body, so that it arrives while the key is checked. The promise is marked
+ * handled: a request refused before its body is wanted (401, 404) does not report it.
+ */
+export function startReadingBody(request: Request): Promise<string> {
+  const text = readBody(request);
+  text.catch(() => undefined);
+  return text;
+}
+
+/** Parses a JSON body read by `startReadingBody`; a malformed one is a 400, never a 500. */
+export async function readJson(body: Promise<string>): Promise<unknown> {
+  const text = await body;
   if (text.trim() === "") throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
   try {
     return JSON.parse(text) as unknown;

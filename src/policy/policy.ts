@@ -276,7 +276,16 @@ export class Policy {
    * their maximum cost, all in one transaction: 429 past a limit, 403 when the balance less what
    * is already reserved cannot cover it.
    */
-  async admit(request: { keyId: string; requestId: string; model: string; price: Price; promptTokens: number; maxCompletionTokens: number }): Promise<Admission> {
+  async admit(request: {
+    keyId: string;
+    /** The key's account, where the caller has it from authentication: read alongside the key, not after it. */
+    accountId?: string;
+    requestId: string;
+    model: string;
+    price: Price;
+    promptTokens: number;
+    maxCompletionTokens: number;
+  }): Promise<Admission> {
     const database = await this.#database;
     const admittedTokens = request.promptTokens + request.maxCompletionTokens;
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
@@ -285,7 +294,8 @@ export class Policy {
     let counted: { window: LiveWindow; lease?: LeaseGrant } | undefined;
     try {
       const keys = transaction.objectStore("keys");
-      const key = await keys.get(request.keyId);
+      const accounts = transaction.objectStore("accounts");
+      const [key, expected] = await Promise.all([keys.get(request.keyId), request.accountId === undefined ? undefined : accounts.get(request.accountId)]);
       if (!key || key.status !== "active") throw new AuthenticationError(invalidKey);
       const now = this.#clock();
       if (this.#countWithinLease(key, admittedTokens, now)) counted = { window: this.#windows.get(key.id)! };
@@ -294,7 +304,7 @@ export class Policy {
         counted = { window: lease.counted, lease };
       }
       const window = counted.window;
-      const account = await transaction.objectStore("accounts").get(key.accountId);
+      const account = expected?.id === key.accountId ? expected : await accounts.get(key.accountId);
       if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount) {
         throw new PermissionDeniedError("insufficient balance");
       }
@@ -312,7 +322,7 @@ export class Policy {
         windowStart: window.windowStart,
         createdAt: now,
       };
-      await Promise.all([transaction.objectStore("accounts").put(account), transaction.objectStore("reservations").add(reservation), keys.put(key)]);
+      await Promise.all([accounts.put(account), transaction.objectStore("reservations").add(reservation), keys.put(key)]);
       await transaction.done;
       counted.lease?.commit();
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, window) };
@@ -331,12 +341,13 @@ export class Policy {
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
     const database = await this.#database;
     const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite");
-    const reservation = await transaction.objectStore("reservations").get(admission.requestId);
+    // The account is read beside the reservation: the admission says whose it is.
+    const [reservation, expected] = await Promise.all([transaction.objectStore("reservations").get(admission.requestId), transaction.objectStore("accounts").get(admission.reservation.accountId)]);
     if (!reservation) {
       await transaction.done;
       return null;
     }
-    const account = await transaction.objectStore("accounts").get(reservation.accountId);
+    const account = expected?.id === reservation.accountId ? expected : await transaction.objectStore("accounts").get(reservation.accountId);
     const now = this.#clock();
     const failed = settlement.status === "failed";
     const charge = failed ? 0 : costNano(reservation.price, settlement.promptTokens, settlement.completionTokens);

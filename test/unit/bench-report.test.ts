@@ -79,16 +79,18 @@ describe("our cost, isolated", () => {
   it("takes the marginal cost per token from the long reply's extra time less the engine's, and reads the real engine's rows as n/a on a software adapter", () => {
     const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
     const pair = (iteration: number, stream: boolean, extraMs: number) => [
-      { iteration, stream, tokens: 16, ours: { firstByteMs: 2, totalMs: 3, completionTokens: 16 }, direct: { firstPartMs: 0.01, totalMs: 0.1 } },
+      // The echo's round trip just before (the worker's floor) is not ours: 2 − 0.01 − 1.5.
+      { iteration, stream, tokens: 16, ours: { firstByteMs: 2, totalMs: 3, completionTokens: 16 }, direct: { firstPartMs: 0.01, totalMs: 0.1 }, echoMs: 1.5 },
       // 240 more tokens: 240 × 10 µs of ours over 0.2 ms more of the engine's.
-      { iteration, stream, tokens: 256, ours: { firstByteMs: 2, totalMs: 3 + 0.2 + extraMs, completionTokens: 256 }, direct: { firstPartMs: 0.01, totalMs: 0.3 } },
+      { iteration, stream, tokens: 256, ours: { firstByteMs: 2, totalMs: 3 + 0.2 + extraMs, completionTokens: 256 }, direct: { firstPartMs: 0.01, totalMs: 0.3 }, echoMs: 1.5 },
     ];
     const ourCost = [0, 1, 2].flatMap((iteration) => [...pair(iteration, true, 2.4), ...pair(iteration, false, 1.2)]);
     const run = { ...saved, plan: { ...saved.plan, costTokens: [16, 256] }, ourCost };
     const { summary, markdown } = report(run);
     expect(summary.ourCost.streamed.marginalP50Us).toBeCloseTo(10, 6);
     expect(summary.ourCost.whole.marginalP50Us).toBeCloseTo(5, 6);
-    expect(summary.ourCost.streamed.fixedP50Ms).toBeCloseTo(1.99, 6);
+    expect(summary.ourCost.streamed.fixedP50Ms).toBeCloseTo(0.49, 6);
+    expect(summary.ourCost.streamed.firstByteP50Ms).toBeCloseTo(1.99, 6);
     expect(summary.ourCost.streamed.impliedRatios[300]).toBeCloseTo(1 / (1 + 10e-6 * 300), 9);
     expect(markdown).toContain("## 7. Our cost, isolated");
     expect(markdown).toContain("| Our marginal cost per token (streamed, p50) | ≤ 20 µs | 10.00 µs | yes |");

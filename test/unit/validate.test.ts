@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BadRequestError } from "../../src/errors.js";
-import { formatParam, parseWith, readJson } from "../../src/http/validate.js";
+import { formatParam, parseWith, readJson, startReadingBody } from "../../src/http/validate.js";
 import { chatCompletionRequestSchema, completionRequestSchema } from "../../src/wire/schemas.js";
 
 function failure(schema: Parameters<typeof parseWith>[0], input: unknown): BadRequestError {
@@ -90,7 +90,7 @@ describe("request schemas", () => {
   });
 
   it("refuses malformed and empty JSON bodies with 400", async () => {
-    const body = (text: string) => new Request("https://x.example/", { method: "POST", body: text });
+    const body = (text: string) => startReadingBody(new Request("https://x.example/", { method: "POST", body: text }));
     await expect(readJson(body("{oops"))).rejects.toMatchObject({ status: 400, code: "invalid_json" });
     await expect(readJson(body(""))).rejects.toMatchObject({ status: 400, code: "invalid_json" });
     await expect(readJson(body('{"a":1}'))).resolves.toEqual({ a: 1 });
