@@ -58,7 +58,7 @@ describe("the benchmark's verdicts", () => {
 describe("the engines' comparison", () => {
   it("reports each engine's TTFT, prefill and decode rates from its own samples, and a run without it stays as it was", () => {
     const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
-    expect(report(saved).markdown).not.toContain("## 6.");
+    expect(report({ ...saved, engines: [] }).markdown).not.toContain("## 6.");
     const sample = (promptTokens: number, firstTokenMs: number, totalMs: number) => ({ promptTokens, firstTokenMs, totalMs, completionTokens: 4, text: "" });
     const withEngines = {
       ...saved,
