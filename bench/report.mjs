@@ -110,8 +110,10 @@ function summarizeCost(rows, tokens) {
       const [a, b] = [of(iteration, short), of(iteration, long)];
       return (((b.ours.totalMs - a.ours.totalMs) - (b.direct.totalMs - a.direct.totalMs)) / (long - short)) * 1000;
     });
-    const firstByteMs = iterations.map((iteration) => of(iteration, short).ours.firstByteMs - of(iteration, short).direct.firstPartMs);
-    const fixedMs = iterations.map((iteration) => of(iteration, short).ours.firstByteMs - of(iteration, short).direct.firstPartMs - (of(iteration, short).echoMs ?? Number.NaN));
+    const shortRows = iterations.map((iteration) => of(iteration, short));
+    const firstByteMs = shortRows.map((row) => row.ours.firstByteMs - row.direct.firstPartMs);
+    const echoMs = shortRows.map((row) => row.echoMs ?? Number.NaN);
+    const fixedMs = firstByteMs.map((value, index) => value - echoMs[index]);
     const marginal = median(marginalUs);
     return {
       requests: rows.filter((row) => row.stream === stream).length,
@@ -120,7 +122,7 @@ function summarizeCost(rows, tokens) {
       fixedP50Ms: median(fixedMs),
       fixedP95Ms: percentile(fixedMs, 0.95),
       firstByteP50Ms: median(firstByteMs),
-      echoP50Ms: median(iterations.map((iteration) => of(iteration, short).echoMs ?? Number.NaN)),
+      echoP50Ms: median(echoMs),
       impliedRatios: Object.fromEntries([30, 100, 300].map((rate) => [rate, 1 / (1 + (Math.max(0, marginal) / 1e6) * rate)])),
       complete: rows.filter((row) => row.stream === stream).every((row) => row.ours.completionTokens === row.tokens),
     };

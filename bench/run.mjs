@@ -38,6 +38,8 @@ const { values: options } = parseArgs({
 });
 const quick = options.quick;
 const minutes = (count) => count * 60_000;
+/** A section that runs exactly `count` times, whatever it takes. */
+const exactly = (count) => ({ minimum: count, maximum: count, budgetMs: 0 });
 /**
  * The real engine's sections repeat up to `maximum` times, each repetition started only while
  * the last one's duration still fits the section's budget, and at least `minimum` times: on a
@@ -46,7 +48,7 @@ const minutes = (count) => count * 60_000;
  * The results say how many ran.
  */
 const plan = {
-  iterations: options.iterations ? { minimum: Number(options.iterations), maximum: Number(options.iterations), budgetMs: 0 } : quick ? { minimum: 1, maximum: 1, budgetMs: 0 } : { minimum: 2, maximum: 10, budgetMs: minutes(9) },
+  iterations: options.iterations ? exactly(Number(options.iterations)) : quick ? exactly(1) : { minimum: 2, maximum: 10, budgetMs: minutes(9) },
   // Quick mode checks the harness in about five minutes: the streamed mode only, the raw path in
   // section 1 only, and its request shared with turn 1 and the engines' comparison.
   modes: quick ? [true] : [true, false],
@@ -54,19 +56,19 @@ const plan = {
   roundTrips: quick ? 30 : 1_000,
   ledgerSizes: quick ? [100, 1_000] : [1_000, 10_000, 100_000],
   policyIterations: quick ? 20 : 200,
-  turns: quick ? { minimum: 1, maximum: 1, budgetMs: 0 } : { minimum: 1, maximum: 3, budgetMs: minutes(5) },
+  turns: quick ? exactly(1) : { minimum: 1, maximum: 3, budgetMs: minutes(5) },
   turnPaths: quick ? ["ours"] : ["raw", "ours"],
   // The shared system prompt's copies: turn 1's prefill must dominate its TTFT for turn 2's
   // reuse to show, but each copy costs seconds of prefill on a CPU. None in quick mode, where
   // turn 1 is section 1's request.
   systemRepeats: quick ? 0 : 4,
-  coldStarts: quick ? { minimum: 1, maximum: 1, budgetMs: 0 } : { minimum: 1, maximum: 3, budgetMs: minutes(4.5) },
+  coldStarts: quick ? exactly(1) : { minimum: 1, maximum: 3, budgetMs: minutes(4.5) },
   coldStartPaths: quick ? ["ours"] : ["raw", "ours"],
   // The engines side by side. A decode rate needs tokens after the first, and enough of them that
   // a token held back (part of a character, streamed with the next) does not skew it: llama.cpp's
   // cost little; web-llm's take seconds each on a software adapter. Quick mode takes web-llm's
   // sample from section 1 (one token: no decode rate).
-  engineIterations: quick ? { minimum: 1, maximum: 1, budgetMs: 0 } : { minimum: 2, maximum: 5, budgetMs: minutes(3) },
+  engineIterations: quick ? exactly(1) : { minimum: 2, maximum: 5, budgetMs: minutes(3) },
   // Our cost alone: a short and a long reply from an engine that costs nothing, each also
   // consumed directly in the worker; the difference per extra token is our marginal cost.
   costIterations: quick ? 10 : 100,
