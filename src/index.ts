@@ -11,6 +11,7 @@ import type { InferenceConfig, ResolvedConfig } from "./config.js";
 import type { PageEngineOptions } from "./page-engine.js";
 import type { LoadProgress } from "./engine/types.js";
 import { Admin } from "./policy/admin.js";
+import { broadcastKeyChange, keyChangedMessage, type KeyChanged } from "./policy/key-changes.js";
 import { openPolicyStore } from "./policy/store.js";
 import { assertSecureUrl } from "./secure-url.js";
 import { configureMessage, manageMessage, type ConfigureReply, type ManageReply, type ManageRequest } from "./worker-protocol.js";
@@ -130,6 +131,21 @@ async function configure(options: Partial<InferenceConfig>, scriptUrl: string, t
   return config!;
 }
 
+/**
+ * Tells the worker that serves this page that a key changed, and waits until it has forgotten it;
+ * the broadcast reaches any other instance (see src/policy/key-changes.ts).
+ */
+async function tellWorkers(databaseName: string, keyId: string, timeoutMs: number): Promise<void> {
+  if (!navigator.serviceWorker.controller) return broadcastKeyChange(databaseName, keyId, 250);
+  void broadcastKeyChange(databaseName, keyId, 0);
+  await ask<{ ok: boolean }>(
+    { type: keyChangedMessage, keyId } satisfies KeyChanged,
+    () => true,
+    timeoutMs,
+    () => new Error(`webgpu-inference: the key ${keyId} was changed, but the service worker did not confirm within ${timeoutMs} ms that it stopped using the old record; it will within a minute.`),
+  );
+}
+
 async function register(scriptUrl: string, scope: string): Promise<{ workbox: Workbox; registration: ServiceWorkerRegistration }> {
   const workbox = new Workbox(scriptUrl, { scope, type: "module" });
   let registration: ServiceWorkerRegistration | undefined;
@@ -176,7 +192,7 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     config,
     registration,
     workbox,
-    admin: new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits }),
+    admin: new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits, afterKeyChange: (keyId) => tellWorkers(config.databaseName, keyId, timeoutMs) }),
     loadModel: (modelId, onProgress) => manage({ type: manageMessage, action: "load", modelId }, onProgress),
     deleteModel: (modelId) => manage({ type: manageMessage, action: "delete", modelId }),
     stop: () => {

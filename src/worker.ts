@@ -16,6 +16,7 @@ import type { WebLlmModule } from "./engine/webllm.js";
 import { InferenceApp } from "./http/app.js";
 import { randomId } from "./http/dependencies.js";
 import { Admin } from "./policy/admin.js";
+import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "./policy/key-changes.js";
 import { Policy } from "./policy/policy.js";
 import { openPolicyStore } from "./policy/store.js";
 import { tokenizerNames } from "./families.js";
@@ -162,6 +163,12 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
     event.waitUntil(configuration.configure((data as ConfigureRequest).options, sourceId).then((reply) => port.postMessage(reply)));
     return;
   }
+  if (data?.type === keyChangedMessage && port) {
+    // At once, not after `ready`: a configuration still being built has no key in memory.
+    configuration.app?.policy.forgetKey((data as KeyChanged).keyId);
+    port.postMessage({ ok: true });
+    return;
+  }
   event.waitUntil(
     configuration.ready().then((current) => {
       if (data?.type === hostAnnouncement && current?.hosts && sourceId) current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? []);
@@ -181,8 +188,16 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
 export function installInference(scope: ServiceWorkerGlobalScope, options: InstallOptions = {}): InferenceWorker {
   const { webllm, onProgress, ...fromCode } = options;
   const environment: Environment = { scriptUrl: scope.location.href, webgpu: "gpu" in scope.navigator, clients: scope.clients };
+  let stopListening = () => {};
+  const build = (config: InferenceConfig) => {
+    const installed = createInference({ ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) }, environment);
+    // Key changes broadcast by other contexts (a worker's own createAdmin, another instance's pages).
+    stopListening();
+    stopListening = listenForKeyChanges(installed.config.databaseName, (keyId) => installed.policy.forgetKey(keyId));
+    return installed;
+  };
   const configuration = new WorkerConfiguration<InstalledInference>({
-    build: (config) => createInference({ ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) }, environment),
+    build,
     fromCode: Object.keys(fromCode).length > 0 ? fromCode : undefined,
     store: () => openConfigStore(),
     scope: scope.registration?.scope ?? scope.location.href,
@@ -216,10 +231,14 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
   };
 }
 
-/** The admin API on the worker's own database, for apps that manage keys from their worker. */
+/**
+ * The admin API on the worker's own database, for apps that manage keys from their worker. A key
+ * change resolves once the worker that serves has forgotten the key: it hears the change on a
+ * broadcast channel and answers within a task; with no configured worker to answer, after 250 ms.
+ */
 export function createAdmin(options: Pick<InferenceConfig, "limits" | "databaseName"> = {}): Admin {
   const config = resolveConfig({ baseUrl: "https://localhost/", ...options });
-  return new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits });
+  return new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits, afterKeyChange: (keyId) => broadcastKeyChange(config.databaseName, keyId, 250) });
 }
 
 export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";

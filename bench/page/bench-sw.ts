@@ -131,7 +131,7 @@ async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>):
       const started = performance.now();
       // What the HTTP surface does for a generation: admit counts the request itself.
       const key = await installed.policy.authenticate(`Bearer ${request.key}`);
-      const admission = await installed.policy.admit({ keyId: key.id, requestId: `bench_${size}_${iteration}_${Date.now()}`, model: "filler", price, promptTokens: 10, maxCompletionTokens: 10 });
+      const admission = await installed.policy.admit({ keyId: key.id, key, requestId: `bench_${size}_${iteration}_${Date.now()}`, model: "filler", price, promptTokens: 10, maxCompletionTokens: 10 });
       await installed.policy.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
       durations.push(performance.now() - started);
     }

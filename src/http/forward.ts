@@ -150,7 +150,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
   const signal = controller.signal;
   const admission = await policy.admit({
     keyId: context.key.id,
-    accountId: context.key.accountId,
+    key: context.key,
     requestId: context.requestId,
     model: plan.model.id,
     price: plan.model.price,

@@ -187,7 +187,7 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
   const { engine, scheduler, policy, clock } = dependencies;
   const admission = await policy.admit({
     keyId: context.key.id,
-    accountId: context.key.accountId,
+    key: context.key,
     requestId: context.requestId,
     model: plan.model.id,
     price: plan.model.price,

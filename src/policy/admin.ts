@@ -52,11 +52,17 @@ export class Admin {
   readonly #opening: Promise<PolicyDatabase>;
   readonly #clock: () => number;
   readonly #defaults: LimitDefaults;
+  readonly #afterKeyChange: (keyId: string) => Promise<void>;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock?: () => number; defaults: LimitDefaults }) {
+  /**
+   * `afterKeyChange` tells the worker, which keeps keys in memory, that a key was revoked or its
+   * limits changed; a change resolves only after it (see src/policy/key-changes.ts).
+   */
+  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock?: () => number; defaults: LimitDefaults; afterKeyChange?: (keyId: string) => Promise<void> }) {
     this.#opening = Promise.resolve(options.database);
     this.#clock = options.clock ?? Date.now;
     this.#defaults = options.defaults;
+    this.#afterKeyChange = options.afterKeyChange ?? (async () => undefined);
   }
 
   async createAccount(options: { name: string; creditUsd?: number }): Promise<Account> {
@@ -125,6 +131,7 @@ export class Admin {
     change(key);
     await transaction.store.put(key);
     await transaction.done;
+    await this.#afterKeyChange(keyId);
     return withoutHash(key);
   }
 

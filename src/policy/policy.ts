@@ -3,7 +3,8 @@
  *
  * Each step is one IndexedDB transaction, and every check in a step happens before its first
  * write, so a refused request changes nothing. Rate windows are counted in the worker's memory
- * over a stored lease (see `LiveWindow`), so most requests write no window. Invariants, checked
+ * over a stored lease (see `LiveWindow`), so most requests write no window; keys are kept in
+ * memory once read (see `authenticate`), so most requests read no key. Invariants, checked
  * by the tests:
  * - balance = Σ credits − Σ charges, per account;
  * - reserved = Σ open reservations, per account, and never more than the balance;
@@ -126,12 +127,24 @@ function stateOf(key: KeyRecord, window: Pick<WindowRecord, "windowStart" | "req
   };
 }
 
+/** How long a key read from the store may answer for it; the bound on a change made around the admin API. */
+export const keyMemoryMs = 60_000;
+const keyMemorySize = 1_000;
+/** A key's `lastUsedAt` is written at most this often: it is for people, to the minute. */
+export const lastUseIntervalMs = 60_000;
+
 const invalidKey = "Incorrect API key provided. You can find your API keys in your account's key settings.";
 
 export class Policy {
   readonly #database: Promise<PolicyDatabase>;
   readonly #clock: () => number;
   readonly #windows = new Map<string, LiveWindow>();
+  /** Valid keys as last read, by hash (see `authenticate`). */
+  readonly #keys = new Map<string, { key: KeyRecord; readAt: number }>();
+  /** Counts `forgetKey` calls. */
+  #keysGeneration = 0;
+  /** When this worker last wrote each key's `lastUsedAt`. */
+  readonly #lastUseWritten = new Map<string, number>();
   /** This worker instance; reservations held by any other instance are orphans. */
   readonly holder: string;
 
@@ -141,8 +154,16 @@ export class Policy {
     this.holder = options.holder;
   }
 
-  /** 401 for a missing, malformed, unknown or revoked key. */
+  /**
+   * 401 for a missing, malformed, unknown or revoked key. A valid key is kept in memory once
+   * read, so its next requests open no transaction. That is exact because every change to a key
+   * reaches `forgetKey` before the admin API resolves (src/policy/key-changes.ts); a change made
+   * around that API is seen within `keyMemoryMs`. Unknown keys are not kept: a key created a
+   * moment ago must work at once.
+   */
   async authenticate(authorization: string | null): Promise<KeyRecord> {
+    // A lookup that began before a change was forgotten must not remember what it read.
+    const generation = this.#keysGeneration;
     const secret = bearerKey(authorization);
     if (!secret) {
       throw new AuthenticationError(
@@ -151,9 +172,27 @@ export class Policy {
     }
     if (!/^sk-[A-Za-z0-9_-]{20,}$/.test(secret)) throw new AuthenticationError(invalidKey);
     const hash = await hashKey(secret);
+    const remembered = this.#keys.get(hash);
+    if (remembered && this.#clock() - remembered.readAt < keyMemoryMs) return remembered.key;
+    const readAt = this.#clock();
     const key = await (await this.#database).getFromIndex("keys", "hash", hash);
     if (!key || !constantTimeEqual(key.hash, hash) || key.status !== "active") throw new AuthenticationError(invalidKey);
+    if (generation === this.#keysGeneration) this.#remember(hash, Object.freeze(key), readAt);
     return key;
+  }
+
+  #remember(hash: string, key: KeyRecord, readAt: number): void {
+    this.#keys.delete(hash);
+    this.#keys.set(hash, { key, readAt });
+    // The oldest goes first (a Map keeps insertion order).
+    if (this.#keys.size > keyMemorySize) this.#keys.delete(this.#keys.keys().next().value!);
+  }
+
+  /** Drops the key from memory (every key without an id), so its next request reads it again. */
+  forgetKey(keyId?: string): void {
+    this.#keysGeneration++;
+    if (keyId === undefined) this.#keys.clear();
+    else for (const [hash, remembered] of this.#keys) if (remembered.key.id === keyId) this.#keys.delete(hash);
   }
 
   /** The key's window as it stands, without counting anything (this worker's count, else the stored lease). */
@@ -278,8 +317,12 @@ export class Policy {
    */
   async admit(request: {
     keyId: string;
-    /** The key's account, where the caller has it from authentication: read alongside the key, not after it. */
-    accountId?: string;
+    /**
+     * The key as `authenticate` returned it. Its status and limits then stand for the stored ones
+     * (as exact as `authenticate`), so the key is read and its last use written only once a
+     * `lastUseIntervalMs`; without it the key is read and written every time.
+     */
+    key?: KeyRecord;
     requestId: string;
     model: string;
     price: Price;
@@ -289,15 +332,25 @@ export class Policy {
     const database = await this.#database;
     const admittedTokens = request.promptTokens + request.maxCompletionTokens;
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
-    const transaction = database.transaction(["keys", "windows", "accounts", "reservations"], "readwrite");
+    const writeLastUse = !request.key || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
+    const stores = writeLastUse ? (["keys", "windows", "accounts", "reservations"] as const) : (["windows", "accounts", "reservations"] as const);
+    // Relaxed: committed once the browser has written it, not yet flushed to disk; a transaction is
+    // still all or nothing, so a power cut can lose a whole admission, never half of one.
+    const transaction = database.transaction(stores, "readwrite", { durability: "relaxed" });
     // What was counted against the window, to take back if the admission fails.
     let counted: { window: LiveWindow; lease?: LeaseGrant } | undefined;
     try {
-      const keys = transaction.objectStore("keys");
       const accounts = transaction.objectStore("accounts");
-      const [key, expected] = await Promise.all([keys.get(request.keyId), request.accountId === undefined ? undefined : accounts.get(request.accountId)]);
-      if (!key || key.status !== "active") throw new AuthenticationError(invalidKey);
+      const [stored, expected] = await Promise.all([
+        writeLastUse ? transaction.objectStore("keys").get(request.keyId) : request.key,
+        request.key ? accounts.get(request.key.accountId) : undefined,
+      ]);
+      if (!stored || stored.status !== "active") {
+        this.forgetKey(request.keyId);
+        throw new AuthenticationError(invalidKey);
+      }
       const now = this.#clock();
+      const key = writeLastUse ? { ...stored, lastUsedAt: now } : stored;
       if (this.#countWithinLease(key, admittedTokens, now)) counted = { window: this.#windows.get(key.id)! };
       else {
         const lease = await this.#extendLease(transaction.objectStore("windows"), key, admittedTokens, now);
@@ -309,28 +362,34 @@ export class Policy {
         throw new PermissionDeniedError("insufficient balance");
       }
       account.reservedNanoUsd += amount;
-      key.lastUsedAt = now;
-      const reservation: ReservationRecord = {
-        requestId: request.requestId,
-        accountId: account.id,
-        keyId: key.id,
-        model: request.model,
-        price: { inputNanoUsdPerToken: request.price.inputNanoUsdPerToken, outputNanoUsdPerToken: request.price.outputNanoUsdPerToken },
-        amountNanoUsd: amount,
-        admittedTokens,
-        holder: this.holder,
-        windowStart: window.windowStart,
-        createdAt: now,
-      };
-      await Promise.all([accounts.put(account), transaction.objectStore("reservations").add(reservation), keys.put(key)]);
+      const reservation = this.#reservation(request, key, amount, admittedTokens, window.windowStart, now);
+      const writes = [accounts.put(account), transaction.objectStore("reservations").add(reservation)];
+      if (writeLastUse) writes.push(transaction.objectStore("keys").put(key));
+      await Promise.all(writes);
       await transaction.done;
       counted.lease?.commit();
+      if (writeLastUse) this.#lastUseWritten.set(key.id, now);
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, window) };
     } catch (error) {
       if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens);
       abort(transaction);
       throw error;
     }
+  }
+
+  #reservation(request: { requestId: string; model: string; price: Price }, key: KeyRecord, amount: number, admittedTokens: number, windowStart: number, now: number): ReservationRecord {
+    return {
+      requestId: request.requestId,
+      accountId: key.accountId,
+      keyId: key.id,
+      model: request.model,
+      price: { inputNanoUsdPerToken: request.price.inputNanoUsdPerToken, outputNanoUsdPerToken: request.price.outputNanoUsdPerToken },
+      amountNanoUsd: amount,
+      admittedTokens,
+      holder: this.holder,
+      windowStart,
+      createdAt: now,
+    };
   }
 
   /**
@@ -340,7 +399,8 @@ export class Policy {
    */
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
     const database = await this.#database;
-    const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite");
+    // Relaxed, as in `admit`: all or nothing, if not yet on disk.
+    const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite", { durability: "relaxed" });
     // The account is read beside the reservation: the admission says whose it is.
     const [reservation, expected] = await Promise.all([transaction.objectStore("reservations").get(admission.requestId), transaction.objectStore("accounts").get(admission.reservation.accountId)]);
     if (!reservation) {

@@ -44,6 +44,21 @@ test("401 for a bad or revoked key and 403 at zero balance, through the openai S
   expect(result.after).toMatchObject({ status: 401, code: "invalid_api_key" });
 });
 
+test("the worker keeps keys in memory, yet a key re-limited or revoked in another tab is refused on its very next request", async ({ context, page }) => {
+  const { keyId } = await openHarness(page, { engine: "deterministic" });
+  const other = await context.newPage();
+  await openHarness(other, { engine: "deterministic" }, null);
+  const status = async () => page.evaluate(async () => (await window.harness.fetch("/models")).status);
+  // Read once, then answered from the worker's memory.
+  expect([await status(), await status()]).toEqual([200, 200]);
+  await other.evaluate((id) => window.harness.handle!.admin.setLimits(id, { rpm: 1 }).then(() => undefined), keyId);
+  expect(await status()).toBe(429);
+  await other.evaluate((id) => window.harness.handle!.admin.setLimits(id, { rpm: 1_000 }).then(() => undefined), keyId);
+  expect(await status()).toBe(200);
+  await other.evaluate((id) => window.harness.handle!.admin.revokeKey(id).then(() => undefined), keyId);
+  expect(await status()).toBe(401);
+});
+
 test("rate-limit headers on success and on error, read by fetch and surfaced by the SDK", async ({ page }) => {
   await openHarness(page, { engine: "deterministic" }, { rpm: 3, tpm: 5_000 });
   const result = await page.evaluate(async ({ id, history }) => {

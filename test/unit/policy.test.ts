@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
-import { Policy } from "../../src/policy/policy.js";
+import { broadcastKeyChange, listenForKeyChanges } from "../../src/policy/key-changes.js";
+import { keyMemoryMs, lastUseIntervalMs, Policy } from "../../src/policy/policy.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
 
 const catalogue = Catalogue.create();
@@ -45,6 +46,87 @@ describe("keys", () => {
     await admin.revokeKey(created.id);
     await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe("keys kept in memory", () => {
+  it("answer without the store once read, until the admin API tells the policy of a change", async () => {
+    const { policy, database, created, authorization } = await setup();
+    await policy.authenticate(authorization);
+    // Revoked around the admin API: the remembered key still answers.
+    const stored = (await database.get("keys", created.id))!;
+    await database.put("keys", { ...stored, status: "revoked" });
+    expect((await policy.authenticate(authorization)).id).toBe(created.id);
+    policy.forgetKey(created.id);
+    await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("are read again after keyMemoryMs, so a change made around the admin API is seen within it", async () => {
+    const { policy, database, clock, created, authorization } = await setup();
+    await policy.authenticate(authorization);
+    await database.put("keys", { ...(await database.get("keys", created.id))!, rpm: 7 });
+    expect((await policy.authenticate(authorization)).rpm).toBe(60);
+    clock.now += keyMemoryMs;
+    expect((await policy.authenticate(authorization)).rpm).toBe(7);
+  });
+
+  it("a lookup that began before a change was forgotten does not remember what it read", async () => {
+    const { policy, database, created, authorization } = await setup();
+    const lookup = policy.authenticate(authorization);
+    policy.forgetKey(created.id);
+    // It began first, so it answers with the key as it read it; it must not keep it.
+    expect((await lookup).id).toBe(created.id);
+    await database.put("keys", { ...(await database.get("keys", created.id))!, status: "revoked" });
+    await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("setLimits through the admin API counts at once against a remembered key", async () => {
+    const { policy, admin, created } = await setup();
+    await count(policy, created.key);
+    await admin.setLimits(created.id, { rpm: 1 });
+    await expect(count(policy, created.key)).rejects.toMatchObject({ status: 429 });
+  });
+
+  it("an admission that finds the key revoked forgets it", async () => {
+    const { policy, database, created, authorization } = await setup();
+    await policy.authenticate(authorization);
+    await database.put("keys", { ...(await database.get("keys", created.id))!, status: "revoked" });
+    await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 401 });
+    await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("an admission given the authenticated key reads and writes the key only once a minute, for its last use", async () => {
+    const { policy, database, clock, created, authorization } = await setup();
+    const key = await policy.authenticate(authorization);
+    const lastUse = async () => (await database.get("keys", created.id))?.lastUsedAt;
+    const first = clock.now;
+    await admitOne(policy, created.id, { key });
+    expect(await lastUse()).toBe(first);
+    clock.now += lastUseIntervalMs - 1;
+    await admitOne(policy, created.id, { key });
+    expect(await lastUse()).toBe(first);
+    clock.now += 1;
+    await admitOne(policy, created.id, { key });
+    expect(await lastUse()).toBe(clock.now);
+  });
+});
+
+describe("key changes broadcast", () => {
+  it("resolve at the listener's acknowledgement, and after the wait with no listener", async () => {
+    const forgotten: string[] = [];
+    const stop = listenForKeyChanges("broadcast-test", (keyId) => forgotten.push(keyId));
+    try {
+      const started = performance.now();
+      await broadcastKeyChange("broadcast-test", "key_1", 5_000);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(forgotten).toEqual(["key_1"]);
+    } finally {
+      stop();
+    }
+    const started = performance.now();
+    await broadcastKeyChange("broadcast-test", "key_2", 200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(forgotten).toEqual(["key_1"]);
   });
 });
 

@@ -31,7 +31,8 @@ export async function makePolicy(start = 1_700_000_000_000) {
   const clock = { now: start };
   const database: PolicyDatabase = await openPolicyStore(`test-${++databases}-${Math.random()}`);
   const policy = new Policy({ database, clock: () => clock.now, holder: "worker_test" });
-  const admin = new Admin({ database, clock: () => clock.now, defaults: { rpm: 60, tpm: 150_000 } });
+  // As the entry points wire it: a key change reaches the worker's policy before it resolves.
+  const admin = new Admin({ database, clock: () => clock.now, defaults: { rpm: 60, tpm: 150_000 }, afterKeyChange: async (keyId) => policy.forgetKey(keyId) });
   return { clock, database, policy, admin };
 }
 
