@@ -1,7 +1,7 @@
 import "fake-indexeddb/auto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ResolvedConfig } from "../../src/config.js";
-import { installInference, type InstallOptions } from "../../src/worker.js";
+import { createAdmin, installInference, type InstallOptions } from "../../src/worker.js";
 import { configureMessage, type ConfigureReply } from "../../src/worker-protocol.js";
 
 let scopes = 0;
@@ -110,5 +110,23 @@ describe("the worker's configuration", () => {
     expect(message).toMatch(/sets its configuration in its code, with installInference\(\)/);
     expect(message).toContain('engine: "deterministic" → "webllm"');
     expect((await scope.fetch(`${scopeUrl}openai/v1/models`))?.status).toBe(401);
+  });
+});
+
+describe("keys kept in the worker's memory", () => {
+  it("a key revoked through the worker's own createAdmin is refused on its next request", async () => {
+    const scopeUrl = `https://app${++scopes}.example/`;
+    const databaseName = `keys-in-memory-${scopes}`;
+    const { scope } = install(scopeUrl, { engine: "deterministic", baseUrl: `${scopeUrl}api`, databaseName });
+    const admin = createAdmin({ databaseName });
+    const account = await admin.createAccount({ name: "app", creditUsd: 1 });
+    const created = await admin.createKey({ accountId: account.id });
+    const models = async () => (await scope.fetch(`${scopeUrl}api/v1/models`, { headers: { authorization: `Bearer ${created.key}` } }))?.status;
+    expect([await models(), await models()]).toEqual([200, 200]);
+    const started = performance.now();
+    await admin.revokeKey(created.id);
+    // The worker answered the broadcast: no wait for the 250 ms bound.
+    expect(performance.now() - started).toBeLessThan(200);
+    expect(await models()).toBe(401);
   });
 });
