@@ -194,6 +194,9 @@ export function setupChat(state: DemoState, options: { show: (view: "keys" | "mo
     const chosen = settings();
     if (typeof chosen === "string") {
       feedback(settingsFeedback, chosen, true);
+      // On a phone the settings are a closed popover: open it, so the sentence is seen.
+      const panel = element("settings-panel");
+      if (matchMedia("(max-width: 40rem)").matches && !panel.matches(":popover-open")) panel.showPopover();
       return;
     }
     prompt().value = "";

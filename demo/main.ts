@@ -168,8 +168,6 @@ engineSelect.addEventListener("change", () => {
 addEventListener("online", showConnectivity);
 addEventListener("offline", showConnectivity);
 showConnectivity();
-// On a phone the settings start folded, so the conversation has the screen.
-if (matchMedia("(max-width: 40rem)").matches) element<HTMLDetailsElement>("settings-panel").open = false;
 show("chat");
 chat.restore();
 void start(state.engine).catch((error: unknown) => say(describeError(error).text, true));

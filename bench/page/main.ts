@@ -24,6 +24,8 @@ export interface Bench {
   raw(request: Record<string, unknown>): Promise<Sample>;
   /** The same request through fetch() and our /v1. */
   ours(request: Record<string, unknown>): Promise<Sample>;
+  /** Loads the model through the handle, generating nothing; how long it took, in ms. */
+  load(modelId: string): Promise<number>;
   /** web-llm's own unload and reload of the loaded model, then a one-token generation. */
   rawReload(modelId: string, request: Record<string, unknown>): Promise<{ reloadMs: number; sample: Sample }>;
   /** Sequential round trips to `path` (a URL or a path under the origin), each expected to answer `status`; the duration of each, in ms. */
@@ -133,6 +135,12 @@ window.bench = {
   },
   raw,
   ours,
+  async load(modelId) {
+    if (!handle) throw new Error("start() first");
+    const started = performance.now();
+    await handle.loadModel(modelId);
+    return performance.now() - started;
+  },
   async rawReload(modelId, request) {
     const started = performance.now();
     let reloadMs = 0;

@@ -44,6 +44,8 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
     // Turn 2 re-sends turn 1 and its reply, then asks more.
     expect(row.turn2.promptTokens).toBeGreaterThan(row.turn1.promptTokens);
   }
+  // Quick mode loads the model without a warm-up request.
+  expect(results.warmup.loadOnlyMs).toBeGreaterThan(0);
   expect(results.coldStarts).toHaveLength(1);
   for (const row of results.coldStarts) expect(row.ours.firstTokenMs).toBeGreaterThan(0);
 

@@ -348,6 +348,41 @@ test("axe finds no serious or critical problem in any view, at 1280 and 390 px, 
   expect(findings).toEqual([]);
 });
 
+test("on a phone the composer stays pinned and the settings open over the conversation from it", async ({ page }) => {
+  await openDemo(page, 0);
+  await page.setViewportSize({ width: 390, height: 800 });
+  const settings = page.getByRole("form", { name: "Chat settings" });
+  const composer = page.locator("#composer");
+  await expect(settings).toBeHidden();
+  for (const turn of [1, 2, 3, 4]) await chat(page, `A message long enough to take a few lines on a phone, number ${turn}.`);
+  // The conversation is taller than the screen, and the composer is still on it, at the bottom.
+  expect(await page.evaluate(() => document.documentElement.scrollHeight)).toBeGreaterThan(800);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const pinned = (await composer.boundingBox())!;
+  expect(pinned.y + pinned.height).toBeGreaterThan(700);
+  expect(pinned.y + pinned.height).toBeLessThanOrEqual(800);
+
+  await page.getByRole("button", { name: "Settings" }).click();
+  await expect(settings).toBeVisible();
+  await expect(page.locator("#settings-panel:popover-open")).toHaveCount(1);
+  await page.screenshot({ path: test.info().outputPath("demo-chat-settings-390.png") });
+  await page.getByLabel("Temperature").fill("5");
+  await page.keyboard.press("Escape");
+  await expect(settings).toBeHidden();
+  // A setting out of range opens them again, with the sentence, and nothing is sent.
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Not yet.");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
+  await expect(settings).toBeVisible();
+  await expect(page.locator("#settings-feedback")).toHaveText("Temperature must be a number from 0 to 2.");
+  await page.getByLabel("Temperature").fill("0");
+  await page.getByLabel("Max tokens").fill("2");
+  await page.keyboard.press("Escape");
+  await page.getByRole("button", { name: "Send" }).click();
+  const reply = page.locator("#conversation li.assistant").last();
+  await expect(reply.locator(".stats")).toContainText(/\+ 2 tokens/, { timeout: 30_000 });
+  await expect(reply.locator(".stats")).toContainText("Cut at max tokens");
+});
+
 test("replies keep their model, stats and marks across a reload; JSON is pretty-printed; Chat can switch keys", async ({ page }) => {
   await openDemo(page, 0);
   await page.locator("#model").selectOption("beta-2-9b-it");
