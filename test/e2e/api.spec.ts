@@ -244,7 +244,6 @@ test("two tabs share one engine: requests run one at a time, first come first se
   await first.waitForTimeout(100);
   const c = run(first, "c");
   const [eventsA, eventsB, eventsC] = await Promise.all([a, b, c]);
-  console.log(JSON.stringify({ a: eventsA.filter((e) => e.event !== "token"), b: eventsB.filter((e) => e.event !== "token"), na: eventsA.length, nb: eventsB.length }));
   expect(eventsC).toEqual([expect.objectContaining({ event: "error 503 engine_busy" })]);
   const doneA = eventsA.find((event) => event.event === "done")!.at;
   const firstTokenB = eventsB.find((event) => event.event === "token")!.at;
