@@ -49,7 +49,7 @@ const exactly = (count) => ({ minimum: count, maximum: count, budgetMs: 0 });
  */
 const plan = {
   iterations: options.iterations ? exactly(Number(options.iterations)) : quick ? exactly(1) : { minimum: 2, maximum: 10, budgetMs: minutes(9) },
-  // Quick mode checks the harness in about five minutes: the streamed mode only, the raw path in
+  // Quick mode checks the harness in about four minutes: the streamed mode only, the raw path in
   // section 1 only, and its request shared with turn 1 and the engines' comparison.
   modes: quick ? [true] : [true, false],
   maxTokens: Number(options["max-tokens"] ?? (quick ? 1 : 3)),

@@ -9,6 +9,7 @@
  * worker's own `createAdmin`.
  */
 export const keyChangedMessage = "webgpu-inference:key-changed";
+const keyForgottenMessage = "webgpu-inference:key-forgotten";
 
 export interface KeyChanged {
   type: typeof keyChangedMessage;
@@ -18,15 +19,11 @@ export interface KeyChanged {
 }
 
 export interface KeyForgotten {
-  type: "webgpu-inference:key-forgotten";
+  type: typeof keyForgottenMessage;
   id: string;
 }
 
-export const keyChangesChannel = (databaseName: string) => `webgpu-inference:keys:${databaseName}`;
-
-function changeId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
+const keyChangesChannel = (databaseName: string) => `webgpu-inference:keys:${databaseName}`;
 
 /**
  * Broadcasts the change and resolves at the first acknowledgement, or after `waitMs` when no
@@ -34,7 +31,7 @@ function changeId(): string {
  */
 export function broadcastKeyChange(databaseName: string, keyId: string, waitMs: number): Promise<void> {
   const channel = new BroadcastChannel(keyChangesChannel(databaseName));
-  const id = changeId();
+  const id = crypto.randomUUID();
   return new Promise<void>((resolve) => {
     const finish = () => {
       clearTimeout(timer);
@@ -43,7 +40,7 @@ export function broadcastKeyChange(databaseName: string, keyId: string, waitMs: 
     };
     const timer = setTimeout(finish, waitMs);
     channel.onmessage = (event: MessageEvent<KeyForgotten | null>) => {
-      if (event.data?.type === "webgpu-inference:key-forgotten" && event.data.id === id) finish();
+      if (event.data?.type === keyForgottenMessage && event.data.id === id) finish();
     };
     channel.postMessage({ type: keyChangedMessage, keyId, id } satisfies KeyChanged);
   });
@@ -55,7 +52,7 @@ export function listenForKeyChanges(databaseName: string, forget: (keyId: string
   channel.onmessage = (event: MessageEvent<KeyChanged | null>) => {
     if (event.data?.type !== keyChangedMessage) return;
     forget(event.data.keyId);
-    if (event.data.id) channel.postMessage({ type: "webgpu-inference:key-forgotten", id: event.data.id } satisfies KeyForgotten);
+    if (event.data.id) channel.postMessage({ type: keyForgottenMessage, id: event.data.id } satisfies KeyForgotten);
   };
   return () => channel.close();
 }

@@ -188,11 +188,10 @@ export class Policy {
     if (this.#keys.size > keyMemorySize) this.#keys.delete(this.#keys.keys().next().value!);
   }
 
-  /** Drops the key from memory (every key without an id), so its next request reads it again. */
-  forgetKey(keyId?: string): void {
+  /** Drops the key from memory, so its next request reads it again. */
+  forgetKey(keyId: string): void {
     this.#keysGeneration++;
-    if (keyId === undefined) this.#keys.clear();
-    else for (const [hash, remembered] of this.#keys) if (remembered.key.id === keyId) this.#keys.delete(hash);
+    for (const [hash, remembered] of this.#keys) if (remembered.key.id === keyId) this.#keys.delete(hash);
   }
 
   /** The key's window as it stands, without counting anything (this worker's count, else the stored lease). */
