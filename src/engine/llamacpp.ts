@@ -68,6 +68,16 @@ export interface LlamaCppEngineOptions {
   fetch?: typeof fetch;
 }
 
+/**
+ * The grammar for unconstrained text: any characters. wllama (3.8 and 3.13) serialises each
+ * result with nlohmann::json's strict dump, which throws on invalid UTF-8, and the request then
+ * dies inside wllama ("Invalid typed array length"). A model can sample byte tokens that do not
+ * form UTF-8 (about one reply in three at temperature 1 from a random-weight model here).
+ * llama.cpp's grammar sampler refuses such tokens, and it checks only the token it sampled,
+ * resampling when that one is refused: text that is valid UTF-8 comes out exactly as without it.
+ */
+const anyText = "root ::= [^\\x00]*";
+
 /** The BOS texts our templates begin with; llama.cpp adds the model's BOS itself, so it is taken off the text. */
 const bosTexts = ["<|begin_of_text|>", "<bos>", "<s>"];
 
@@ -275,7 +285,7 @@ export class LlamaCppEngine implements Engine {
       // llama.cpp reports a token's log probability only with at least one alternative.
       ...(sampling.logprobs !== undefined ? { n_probs: Math.max(1, sampling.logprobs) } : {}),
       ...(sampling.logitBias ? { logit_bias: Object.entries(sampling.logitBias).map(([token, bias]) => [Number(token), bias]) } : {}),
-      ...(constraint?.grammar !== undefined ? { grammar: toGbnf(constraint.grammar) } : constraint ? { response_format: { type: "json_object" } } : {}),
+      ...(constraint?.grammar !== undefined ? { grammar: toGbnf(constraint.grammar) } : constraint ? { response_format: { type: "json_object" } } : { grammar: anyText }),
     };
   }
 

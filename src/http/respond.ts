@@ -1,13 +1,13 @@
 /**
  * Turns a running generation into a Response, streamed (SSE) or whole (JSON).
  *
- * Both wait for the first part before answering, so that model loading, prefill and the
- * engine's refusals still get their own status code; after it the response is committed and
- * the body follows as the generation goes on. But a service worker must settle `respondWith`
- * within minutes, and a first request on a real device may download gigabytes first. So if the
- * first part has not come within `graceMs`, the response is committed anyway (200) and kept
- * alive until it does: SSE with comment lines, JSON with leading whitespace (valid JSON). A
- * failure after that can only be reported in the body, as OpenAI's error object.
+ * A stream waits for the first part before answering, and a whole reply waits for all of it,
+ * so that model loading, prefill and the engine's refusals and failures still get their own
+ * status code (a non-streamed failure is never a 200). But a service worker must settle
+ * `respondWith` within minutes, and a first request on a real device may download gigabytes
+ * first. So if the answer has not come within `graceMs`, the response is committed anyway (200)
+ * and kept alive until it does: SSE with comment lines, JSON with leading whitespace (valid JSON).
+ * A failure after that can only be reported in the body, as OpenAI's error object.
  */
 import { toApiError } from "../errors.js";
 import type { ChoicePart, Generation } from "./generation.js";
@@ -77,46 +77,33 @@ export async function respond<Event>(
   const clientLeft = () => controller.abort(new DOMException("The client went away.", "AbortError"));
   const errorBody = (error: unknown) => toApiError(error, context.requestId).toJSON();
   const first = generation.parts.next();
-  // Keeps a failure before the deadline from being reported as unhandled.
-  first.catch(() => undefined);
   const running = first.then((value): Generation => ({ ...generation, parts: replay(value, generation.parts) }));
 
-  const body = (ready: Generation): ReadableStream<Uint8Array> => {
-    if (stream) return sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
-    let cancelled = false;
-    return new ReadableStream<Uint8Array>({
-      async start(output) {
-        let json: unknown;
-        try {
-          json = await toBody(ready);
-        } catch (error) {
-          json = errorBody(error);
-        }
-        if (cancelled) return;
-        output.enqueue(encoder.encode(JSON.stringify(json)));
-        output.close();
-      },
-      cancel() {
-        cancelled = true;
-        clientLeft();
-      },
-    });
-  };
-  const headers = stream ? sseHeaders : { "content-type": "application/json" };
+  if (!stream) {
+    const whole = running.then(toBody);
+    const json = (value: unknown) => new Blob([JSON.stringify(value)]).stream() as ReadableStream<Uint8Array>;
+    if ((await settledWithin(whole, options.graceMs)) === "settled") return new Response(JSON.stringify(await whole), { headers: jsonHeaders });
+    // Committed: from here on a failure travels in the body.
+    const late = whole.then(json, (error: unknown) => json(errorBody(error)));
+    return new Response(keptAlive(late, encoder.encode(" "), options.keepAliveMs, clientLeft), { headers: jsonHeaders });
+  }
 
+  const events = (ready: Generation) => sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
+  if ((await settledWithin(running, options.graceMs)) === "settled") return new Response(events(await running), { headers: sseHeaders });
+  const late = running.then(events, (error: unknown) => new Blob([`data: ${JSON.stringify(errorBody(error))}\n\n`]).stream() as ReadableStream<Uint8Array>);
+  return new Response(keptAlive(late, encoder.encode(": waiting for the model\n\n"), options.keepAliveMs, clientLeft), { headers: sseHeaders });
+}
+
+const jsonHeaders = { "content-type": "application/json" };
+
+/** Whether `promise` settles (either way) within `ms`; a rejection is left for the caller to read. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<"settled" | "late"> {
+  promise.catch(() => undefined);
   let deadline: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<"late">((resolve) => (deadline = setTimeout(() => resolve("late"), options.graceMs)));
-  const outcome = await Promise.race([running.then(() => "ready" as const, () => "ready" as const), timedOut]);
+  const timedOut = new Promise<"late">((resolve) => (deadline = setTimeout(() => resolve("late"), ms)));
+  const outcome = await Promise.race([promise.then(() => "settled" as const, () => "settled" as const), timedOut]);
   clearTimeout(deadline);
-  if (outcome === "ready") return new Response(body(await running), { headers });
-
-  // Committed: from here on a failure travels in the body.
-  const late = running.then(body, (error: unknown) => {
-    const failure = stream ? `data: ${JSON.stringify(errorBody(error))}\n\n` : JSON.stringify(errorBody(error));
-    return new Blob([failure]).stream() as ReadableStream<Uint8Array>;
-  });
-  const ping = encoder.encode(stream ? ": waiting for the model\n\n" : " ");
-  return new Response(keptAlive(late, ping, options.keepAliveMs, clientLeft), { headers });
+  return outcome;
 }
 
 /** An abort controller that follows the client: `request.signal` aborts it. */

@@ -182,7 +182,7 @@ describe("HTTP surface", () => {
     });
   });
 
-  it("turns unknown engine failures into 500 with the request id, before and after the first byte", async () => {
+  it("turns unknown engine failures into 500 with the request id, before and after the first byte (in the stream after it)", async () => {
     const before = await makeApp({
       engine: new ScriptedEngine(async function* () {
         throw new RangeError("kernel fault");
@@ -204,6 +204,13 @@ describe("HTTP surface", () => {
     const last = JSON.parse(events.at(-1)!) as { error: { type: string; message: string } };
     expect(last.error.type).toBe("server_error");
     expect(last.error.message).toContain("device lost");
+
+    // Not streamed, nothing is committed before the reply is whole: the failure is a 500, never a 200.
+    const whole = await after.app.handle(after.post("/v1/chat/completions", { model, messages }));
+    const wholeError = await errorOf(whole);
+    expect(wholeError).toMatchObject({ status: 500, type: "server_error", code: "internal_error" });
+    expect(wholeError.message).toContain("device lost");
+    await checkLedgerInvariant(after.database);
   });
 
   it("maps engine refusals: device cannot run, load failure, context", async () => {

@@ -156,11 +156,13 @@ describe("LlamaCppEngine", () => {
     await expect(html.load(ggufModel())).rejects.toThrow(/is not WebAssembly/);
   });
 
-  it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds", async () => {
+  it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds, under a grammar for valid text", async () => {
     const { module, calls } = fakeWllama([token("Hel"), token("lo"), finish("length", 12, 0, 2)]);
     const result = await parts(engine(module).generate(request(ggufModel()), new AbortController().signal));
     expect(calls.load).toEqual([expect.objectContaining({ url: "https://app.example/models/tiny-q8_0.gguf", n_ctx: 2_048, n_batch: 32, n_ubatch: 32, n_threads: 1 })]);
     expect(calls.completions[0]).toMatchObject({ prompt: "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", cache_prompt: true, stream: true, temperature: 0, max_tokens: 8 });
+    // Unconstrained text still carries a grammar: any characters, so never invalid UTF-8 (which wllama cannot serialise).
+    expect(calls.completions[0]?.grammar).toBe("root ::= [^\\x00]*");
     expect(result).toEqual([
       { type: "text-delta", text: "Hel" },
       { type: "text-delta", text: "lo" },
