@@ -42,15 +42,23 @@ async function newChatKey(handle: InferenceHandle, accountId: string): Promise<s
 }
 
 /**
- * How to call the API with a key, as the OpenAI dashboard shows: the openai SDK and fetch. No curl:
- * the API lives in this browser's service worker, which only this app's pages reach.
+ * How to call the API with a key, as the OpenAI dashboard shows: the openai SDK and fetch, and
+ * curl while `npm start`'s relay takes requests to this tab (curl cannot reach a service worker).
  */
-function snippets(baseURL: string, key: string, model: string): Record<string, string> {
+function snippets(baseURL: string, key: string, model: string, relayed: boolean): Record<string, string> {
   const body = JSON.stringify({ model, messages: [{ role: "user", content: "Hello!" }] });
   return {
     "openai SDK": `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: "${baseURL}", apiKey: "${key}", dangerouslyAllowBrowser: true });\nconst reply = await client.chat.completions.create({ model: "${model}", messages: [{ role: "user", content: "Hello!" }] });\nconsole.log(reply.choices[0].message.content);`,
     fetch: `const response = await fetch("${baseURL}/chat/completions", {\n  method: "POST",\n  headers: { "content-type": "application/json", authorization: "Bearer ${key}" },\n  body: JSON.stringify(${body}),\n});\nconsole.log((await response.json()).choices[0].message.content);`,
+    ...(relayed ? { curl: `curl ${baseURL}/chat/completions \\\n  -H "Content-Type: application/json" \\\n  -H "Authorization: Bearer ${key}" \\\n  -d '${body.replace(/'/g, "'\\''")}'` } : {}),
   };
+}
+
+/** Who can reach the API, as things stand: the relay comes and goes with `npm start`'s server. */
+function reachText(relayed: boolean): string {
+  return relayed
+    ? "The API lives in this browser's service worker. This app's pages reach it, and curl and servers reach it through the demo server's relay while this tab is open."
+    : "The API lives in this browser's service worker: this app's pages reach it. curl and servers cannot (`npm start` relays them to an open tab; this server does not).";
 }
 
 function csv(rows: readonly LedgerEntry[], keyName: (id: string | undefined) => string): string {
@@ -189,12 +197,21 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
   });
 
   function showNewKey(key: string): void {
-    const notice = element("new-key");
     element("new-key-value").textContent = key;
     element("new-key-base").textContent = state.handle?.baseURL ?? "";
-    const list = element("new-key-snippets");
-    list.replaceChildren(
-      ...Object.entries(snippets(state.handle?.baseURL ?? "", key, options.modelId())).map(([title, code]) => {
+    renderSnippets();
+    element("new-key").hidden = false;
+    element("new-key-done").focus();
+  }
+
+  /** The snippets for the key on show; again when the relay comes or goes, as curl's works only with it. */
+  function renderSnippets(): void {
+    const key = element("new-key-value").textContent ?? "";
+    if (!key) return;
+    const relayed = state.relay?.connected ?? false;
+    element("new-key-reach").textContent = reachText(relayed);
+    element("new-key-snippets").replaceChildren(
+      ...Object.entries(snippets(state.handle?.baseURL ?? "", key, options.modelId(), relayed)).map(([title, code]) => {
         const block = document.createElement("div");
         block.className = "snippet";
         const pre = document.createElement("pre");
@@ -204,9 +221,8 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
         return block;
       }),
     );
-    notice.hidden = false;
-    element("new-key-done").focus();
   }
+  state.changed.addEventListener("relay", renderSnippets);
 
   async function copy(text: string, note: HTMLElement): Promise<void> {
     await navigator.clipboard.writeText(text).then(

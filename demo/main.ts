@@ -11,7 +11,8 @@ import { setupChat } from "./chat.js";
 import { button, describeError, element } from "./dom.js";
 import { chatKey, setupKeys } from "./keys.js";
 import { preferredModel, progressText, readModels, setupModels } from "./models.js";
-import { createState, type Engine } from "./state.js";
+import { connectRelay } from "./relay.js";
+import { announce, createState, type Engine } from "./state.js";
 
 const query = new URLSearchParams(location.search);
 const engineNames: Record<Engine, string> = { auto: "automatic", webllm: "WebLLM", deterministic: "deterministic" };
@@ -109,6 +110,7 @@ async function start(engine: Engine): Promise<void> {
     ...(delay > 0 ? { tokenDelayMs: delay } : {}),
   });
   state.handle = handle;
+  state.relay ??= connectRelay(new URL(handle.baseUrl).pathname, () => announce(state, "relay"));
   handle.workbox.addEventListener("controlling", (event) => {
     if (event.isUpdate) showBanner("A new version of this app has taken over.", { label: "Reload", run: () => location.reload() });
   });

@@ -6,6 +6,7 @@
  */
 import type OpenAI from "openai";
 import type { InferenceHandle } from "../src/index.js";
+import type { Relay } from "./relay.js";
 
 export type Engine = "auto" | "webllm" | "deterministic";
 
@@ -41,6 +42,8 @@ export interface KeptKey {
 export interface DemoState {
   handle?: InferenceHandle;
   client?: OpenAI;
+  /** `npm start`'s relay, which takes curl's and servers' requests to this tab. */
+  relay?: Relay;
   engine: Engine;
   accountId?: string;
   running?: AbortController;
@@ -76,6 +79,6 @@ export function keepKey(key: KeptKey): void {
   localStorage.setItem(storageKeys.keys, JSON.stringify([...keptKeys().filter((kept) => kept.id !== key.id), key]));
 }
 
-export function announce(state: DemoState, what: "rate" | "key" | "models"): void {
+export function announce(state: DemoState, what: "rate" | "key" | "models" | "relay"): void {
   state.changed.dispatchEvent(new Event(what));
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-/** Serves the built demo (page, its worker, tokenizers) on http://localhost:$PORT (default 5173). */
+/**
+ * Serves the built demo (page, its worker, tokenizers) on http://localhost:$PORT (default 5173),
+ * and relays requests to its API from curl and servers to an open tab (scripts/relay.mjs).
+ */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createRelay } from "./relay.mjs";
 import { startStaticServer } from "./static-server.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
@@ -13,5 +17,6 @@ for (const required of ["dist/demo/index.html", "dist/demo/sw.js"]) {
   }
 }
 const port = Number(process.env.PORT ?? 5173);
-const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], { port });
+const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], { port, extend: (origin) => createRelay({ origin }) });
 console.log(`webgpu-inference demo: ${server.origin}/`);
+console.log(`While a tab of it is open, curl and servers reach its API at ${server.origin}/openai/v1 (relayed to the tab).`);

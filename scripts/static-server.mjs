@@ -50,10 +50,14 @@ function fileFor(mounts, pathname) {
 
 /**
  * @param {readonly Mount[]} mounts
- * @param {{ port?: number, host?: string, control?: boolean }} options `control` turns on the test endpoints under /__server/.
+ * @param {{ port?: number, host?: string, control?: boolean, extend?: (origin: string) => { handle(request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse): boolean, upgrade(request: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): void } }} options
+ *   `control` turns on the test endpoints under /__server/; `extend` answers requests before the
+ *   files (`handle` returns false to leave one to them) and takes WebSocket upgrades.
  * @returns {Promise<StaticServer>}
  */
-export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false } = {}) {
+export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false, extend } = {}) {
+  /** @type {ReturnType<NonNullable<typeof extend>> | undefined} */
+  let extension;
   let faults = true;
   /** @type {Map<string, number>} */
   const requests = new Map();
@@ -75,6 +79,7 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
       });
       return;
     }
+    if (extension?.handle(request, response)) return;
     if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     const found = fileFor(mounts, url.pathname);
     if (!found || (request.method !== "GET" && request.method !== "HEAD")) {
@@ -99,9 +104,12 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
     server.listen(port, host, () => {
       const address = server.address();
       const actualPort = typeof address === "object" && address ? address.port : port;
+      // localhost, not 127.0.0.1: it is a secure context for service workers and WebGPU.
+      const origin = `http://localhost:${actualPort}`;
+      extension = extend?.(origin);
+      if (extension) server.on("upgrade", (request, socket, head) => extension.upgrade(request, socket, head));
       resolvePromise({
-        // localhost, not 127.0.0.1: it is a secure context for service workers and WebGPU.
-        origin: `http://localhost:${actualPort}`,
+        origin,
         close: () => new Promise((done) => server.close(() => done(undefined))),
       });
     });

@@ -1,0 +1,93 @@
+/**
+ * `npm start`'s relay: the demo server (scripts/serve-demo.mjs, as `npm start` runs it) hands
+ * requests from curl and servers to an open tab, whose service worker answers them. Here curl runs
+ * the new-key notice's own snippet, and the openai SDK runs in Node against the tab.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import OpenAI from "openai";
+import type { Page } from "@playwright/test";
+import { chatCompletionSchema } from "../../src/wire/schemas.js";
+import { expect, launchProfile, test } from "./harness.js";
+
+const root = resolve(import.meta.dirname, "../..");
+const run = promisify(execFile);
+
+/** The demo server on a free port, as `npm start` starts it once built. */
+async function startDemoServer(): Promise<{ origin: string; process: ChildProcess }> {
+  const server = spawn(process.execPath, [resolve(root, "scripts/serve-demo.mjs")], { env: { ...process.env, PORT: "0" }, stdio: ["ignore", "pipe", "inherit"] });
+  const origin = await new Promise<string>((done, fail) => {
+    let output = "";
+    server.stdout!.on("data", (chunk: Buffer) => {
+      output += String(chunk);
+      const found = output.match(/demo: (http:\/\/localhost:\d+)\//);
+      if (found) done(found[1]!);
+    });
+    server.once("exit", (code) => fail(new Error(`the demo server exited (${code}): ${output}`)));
+  });
+  return { origin, process: server };
+}
+
+test("curl and a server's openai SDK reach the API in an open tab through npm start's relay, and hear plainly when no tab is open", async () => {
+  const server = await startDemoServer();
+  const profile = await launchProfile();
+  try {
+    const baseURL = `${server.origin}/openai/v1`;
+    const closed = await fetch(`${baseURL}/models`);
+    expect(closed.status).toBe(503);
+    expect(((await closed.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "no_open_tab", message: expect.stringContaining(`open ${server.origin}/`) });
+
+    const page: Page = profile.context.pages()[0] ?? (await profile.context.newPage());
+    await page.goto(`${server.origin}/?engine=deterministic&delay=50`);
+    await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+    await page.getByRole("tab", { name: "Keys & usage" }).click();
+    await page.getByLabel("Name").fill("relay");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await expect(page.locator("#new-key-value")).toHaveText(/^sk-/);
+    const key = (await page.locator("#new-key-value").textContent())!;
+    await expect(page.locator("#new-key-reach")).toContainText("through the demo server's relay");
+    const curl = page.locator(".snippet").filter({ has: page.getByRole("heading", { name: "curl" }) }).locator("code");
+    await expect(curl).toContainText(`curl ${baseURL}/chat/completions`);
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.locator("#new-key").screenshot({ path: test.info().outputPath(`demo-keys-new-key-relayed-${width}.png`) });
+    }
+
+    // The notice's curl snippet, run as a person pastes it into a shell.
+    const { stdout } = await run("bash", ["-c", `${await curl.textContent()} --silent --show-error`]).catch((error: Error) => {
+      throw new Error(`curl failed (the browser tests need curl: apt-get install curl): ${error.message}`);
+    });
+    const viaCurl = chatCompletionSchema.parse(JSON.parse(stdout));
+    expect(viaCurl.choices[0]?.message.content).toMatch(/\S/);
+
+    // The openai SDK in Node, whole and streamed, with the worker's headers passed through.
+    const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
+    const { data: completion, response } = await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "Hello from Node" }], max_tokens: 8 }).withResponse();
+    expect(completion.usage?.completion_tokens).toBe(8);
+    expect(response.headers.get("x-ratelimit-limit-requests")).toBe("60");
+    expect(response.headers.get("x-request-id")).toMatch(/^req_/);
+    let streamed = "";
+    for await (const chunk of await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "Stream it" }], max_tokens: 8, stream: true })) streamed += chunk.choices[0]?.delta.content ?? "";
+    expect(streamed).toMatch(/\S/);
+    expect((await client.models.list()).data.map((model) => model.id)).toContain("alpha3:8b-instruct-q8_0");
+    const refused = await fetch(`${baseURL}/models`, { headers: { authorization: "Bearer sk-not-a-key" } });
+    expect(refused.status).toBe(401);
+
+    // A client that goes away stops its generation in the tab, which bills what streamed.
+    const abort = new AbortController();
+    const long = await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "A long story" }], max_tokens: 400, stream: true }, { signal: abort.signal });
+    for await (const _chunk of long) break;
+    abort.abort();
+    await page.getByRole("tab", { name: "Keys & usage" }).click();
+    const rows = page.locator("#ledger-table tbody tr").filter({ hasText: "relay (" });
+    await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
+    await expect(rows.filter({ hasText: "completed" })).toHaveCount(3);
+
+    await page.close();
+    await expect.poll(async () => (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(503);
+  } finally {
+    await profile.dispose();
+    server.process.kill();
+  }
+});
