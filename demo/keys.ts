@@ -58,7 +58,7 @@ function snippets(baseURL: string, key: string, model: string, relayed: boolean)
 function reachText(relayed: boolean): string {
   return relayed
     ? "The API lives in this browser's service worker. This app's pages reach it, and curl and servers reach it through the demo server's relay while this tab is open."
-    : "The API lives in this browser's service worker: this app's pages reach it. curl and servers cannot (`npm start` relays them to an open tab; this server does not).";
+    : "The API lives in this browser's service worker: this app's pages reach it. curl and servers cannot from here: only the demo's own server (npm start) relays them to an open tab.";
 }
 
 function csv(rows: readonly LedgerEntry[], keyName: (id: string | undefined) => string): string {
