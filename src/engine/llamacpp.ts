@@ -322,7 +322,7 @@ export class LlamaCppEngine implements Engine {
         }
       }
     } catch (error) {
-      if (!abort.signal.aborted) throw classify(error);
+      if (!abort.signal.aborted) throw classify(error, request);
     } finally {
       signal.removeEventListener("abort", forward);
     }
@@ -332,10 +332,27 @@ export class LlamaCppEngine implements Engine {
 }
 
 /**
+ * When a wllama action throws in C++, wllama reads the reply's length from a buffer that still
+ * holds its message magic ("GLUE", 1163217991 as a length) and fails with this. The one cause
+ * seen here: a result holding text that is not valid UTF-8, which its JSON writer refuses.
+ */
+const wllamaActionFailed = /Invalid typed array length: 1163217991/;
+
+/**
  * A prompt over the window is the request's fault (the HTTP layer checks first, so this is a
  * backstop). Anything else llama.cpp throws is unexpected: our grammars and prompts are ours.
+ * wllama's failed action is named for what it is, and for the case our grammar cannot cover:
+ * log probabilities, whose alternatives are any tokens, a lone byte of a character among them.
  */
-function classify(error: unknown): unknown {
-  if (error instanceof Error && /context size|n_ctx|exceeds the available context/i.test(error.message)) return new EngineError("context_length", error.message, { cause: error });
+function classify(error: unknown, request: GenerationRequest): unknown {
+  if (!(error instanceof Error)) return error;
+  if (/context size|n_ctx|exceeds the available context/i.test(error.message)) return new EngineError("context_length", error.message, { cause: error });
+  if (wllamaActionFailed.test(error.message)) {
+    const why =
+      request.sampling.logprobs !== undefined
+        ? " With logprobs this is an alternative token that is not valid UTF-8 on its own (a byte of a longer character), which wllama cannot return; retry, or ask without logprobs."
+        : "";
+    return new Error(`llama.cpp failed inside wllama (${error.message}: wllama's way of reporting an exception in llama.cpp).${why}`, { cause: error });
+  }
   return error;
 }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { Catalogue, chooseGgufBuild, ggufFiles, ggufMemoryEstimateMB, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
+import { EngineError } from "../../src/engine/errors.js";
 import { toGbnf } from "../../src/engine/gbnf.js";
 import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
@@ -83,7 +84,7 @@ describe("GGUF builds in the catalogue", () => {
 });
 
 /** A wllama whose completion streams `chunks` and records what it was asked. */
-function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number } = {}) {
+function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number; failWith?: Error } = {}) {
   const calls: { load: unknown[]; completions: Record<string, unknown>[]; wasm: string[] } = { load: [], completions: [], wasm: [] };
   const module: WllamaModule = {
     Wllama: class {
@@ -112,6 +113,7 @@ function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs
             if (signal.aborted) throw Object.assign(new Error("Operation aborted"), { name: "AbortError" });
             yield chunk;
           }
+          if (options.failWith) throw options.failWith;
         })();
       }
     } as unknown as WllamaModule["Wllama"],
@@ -187,6 +189,23 @@ describe("LlamaCppEngine", () => {
       if (seen.length === 2) controller.abort();
     }
     expect(seen.at(-1)).toEqual({ type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 2 } });
+  });
+
+  it("names wllama's failed action for what it is, and with logprobs the likely cause and what to do", async () => {
+    const failure = () => new RangeError("Invalid typed array length: 1163217991");
+    const failed = async (extra: Partial<GenerationRequest>) => {
+      const { module } = fakeWllama([token("a")], { failWith: failure() });
+      return parts(engine(module).generate(request(ggufModel(), extra), new AbortController().signal)).then(
+        () => null,
+        (error: Error) => error,
+      );
+    };
+    const plain = await failed({});
+    expect(plain).not.toBeInstanceOf(EngineError);
+    expect(plain?.message).toContain("llama.cpp failed inside wllama");
+    expect(plain?.message).not.toContain("logprobs");
+    const base = request(ggufModel());
+    expect((await failed({ sampling: { ...base.sampling, logprobs: 2 } }))?.message).toContain("ask without logprobs");
   });
 
   it("refuses a model that does not fit, naming the option", async () => {
