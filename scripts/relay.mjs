@@ -23,99 +23,114 @@ const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "cont
 
 /** OpenAI's error object, as the worker itself writes it. */
 function sendError(response, status, code, message) {
-  response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message, type: "service_unavailable", code, param: null } }));
+  const type = status === 404 ? "invalid_request_error" : "service_unavailable";
+  response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message, type, code, param: null } }));
+}
+
+const withoutHopByHop = (headers) => Object.fromEntries(Object.entries(headers).filter(([name]) => !hopByHop.has(name)));
+
+/** A request's response as it has gone so far: ended now, with an error if nothing was sent yet. */
+function fail(response, status, code, message) {
+  if (response.headersSent) response.destroy();
+  else sendError(response, status, code, message);
+}
+
+/** @typedef {{ socket: import("ws").WebSocket, basePath: string }} Tab */
+
+class Relay {
+  #origin;
+  #sockets = new WebSocketServer({ noServer: true });
+  /** @type {Tab[]} Tabs that said hello, newest last: the newest one answers. */
+  #tabs = [];
+  /** @type {Map<number, { response: import("node:http").ServerResponse, tab: Tab }>} */
+  #pending = new Map();
+  #nextId = 1;
+
+  constructor(origin) {
+    this.#origin = origin;
+    this.#sockets.on("connection", (socket) => {
+      const tab = { socket, basePath: "" };
+      socket.on("message", (data, isBinary) => this.#hear(tab, data, isBinary));
+      socket.on("close", () => this.#drop(tab));
+    });
+  }
+
+  /** Takes the WebSocket of a tab of this origin on /__relay. */
+  upgrade(request, socket, head) {
+    const { pathname } = new URL(request.url ?? "/", this.#origin);
+    if (pathname !== relayPath || request.headers.origin !== this.#origin) {
+      socket.destroy();
+      return;
+    }
+    this.#sockets.handleUpgrade(request, socket, head, (websocket) => this.#sockets.emit("connection", websocket, request));
+  }
+
+  /** Relays a request under an open tab's API path; false when the path is not the API's. */
+  handle(request, response) {
+    const url = new URL(request.url ?? "/", this.#origin);
+    const tab = this.#tabs.findLast((candidate) => url.pathname === candidate.basePath || url.pathname.startsWith(`${candidate.basePath}/`));
+    if (!tab) {
+      // With no tab open the API's path is unknown; the demo's default one gets the reason.
+      if (!/^\/openai(\/|$)/.test(url.pathname)) return false;
+      sendError(response, 503, "no_open_tab", `The API runs in the browser, in the demo's service worker: open ${this.#origin}/ and keep the tab open. This server relays requests to it while it is open.`);
+    } else if (request.headers[relayedHeader]) {
+      sendError(response, 404, "not_found", `The demo's service worker does not answer ${url.pathname}.`);
+    } else {
+      const chunks = [];
+      request.on("data", (chunk) => chunks.push(chunk));
+      request.on("end", () => this.#send(tab, request, response, `${url.pathname}${url.search}`, Buffer.concat(chunks)));
+    }
+    return true;
+  }
+
+  #send(tab, request, response, path, body) {
+    const id = this.#nextId++;
+    this.#pending.set(id, { response, tab });
+    // The client going away before the end stops the generation in the tab (and bills what streamed).
+    response.on("close", () => {
+      if (this.#pending.delete(id)) tab.socket.send(JSON.stringify({ type: "abort", id }));
+    });
+    const headers = withoutHopByHop(request.headers);
+    tab.socket.send(JSON.stringify({ type: "request", id, method: request.method, path, headers, body: body.length ? body.toString("utf8") : null }));
+  }
+
+  /** A tab's hello, or its answer to a request: head, body bytes, end or error. */
+  #hear(tab, data, isBinary) {
+    if (isBinary) {
+      const bytes = Buffer.from(data);
+      this.#pending.get(bytes.readUInt32BE(0))?.response.write(bytes.subarray(4));
+      return;
+    }
+    const message = JSON.parse(String(data));
+    if (message.type === "hello") {
+      tab.basePath = String(message.basePath).replace(/\/+$/, "");
+      if (!this.#tabs.includes(tab)) this.#tabs.push(tab);
+      return;
+    }
+    const entry = this.#pending.get(message.id);
+    if (!entry) return;
+    if (message.type === "head") {
+      entry.response.writeHead(message.status, withoutHopByHop(message.headers));
+      entry.response.flushHeaders();
+      return;
+    }
+    this.#pending.delete(message.id);
+    if (message.type === "end") entry.response.end();
+    else fail(entry.response, 502, "relay_failed", `The demo tab could not fetch this request: ${message.message}`);
+  }
+
+  /** A tab that closed: it answers nothing more, and what it was answering ends. */
+  #drop(tab) {
+    this.#tabs = this.#tabs.filter((candidate) => candidate !== tab);
+    for (const [id, entry] of this.#pending) {
+      if (entry.tab !== tab) continue;
+      this.#pending.delete(id);
+      fail(entry.response, 503, "tab_closed", "The demo tab that was answering this request closed. Open the demo again and retry.");
+    }
+  }
 }
 
 /** @param {{ origin: string }} options */
 export function createRelay({ origin }) {
-  const sockets = new WebSocketServer({ noServer: true });
-  /** @type {{ socket: import("ws").WebSocket, basePath: string }[]} Tabs, newest last. */
-  const tabs = [];
-  /** @type {Map<number, { response: import("node:http").ServerResponse, tab: object }>} */
-  const pending = new Map();
-  let nextId = 1;
-
-  const tabFor = (pathname) => [...tabs].reverse().find((tab) => pathname === tab.basePath || pathname.startsWith(`${tab.basePath}/`));
-
-  sockets.on("connection", (socket) => {
-    const tab = { socket, basePath: "" };
-    socket.on("message", (data, isBinary) => {
-      if (isBinary) {
-        const bytes = Buffer.from(data);
-        pending.get(bytes.readUInt32BE(0))?.response.write(bytes.subarray(4));
-        return;
-      }
-      const message = JSON.parse(String(data));
-      if (message.type === "hello") {
-        tab.basePath = String(message.basePath).replace(/\/+$/, "");
-        if (!tabs.includes(tab)) tabs.push(tab);
-        return;
-      }
-      const entry = pending.get(message.id);
-      if (!entry) return;
-      if (message.type === "head") {
-        const headers = Object.fromEntries(Object.entries(message.headers).filter(([name]) => !hopByHop.has(name)));
-        entry.response.writeHead(message.status, headers);
-        entry.response.flushHeaders();
-      } else if (message.type === "end") {
-        pending.delete(message.id);
-        entry.response.end();
-      } else if (message.type === "error") {
-        pending.delete(message.id);
-        if (entry.response.headersSent) entry.response.destroy();
-        else sendError(entry.response, 502, "relay_failed", `The demo tab could not fetch this request: ${message.message}`);
-      }
-    });
-    socket.on("close", () => {
-      const index = tabs.indexOf(tab);
-      if (index >= 0) tabs.splice(index, 1);
-      for (const [id, entry] of pending) {
-        if (entry.tab !== tab) continue;
-        pending.delete(id);
-        if (entry.response.headersSent) entry.response.destroy();
-        else sendError(entry.response, 503, "tab_closed", "The demo tab that was answering this request closed. Open the demo again and retry.");
-      }
-    });
-  });
-
-  return {
-    /** Takes the WebSocket of a tab of this origin on /__relay. */
-    upgrade(request, socket, head) {
-      const { pathname } = new URL(request.url ?? "/", origin);
-      if (pathname !== relayPath || request.headers.origin !== origin) {
-        socket.destroy();
-        return;
-      }
-      sockets.handleUpgrade(request, socket, head, (websocket) => sockets.emit("connection", websocket, request));
-    },
-    /** Relays a request under an open tab's API path; false when the path is not the API's. */
-    handle(request, response) {
-      const url = new URL(request.url ?? "/", origin);
-      const tab = tabFor(url.pathname);
-      if (!tab) {
-        // With no tab open the API's path is unknown; the demo's default one gets the reason.
-        if (!/^\/openai(\/|$)/.test(url.pathname)) return false;
-        sendError(response, 503, "no_open_tab", `The API runs in the browser, in the demo's service worker: open ${origin}/ and keep the tab open. This server relays requests to it while it is open.`);
-        return true;
-      }
-      if (request.headers[relayedHeader]) {
-        sendError(response, 404, "not_found", `The demo's service worker does not answer ${url.pathname}.`);
-        return true;
-      }
-      const chunks = [];
-      request.on("data", (chunk) => chunks.push(chunk));
-      request.on("end", () => {
-        const id = nextId++;
-        pending.set(id, { response, tab });
-        // The client going away before the end stops the generation in the tab (and bills what streamed).
-        response.on("close", () => {
-          if (pending.delete(id)) tab.socket.send(JSON.stringify({ type: "abort", id }));
-        });
-        const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !hopByHop.has(name)));
-        const body = Buffer.concat(chunks);
-        tab.socket.send(JSON.stringify({ type: "request", id, method: request.method, path: `${url.pathname}${url.search}`, headers, body: body.length ? body.toString("utf8") : null }));
-      });
-      return true;
-    },
-  };
+  return new Relay(origin);
 }
