@@ -6,6 +6,8 @@
  * Only on a loopback host, where `npm start` serves the demo: a deployed demo has no relay and
  * never tries. A server that is not there is tried once; one that goes away is tried again.
  */
+import { isLoopbackHost } from "../src/secure-url.js";
+
 // The same path and header as scripts/relay.mjs (the server, plain JavaScript for Node).
 const relayPath = "/__relay";
 const relayedHeader = "x-webgpu-inference-relayed";
@@ -16,10 +18,6 @@ type ServerMessage = { type: "request"; id: number; method: string; path: string
 export interface Relay {
   /** Whether the server is relaying to this tab now. */
   readonly connected: boolean;
-}
-
-export function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]";
 }
 
 /** Connects this tab to the relay for the API under `basePath`; `onChange` hears it connect and go. */
@@ -49,7 +47,7 @@ export function connectRelay(basePath: string, onChange: () => void): Relay {
       setTimeout(open, retryMs);
     });
   };
-  if (isLoopback(location.hostname)) open();
+  if (isLoopbackHost(location.hostname)) open();
   return relay;
 }
 

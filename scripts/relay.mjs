@@ -15,9 +15,9 @@
  */
 import { WebSocketServer } from "ws";
 
-export const relayPath = "/__relay";
+const relayPath = "/__relay";
 /** Marks a request the tab makes for the relay: one the worker passes on to the network is not relayed again. */
-export const relayedHeader = "x-webgpu-inference-relayed";
+const relayedHeader = "x-webgpu-inference-relayed";
 
 const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "upgrade", "host"]);
 

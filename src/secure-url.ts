@@ -2,11 +2,16 @@
 
 const loopbackHosts = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
 
+/** Whether `hostname` is this machine: where plain HTTP is allowed, for development. */
+export function isLoopbackHost(hostname: string): boolean {
+  return loopbackHosts.test(hostname);
+}
+
 /** Plain HTTP is for loopback development only; a remote `http:` base URL would leak keys and prompts. */
 export function assertSecureUrl(value: string, what = "base URL"): URL {
   const url = new URL(value);
   if (url.protocol === "https:") return url;
-  if (url.protocol === "http:" && loopbackHosts.test(url.hostname)) return url;
+  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return url;
   throw new Error(
     `webgpu-inference refuses the ${what} ${url.origin}: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
   );

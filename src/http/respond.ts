@@ -79,20 +79,24 @@ export async function respond<Event>(
   const first = generation.parts.next();
   const running = first.then((value): Generation => ({ ...generation, parts: replay(value, generation.parts) }));
 
+  // Past the grace period the response is committed: from there on a failure travels in the body.
   if (!stream) {
     const whole = running.then(toBody);
-    const json = (value: unknown) => new Blob([JSON.stringify(value)]).stream() as ReadableStream<Uint8Array>;
     if ((await settledWithin(whole, options.graceMs)) === "settled") return new Response(JSON.stringify(await whole), { headers: jsonHeaders });
-    // Committed: from here on a failure travels in the body.
-    const late = whole.then(json, (error: unknown) => json(errorBody(error)));
+    const late = whole.then(
+      (json) => textStream(JSON.stringify(json)),
+      (error: unknown) => textStream(JSON.stringify(errorBody(error))),
+    );
     return new Response(keptAlive(late, encoder.encode(" "), options.keepAliveMs, clientLeft), { headers: jsonHeaders });
   }
 
   const events = (ready: Generation) => sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
   if ((await settledWithin(running, options.graceMs)) === "settled") return new Response(events(await running), { headers: sseHeaders });
-  const late = running.then(events, (error: unknown) => new Blob([`data: ${JSON.stringify(errorBody(error))}\n\n`]).stream() as ReadableStream<Uint8Array>);
+  const late = running.then(events, (error: unknown) => textStream(`data: ${JSON.stringify(errorBody(error))}\n\n`));
   return new Response(keptAlive(late, encoder.encode(": waiting for the model\n\n"), options.keepAliveMs, clientLeft), { headers: sseHeaders });
 }
+
+const textStream = (text: string) => new Blob([text]).stream() as ReadableStream<Uint8Array>;
 
 const jsonHeaders = { "content-type": "application/json" };
 
