@@ -6,6 +6,11 @@
  * templates do. `test/unit/template-goldens.test.ts` renders the official templates (kept in
  * `test/fixtures/templates/`, sources cited there) with a Jinja engine and compares byte for byte.
  *
+ * A template writes its control tokens (`<|eot_id|>`, `[INST]`, …) as `Control` parts and
+ * everything else, the client's text included, as strings: the rendering is a list of pieces that
+ * says which is which, so a control-token string in a message stays text (`src/prompt-tokens.ts`
+ * encodes it so), as OpenAI treats it, and can never open or close a turn.
+ *
  * Sources:
  * - Llama 3: Meta-Llama-3-8B-Instruct's template. With tools, Llama 3.1's template: its system
  *   header (`Environment: ipython`, knowledge and today's date as 3.1 defaults them), the
@@ -49,8 +54,43 @@ export interface ToolSyntax {
   argumentsKey: "arguments" | "parameters";
   /** The calls as the model writes them. */
   write(calls: readonly CallText[]): string;
+  /** The opener, when the family's vocabulary has it as a control token (Mistral's `[TOOL_CALLS]`). */
+  control?: string;
   /** Grammar for one or more calls, given the grammar expression of each single call. */
   grammar(call: string, parallel: boolean): string;
+}
+
+/** A control token our template writes; a plain string in a rendering is text. */
+class Control {
+  constructor(readonly token: string) {}
+}
+
+type Part = string | Control;
+
+const control = (token: string) => new Control(token);
+
+/** A piece of a rendered prompt: text (the client's among it), or a control token the template wrote. */
+export interface PromptPiece {
+  text: string;
+  control: boolean;
+}
+
+/** Parts as pieces: adjacent text joined, empty text dropped. */
+function toPieces(parts: readonly Part[]): PromptPiece[] {
+  const pieces: PromptPiece[] = [];
+  for (const part of parts) {
+    if (part instanceof Control) pieces.push({ text: part.token, control: true });
+    else if (part !== "") {
+      const last = pieces.at(-1);
+      if (last && !last.control) last.text += part;
+      else pieces.push({ text: part, control: false });
+    }
+  }
+  return pieces;
+}
+
+export function piecesText(pieces: readonly PromptPiece[]): string {
+  return pieces.map((piece) => piece.text).join("");
 }
 
 function parsedArguments(text: string): unknown {
@@ -99,6 +139,7 @@ const gemmaSyntax: ToolSyntax = {
 const mistralSyntax: ToolSyntax = {
   openers: ["[TOOL_CALLS]"],
   argumentsKey: "arguments",
+  control: "[TOOL_CALLS]",
   write: (calls) => `[TOOL_CALLS] ${pythonJson(calls.map((call) => callObject(call, "arguments", true)))}`,
   grammar: (call, parallel) => `${literal("[TOOL_CALLS] [")} ${call} ${parallel ? `(${comma} ${call})*` : ""} "]"`,
 };
@@ -119,12 +160,19 @@ function callsOf(message: EngineMessage): CallText[] {
   return (message.toolCalls ?? []).map((call) => ({ id: call.id, name: call.name, arguments: parsedArguments(call.arguments) }));
 }
 
+/** Calls as the family writes them, its control opener (if any) as a control token. */
+function writtenCalls(family: ModelFamily, calls: readonly CallText[]): Part[] {
+  const syntax = toolSyntax[family];
+  const written = syntax.write(calls);
+  return syntax.control && written.startsWith(syntax.control) ? [control(syntax.control), written.slice(syntax.control.length)] : [written];
+}
+
 /** What an assistant turn says: its text, then its calls in the family's syntax. */
-function assistantText(family: ModelFamily, message: EngineMessage): string {
+function assistantParts(family: ModelFamily, message: EngineMessage): Part[] {
   const calls = callsOf(message);
-  if (calls.length === 0) return message.content;
-  const written = toolSyntax[family].write(calls);
-  return message.content ? `${message.content}\n${written}` : written;
+  if (calls.length === 0) return [message.content];
+  const written = writtenCalls(family, calls);
+  return message.content ? [`${message.content}\n`, ...written] : written;
 }
 
 /** Each tool as the templates' `tool | tojson(indent=4)` writes it, followed by a blank line. */
@@ -132,34 +180,55 @@ function definitions(tools: readonly ToolSpec[]): string {
   return tools.map((tool) => `${pythonJson({ type: "function", function: tool }, 4)}\n\n`).join("");
 }
 
-const llamaHeader = (role: string) => `<|start_header_id|>${role}<|end_header_id|>\n\n`;
+const llamaHeader = (role: string): Part[] => [control("<|start_header_id|>"), role, control("<|end_header_id|>"), "\n\n"];
+const endOfTurn = control("<|eot_id|>");
 
 /**
  * One Llama turn. Calls and results follow Llama 3.1: a call as `{"name": …, "parameters": …}`
  * (the content beside it dropped, as 3.1's template does), a result in the `ipython` role as a
  * JSON string (3.1's template applies `tojson` to it).
  */
-function llamaTurn(message: EngineMessage): string {
-  if (message.role === "tool") return `${llamaHeader("ipython")}${JSON.stringify(message.content)}<|eot_id|>`;
-  if (message.role === "assistant" && message.toolCalls?.length) return `${llamaHeader("assistant")}${llamaSyntax.write(callsOf(message))}<|eot_id|>`;
-  return `${llamaHeader(message.role)}${message.content.trim()}<|eot_id|>`;
+function llamaTurn(message: EngineMessage): Part[] {
+  if (message.role === "tool") return [...llamaHeader("ipython"), JSON.stringify(message.content), endOfTurn];
+  if (message.role === "assistant" && message.toolCalls?.length) return [...llamaHeader("assistant"), llamaSyntax.write(callsOf(message)), endOfTurn];
+  return [...llamaHeader(message.role), message.content.trim(), endOfTurn];
 }
 
 /** Llama 3's template; with tools, Llama 3.1's, which defines them (in the first user turn). */
-function llama3(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
-  if (tools.length === 0) return `<|begin_of_text|>${messages.map(llamaTurn).join("")}${llamaHeader("assistant")}`;
+function llama3(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): Part[] {
+  const begin = control("<|begin_of_text|>");
+  if (tools.length === 0) return [begin, ...messages.flatMap(llamaTurn), ...llamaHeader("assistant")];
   const system = messages[0]?.role === "system" ? messages[0] : undefined;
   const [first, ...rest] = system ? messages.slice(1) : messages;
-  return (
-    `<|begin_of_text|>${llamaHeader("system")}Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n${system?.content.trim() ?? ""}<|eot_id|>` +
-    `${llamaHeader("user")}Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n` +
-    'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.\n\n' +
-    `${definitions(tools)}${first?.content.trim() ?? ""}<|eot_id|>` +
-    `${rest.map(llamaTurn).join("")}${llamaHeader("assistant")}`
-  );
+  return [
+    begin,
+    ...llamaHeader("system"),
+    `Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n${system?.content.trim() ?? ""}`,
+    endOfTurn,
+    ...llamaHeader("user"),
+    "Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n" +
+      'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.\n\n' +
+      `${definitions(tools)}${first?.content.trim() ?? ""}`,
+    endOfTurn,
+    ...rest.flatMap(llamaTurn),
+    ...llamaHeader("assistant"),
+  ];
 }
 
-function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
+/** Parts with their text trimmed at both ends, as Jinja's `| trim` does to a turn's whole body. */
+function trimmed(parts: readonly Part[]): Part[] {
+  const result = [...parts];
+  const first = result.findIndex((part) => !(typeof part === "string" && part.trim() === ""));
+  if (first < 0) return [];
+  const last = result.findLastIndex((part) => !(typeof part === "string" && part.trim() === ""));
+  const body = result.slice(first, last + 1);
+  if (typeof body[0] === "string") body[0] = body[0].trimStart();
+  const end = body.length - 1;
+  if (typeof body[end] === "string") body[end] = (body[end] as string).trimEnd();
+  return body;
+}
+
+function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): Part[] {
   const system = messages.filter((message) => message.role === "system").map((message) => message.content);
   if (tools.length > 0) {
     system.push(
@@ -168,17 +237,28 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
         definitions(tools).trimEnd(),
     );
   }
-  let text = "<bos>";
+  const parts: Part[] = [control("<bos>")];
   let pendingSystem = system.length > 0 ? `${system.join("\n\n")}\n\n` : "";
   for (const message of messages) {
     if (message.role === "system") continue;
     const role = message.role === "assistant" ? "model" : "user";
-    const body =
-      message.role === "tool" ? `\`\`\`tool_result\n${pythonJson({ call_id: message.toolCallId, content: message.content })}\n\`\`\`` : role === "model" ? assistantText("gemma2", message) : message.content;
-    text += `<start_of_turn>${role}\n${role === "user" ? pendingSystem : ""}${body.trim()}<end_of_turn>\n`;
+    const body: Part[] =
+      message.role === "tool"
+        ? [`\`\`\`tool_result\n${pythonJson({ call_id: message.toolCallId, content: message.content })}\n\`\`\``]
+        : role === "model"
+          ? assistantParts("gemma2", message)
+          : [message.content];
+    parts.push(control("<start_of_turn>"), `${role}\n${role === "user" ? pendingSystem : ""}`, ...trimmed(body), control("<end_of_turn>"), "\n");
     if (role === "user") pendingSystem = "";
   }
-  return `${text}<start_of_turn>model\n`;
+  return [...parts, control("<start_of_turn>"), "model\n"];
+}
+
+/** The end of a Mistral reply's text: its trailing spaces dropped, in linear time (a regex such as / +$/ is quadratic on runs of spaces). */
+function withoutTrailingSpaces(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 32) end--;
+  return text.slice(0, end);
 }
 
 /**
@@ -186,66 +266,91 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
  * tools (as `Tool.model_dump()`: a missing description is "") right before it, calls with their
  * ids, results as `{"content": value, "call_id": id}` where a JSON result is a value.
  */
-function mistral(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
+function mistral(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): Part[] {
   const system = messages.filter((message) => message.role === "system").map((message) => message.content).join("\n\n");
   const turns = messages.filter((message) => message.role !== "system");
   const lastUser = turns.map((message) => message.role).lastIndexOf("user");
   const available = tools.map((tool) => ({ type: "function", function: { name: tool.name, description: tool.description ?? "", parameters: tool.parameters } }));
-  let text = "<s>";
+  const parts: Part[] = [control("<s>")];
   turns.forEach((message, index) => {
     if (message.role === "user") {
-      if (index === lastUser && tools.length > 0) text += `[AVAILABLE_TOOLS] ${pythonJson(available)}[/AVAILABLE_TOOLS]`;
+      if (index === lastUser && tools.length > 0) parts.push(control("[AVAILABLE_TOOLS]"), ` ${pythonJson(available)}`, control("[/AVAILABLE_TOOLS]"));
       const prefix = index === lastUser && system ? `${system}\n\n` : "";
-      text += `[INST] ${prefix}${message.content}[/INST]`;
+      parts.push(control("[INST]"), ` ${prefix}${message.content}`, control("[/INST]"));
     } else if (message.role === "assistant") {
       const calls = callsOf(message);
-      text += calls.length > 0 ? `${mistralSyntax.write(calls)}</s>` : ` ${message.content.replace(/ +$/, "")}</s>`;
+      parts.push(...(calls.length > 0 ? writtenCalls("mistral", calls) : [` ${withoutTrailingSpaces(message.content)}`]), control("</s>"));
     } else {
-      text += `[TOOL_RESULTS] ${pythonJson({ content: parsedContent(message.content), call_id: message.toolCallId })}[/TOOL_RESULTS]`;
+      parts.push(control("[TOOL_RESULTS]"), ` ${pythonJson({ content: parsedContent(message.content), call_id: message.toolCallId })}`, control("[/TOOL_RESULTS]"));
     }
   });
-  return text;
+  return parts;
 }
 
 /** Qwen2's ChatML; with tools, Qwen's Hermes-style layout (Qwen2.5's template), consecutive results in one user turn. */
-function chatml(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): string {
+function chatml(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): Part[] {
   const toolsText =
     tools.length === 0
       ? ""
       : "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" +
         tools.map((tool) => `\n${pythonJson({ type: "function", function: tool })}`).join("") +
         '\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>';
+  const start = control("<|im_start|>");
+  const end = control("<|im_end|>");
   const first = messages[0];
-  let text = `<|im_start|>system\n${first?.role === "system" ? first.content : "You are a helpful assistant."}${toolsText}<|im_end|>\n`;
+  const parts: Part[] = [start, `system\n${first?.role === "system" ? first.content : "You are a helpful assistant."}${toolsText}`, end, "\n"];
   const rest = first?.role === "system" ? messages.slice(1) : messages;
   rest.forEach((message, index) => {
     if (message.role !== "tool") {
-      text += `<|im_start|>${message.role}\n${message.role === "assistant" ? assistantText("qwen2", message) : message.content}<|im_end|>\n`;
+      parts.push(start, `${message.role}\n`, ...(message.role === "assistant" ? assistantParts("qwen2", message) : [message.content]), end, "\n");
       return;
     }
-    if (rest[index - 1]?.role !== "tool") text += "<|im_start|>user";
-    text += `\n<tool_response>\n${message.content}\n</tool_response>`;
-    if (rest[index + 1]?.role !== "tool") text += "<|im_end|>\n";
+    if (rest[index - 1]?.role !== "tool") parts.push(start, "user");
+    parts.push(`\n<tool_response>\n${message.content}\n</tool_response>`);
+    if (rest[index + 1]?.role !== "tool") parts.push(end, "\n");
   });
-  return `${text}<|im_start|>assistant\n`;
+  return [...parts, start, "assistant\n"];
 }
 
-const templates: Record<ModelFamily, (messages: readonly EngineMessage[], tools: readonly ToolSpec[]) => string> = {
+const templates: Record<ModelFamily, (messages: readonly EngineMessage[], tools: readonly ToolSpec[]) => Part[]> = {
   llama3,
   gemma2,
   mistral,
   qwen2: chatml,
 };
 
+/** The prompt for `messages` (and `tools`, when given) as pieces of text and control tokens, ending with the assistant's generation prompt. */
+export function renderChatPieces(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): PromptPiece[] {
+  return toPieces(templates[family](messages, tools));
+}
+
 /** The prompt text for `messages` (and `tools`, when given), ending with the assistant's generation prompt. */
 export function renderChat(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): string {
-  return templates[family](messages, tools);
+  return piecesText(renderChatPieces(family, messages, tools));
 }
 
 /** A piece of a rendered prompt: `reply` marks an assistant's text exactly as the client sent it back. */
-export interface PromptSegment {
+export interface ChatSegment {
   text: string;
   reply: boolean;
+  /** The segment's pieces: its text, and which of it are control tokens. */
+  pieces: PromptPiece[];
+}
+
+/** The pieces that cover characters `start` to `end` of the pieces' text; a control token is never cut. */
+function slicePieces(pieces: readonly PromptPiece[], start: number, end: number): PromptPiece[] | null {
+  const result: PromptPiece[] = [];
+  let position = 0;
+  for (const piece of pieces) {
+    const from = Math.max(start, position);
+    const to = Math.min(end, position + piece.text.length);
+    if (from < to) {
+      if (piece.control && (from > position || to < position + piece.text.length)) return null;
+      result.push({ text: piece.text.slice(from - position, to - position), control: piece.control });
+    }
+    position += piece.text.length;
+  }
+  return result;
 }
 
 /**
@@ -261,18 +366,21 @@ export function renderChatSegments(
   messages: readonly EngineMessage[],
   tools: readonly ToolSpec[] = [],
   /** The prompt already rendered for these messages and tools, when the caller has it. */
-  whole: string = renderChat(family, messages, tools),
-): PromptSegment[] {
-  const segments: PromptSegment[] = [];
+  pieces: readonly PromptPiece[] = renderChatPieces(family, messages, tools),
+): ChatSegment[] {
+  const whole = piecesText(pieces);
+  const cuts: { start: number; end: number; reply: boolean }[] = [];
   let position = 0;
   messages.forEach((message, index) => {
     if (message.role !== "assistant" || message.toolCalls?.length || message.content === "") return;
     const before = renderChat(family, messages.slice(0, index), tools);
     if (before.length < position || !whole.startsWith(before + message.content)) return;
-    if (before.length > position) segments.push({ text: whole.slice(position, before.length), reply: false });
-    segments.push({ text: message.content, reply: true });
-    position = before.length + message.content.length;
+    const end = before.length + message.content.length;
+    if (!slicePieces(pieces, before.length, end)?.every((piece) => !piece.control)) return;
+    if (before.length > position) cuts.push({ start: position, end: before.length, reply: false });
+    cuts.push({ start: before.length, end, reply: true });
+    position = end;
   });
-  segments.push({ text: whole.slice(position), reply: false });
-  return segments;
+  cuts.push({ start: position, end: whole.length, reply: false });
+  return cuts.map(({ start, end, reply }) => ({ text: whole.slice(start, end), reply, pieces: slicePieces(pieces, start, end) ?? [{ text: whole.slice(start, end), control: false }] }));
 }

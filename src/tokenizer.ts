@@ -6,11 +6,25 @@
 import { TokenizerLoader } from "@lenml/tokenizers";
 import { EngineError, fetchAsset } from "./engine/errors.js";
 import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
+import type { PromptPiece } from "./templates.js";
 
 export { tokenizerNames } from "./families.js";
 
 export interface Tokenizer {
+  /** A raw prompt: special-token strings in it become those tokens, as in a client's own legacy prompt. */
   encode(text: string): number[];
+  /**
+   * Text, never control: a special-token string in it is encoded as its ordinary text tokens, as
+   * OpenAI treats message content (Hugging Face's `split_special_tokens`). Added tokens that are
+   * not special stay whole, as there.
+   */
+  encodeText(text: string): number[];
+  /**
+   * A rendered prompt: each control piece as its special token, all the text as text (the
+   * tokenizer's own pipeline, in one pass, so the text between control tokens is split and
+   * prefixed exactly as when the rendering is tokenized whole).
+   */
+  encodePieces(pieces: readonly PromptPiece[]): number[];
   decode(ids: readonly number[]): string;
   /** How many token ids there are: the vocabulary and the added (special) tokens. */
   readonly size: number;
@@ -102,17 +116,130 @@ export async function cacheTokenizers(baseUrl: string, names: readonly string[],
   await Promise.all(names.map(async (name) => (await tokenizerResponse(baseUrl, name, fetcher)).response.body?.cancel()));
 }
 
+interface TokenSplitter {
+  split(text: string): string[];
+}
+
+interface AddedToken {
+  id: number;
+  content: string;
+  special: boolean;
+}
+
+/**
+ * The fields of `@lenml/tokenizers`' tokenizer (transformers.js's) that decide which added tokens
+ * a text holds: its `_encode_text` splits the text with the splitter, keeps a piece the map has
+ * as that token, and runs every other piece through the normaliser, pre-tokenizer and model.
+ */
+interface LoadedTokenizer {
+  model: { vocab: unknown[]; tokens_to_ids: Map<string, number> };
+  added_tokens: AddedToken[];
+  added_tokens_splitter: TokenSplitter;
+  added_tokens_map: Map<string, AddedToken>;
+  special_tokens: string[];
+}
+
+/** Runs `encode` (synchronous) with the splitter and map of `tokens` in place of the tokenizer's. */
+function withAddedTokens<T>(internals: LoadedTokenizer, tokens: { splitter: TokenSplitter; map: Map<string, AddedToken> }, encode: () => T): T {
+  const { added_tokens_splitter: splitter, added_tokens_map: map } = internals;
+  internals.added_tokens_splitter = tokens.splitter;
+  internals.added_tokens_map = tokens.map;
+  try {
+    return encode();
+  } finally {
+    internals.added_tokens_splitter = splitter;
+    internals.added_tokens_map = map;
+  }
+}
+
+/** A private-use character that `text` does not hold (one pass over it). */
+function absentCharacter(text: string): string {
+  const used = new Set<number>();
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code >= 0xe000 && code <= 0xf8ff) used.add(code);
+  }
+  let code = 0xe000;
+  while (used.has(code)) code++;
+  return String.fromCharCode(code);
+}
+
+/**
+ * One pass of the tokenizer's pipeline over the whole prompt, its splitter cutting exactly at
+ * our control pieces. Each control piece stands in the pipeline as a key that no text can equal
+ * (a character the prompt lacks), which the map, the vocabulary and the special-token list know
+ * for the length of the call; everything else is text, with only non-special added tokens (as
+ * Hugging Face's `split_special_tokens`). A tokenizer may rewrite the text first (Llama's
+ * non-legacy one prepends "▁" and turns "▁" into spaces): the cuts keep their distance from
+ * the end, which such a rewrite leaves alone.
+ */
+function encodeWithControls(internals: LoadedTokenizer, plain: { splitter: TokenSplitter }, pieces: readonly PromptPiece[], encode: (text: string) => number[]): number[] {
+  const text = pieces.map((piece) => piece.text).join("");
+  const mark = absentCharacter(text);
+  const keys = new Map<string, AddedToken>();
+  const controls = pieces.map((piece) => {
+    const token = piece.control ? internals.added_tokens_map.get(piece.text) : undefined;
+    if (!token?.special) return undefined;
+    const key = `${mark}${token.id}${mark}`;
+    keys.set(key, token);
+    return key;
+  });
+  const split = (rewritten: string): string[] => {
+    const parts: string[] = [];
+    let position = rewritten.length - text.length;
+    let pending = rewritten.slice(0, position);
+    pieces.forEach((piece, index) => {
+      const slice = rewritten.slice(position, position + piece.text.length);
+      position += piece.text.length;
+      const key = controls[index];
+      if (key === undefined) pending += slice;
+      else {
+        parts.push(...plain.splitter.split(pending), key);
+        pending = "";
+      }
+    });
+    return [...parts, ...plain.splitter.split(pending)];
+  };
+  const { tokens_to_ids: ids } = internals.model;
+  const specials = internals.special_tokens;
+  const map = new Map([...keys, ...[...internals.added_tokens_map].filter(([, token]) => !token.special)]);
+  for (const [key, token] of keys) ids.set(key, token.id);
+  internals.special_tokens = [...specials, ...keys.keys()];
+  try {
+    return withAddedTokens(internals, { splitter: { split }, map }, () => encode(text));
+  } finally {
+    for (const key of keys.keys()) ids.delete(key);
+    internals.special_tokens = specials;
+  }
+}
+
 export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
   const loaded = TokenizerLoader.fromPreTrained({
     tokenizerJSON: files.tokenizer as never,
     tokenizerConfig: files.config as never,
   });
-  const { model, added_tokens: added } = loaded as unknown as { model: { vocab: unknown[] }; added_tokens: { id: number }[] };
+  const internals = loaded as unknown as LoadedTokenizer;
+  const { model, added_tokens: added } = internals;
+  const specialOnly = (special: boolean) => ({
+    splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(added.filter((token) => token.special === special).map((token) => token.content)),
+    map: new Map([...internals.added_tokens_map].filter(([, token]) => token.special === special)),
+  });
+  const plain = specialOnly(false);
   return {
     encode: (text) => loaded.encode(text, { add_special_tokens: false }),
+    encodeText: (text) => withAddedTokens(internals, plain, () => loaded.encode(text, { add_special_tokens: false })),
+    encodePieces: (pieces) => encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
   };
+}
+
+/**
+ * A rendered prompt's token ids: each control token our template wrote as its id, and the text
+ * between them (the client's with it) as text, so no string in a message becomes a control token.
+ */
+export function encodePrompt(tokenizer: Tokenizer, pieces: readonly PromptPiece[]): number[] {
+  return tokenizer.encodePieces(pieces);
 }
 
 export class Tokenizers {

@@ -67,7 +67,9 @@ type Chunk = { choices: { delta?: { content?: string | null } }[]; usage?: { pro
 
 /** web-llm's own chat completion, each chunk posted as it comes. The benchmark's model is the Qwen2-shaped test model. */
 async function raw(request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
-  const messages = verbatimMessages(renderChatSegments("qwen2", request.messages as EngineMessage[]));
+  // web-llm tokenizes these texts itself here: the benchmark's prompts hold no control-token strings.
+  const segments = renderChatSegments("qwen2", request.messages as EngineMessage[]).map((segment) => ({ ...segment, tokens: [] }));
+  const messages = verbatimMessages(segments).map(({ role, content }) => ({ role, content }));
   const result = await engine().chat.completions.create(<never>{ ...request, messages });
   if (!request.stream) {
     reply({ kind: "result", body: result });

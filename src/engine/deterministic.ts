@@ -169,7 +169,8 @@ export class DeterministicEngine implements Engine {
     // logit_bias is accepted and not applied: the reply is composed, not sampled from logits.
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
     const prompt = request.input.kind === "chat" ? request.input.segments.map((segment) => segment.text).join("") : request.input.prompt;
-    const promptTokens = tokenizer.encode(prompt).length;
+    // Our rendering's ids where the request has them (a message's text is text), else the raw prompt's.
+    const promptTokens = request.input.tokens?.length ?? tokenizer.encode(prompt).length;
     const ids = tokenizer.encode(this.compose(request, prompt));
     const { maxTokens, stop } = request.sampling;
 

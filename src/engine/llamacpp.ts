@@ -264,7 +264,12 @@ export class LlamaCppEngine implements Engine {
     }
   }
 
-  /** The prompt as llama.cpp must see it: it adds the BOS itself, so a leading BOS text is taken off. */
+  /**
+   * The prompt as llama.cpp must see it: text, from which llama.cpp's own BOS replaces a leading
+   * BOS text. wllama 3.8's completion takes text only (a list of token ids makes its llama.cpp
+   * throw), and llama.cpp parses special-token strings in it: on this engine a control-token
+   * string in a message is still read as that token (see the README's Security section).
+   */
   #prompt(request: GenerationRequest): string {
     const text = request.input.kind === "chat" ? request.input.segments.map((segment) => segment.text).join("") : request.input.prompt;
     if (request.input.kind !== "chat" || !this.#loaded?.addsBos) return text;

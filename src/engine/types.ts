@@ -3,7 +3,7 @@
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
 import type { DeviceFeatures, GgufBuild, MlcBuild, ModelEntry } from "../catalogue.js";
-import type { PromptSegment, ToolSpec } from "../templates.js";
+import type { ToolSpec } from "../templates.js";
 
 export interface EngineMessage {
   role: "system" | "user" | "assistant" | "tool";
@@ -58,14 +58,26 @@ export type OutputConstraint =
       afterToolResult: boolean;
     };
 
+/** A piece of a conversation's prompt (see `renderChatSegments`): `reply` marks an earlier reply given back verbatim. */
+export interface PromptSegment {
+  text: string;
+  reply: boolean;
+  /** The piece's token ids: the template's control tokens, and the messages' text as text. */
+  tokens: number[];
+}
+
 export type GenerationInput =
   /**
-   * A conversation, and the prompt the family's template renders for it, in pieces (see
-   * `renderChatSegments`): an engine feeds the model exactly those pieces, so the prompt it sees
-   * is the one counted and billed.
+   * A conversation, and the prompt the family's template renders for it, whole (`tokens`) and in
+   * segments: an engine feeds the model exactly those token ids, so the prompt it sees is the one
+   * counted and billed, and a control-token string in a message stays text.
    */
-  | { kind: "chat"; messages: EngineMessage[]; segments: PromptSegment[] }
-  | { kind: "text"; prompt: string };
+  | { kind: "chat"; messages: EngineMessage[]; segments: PromptSegment[]; tokens: number[] }
+  /**
+   * A raw prompt. `tokens` when it is our template's rendering (tool calls); without them it is
+   * a client's own prompt (legacy completions), in which special-token strings are its to write.
+   */
+  | { kind: "text"; prompt: string; tokens?: number[] };
 
 export interface GenerationRequest {
   model: ModelEntry;

@@ -6,8 +6,7 @@ import { chooseBuild, memoryEstimateMB, type DeviceFeatures, type MlcBuild, type
 import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
 import { resolveUrl } from "./urls.js";
 import { isSoftwareAdapter } from "./adapter.js";
-import type { PromptSegment } from "../templates.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
+import type { Engine, PromptSegment, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
 
 interface WebLlmProgressReport {
   progress: number;
@@ -57,6 +56,67 @@ export function keepCompletionGrammar(engine: WebLlmEngineInstance): void {
     const isCompletion = typeof (request as { prompt?: unknown }).prompt === "string";
     const restored = isCompletion && format && genConfig.response_format === undefined ? { ...genConfig, response_format: format } : genConfig;
     return original.call(this, request, model, pipeline, chatConfig, restored, ...rest);
+  };
+}
+
+/** web-llm's tokenizer (tokenizers-cpp), which parses special-token strings in any text it encodes. */
+interface WebLlmTokenizer {
+  encode(text: string): Int32Array;
+}
+
+/** Token ids for a text web-llm is about to encode, when it is our prompt's (see `promptTokenLookup`). */
+export type TokenLookup = (text: string) => number[] | undefined;
+
+/**
+ * web-llm takes text only, and its tokenizer turns a control-token string in a message into that
+ * token. So while a request of ours generates, its pipeline's tokenizer answers the texts of our
+ * prompt with our token ids (the template's control tokens, the messages' text as text), and any
+ * other text as before. Every path of both create() methods prefills inside `asyncGenerate`.
+ */
+export function feedPromptTokens(engine: WebLlmEngineInstance, current: () => TokenLookup | undefined): void {
+  const original = engine.asyncGenerate;
+  engine.asyncGenerate = function (request, model, pipeline, ...rest) {
+    const inner = original.call(this, request, model, pipeline, ...rest);
+    const lookup = current();
+    const tokenizer = (pipeline as { tokenizer?: WebLlmTokenizer } | null)?.tokenizer;
+    if (!lookup || !tokenizer) return inner;
+    return (async function* () {
+      const own = Object.prototype.hasOwnProperty.call(tokenizer, "encode");
+      const encode = tokenizer.encode;
+      tokenizer.encode = (text) => {
+        const ids = lookup(text);
+        return ids ? Int32Array.from(ids) : encode.call(tokenizer, text);
+      };
+      try {
+        yield* inner;
+      } finally {
+        if (own) tokenizer.encode = encode;
+        else delete (tokenizer as Partial<WebLlmTokenizer>).encode;
+      }
+    })();
+  };
+}
+
+/**
+ * The ids of a text web-llm encodes from our messages: one message, or a run of them from the
+ * first or to the last (the whole prompt, or a new round after a cached one). Linear in the text.
+ */
+export function promptTokenLookup(messages: readonly { content: string; tokens: number[] }[]): TokenLookup {
+  const whole = messages.map((message) => message.content).join("");
+  const starts = new Map<number, number>();
+  let offset = 0;
+  messages.forEach((message, index) => {
+    starts.set(offset, index);
+    offset += message.content.length;
+  });
+  starts.set(offset, messages.length);
+  const idsBetween = (from: number, to: number) => messages.slice(from, to).flatMap((message) => message.tokens);
+  return (text) => {
+    if (text === "") return undefined;
+    if (whole.startsWith(text) && starts.has(text.length)) return idsBetween(0, starts.get(text.length)!);
+    const from = starts.get(whole.length - text.length);
+    if (from !== undefined && whole.endsWith(text)) return idsBetween(from, messages.length);
+    return messages.find((message) => message.content === text)?.tokens;
   };
 }
 
@@ -117,13 +177,15 @@ export const verbatimConversation = {
 };
 
 /** Our prompt's pieces as web-llm messages: replies as assistant turns, what lies between as user turns. */
-export function verbatimMessages(segments: readonly PromptSegment[]): { role: "user" | "assistant"; content: string }[] {
-  const messages: { role: "user" | "assistant"; content: string }[] = [];
+export function verbatimMessages(segments: readonly PromptSegment[]): { role: "user" | "assistant"; content: string; tokens: number[] }[] {
+  const messages: { role: "user" | "assistant"; content: string; tokens: number[] }[] = [];
   for (const segment of segments) {
     const role = segment.reply ? "assistant" : "user";
     const last = messages.at(-1);
-    if (last && last.role === role) last.content += segment.text;
-    else messages.push({ role, content: segment.text });
+    if (last && last.role === role) {
+      last.content += segment.text;
+      last.tokens = [...last.tokens, ...segment.tokens];
+    } else messages.push({ role, content: segment.text, tokens: segment.tokens });
   }
   return messages;
 }
@@ -163,6 +225,8 @@ export class WebLlmEngine implements Engine {
   #engine: WebLlmEngineInstance | undefined;
   #loaded: { modelId: string; contextWindow: number } | undefined;
   #device: Promise<DeviceFeatures> | undefined;
+  /** The running request's prompt ids, for web-llm's tokenizer (see `feedPromptTokens`). */
+  #lookup: TokenLookup | undefined;
 
   constructor(options: WebLlmEngineOptions) {
     this.#options = options;
@@ -222,6 +286,7 @@ export class WebLlmEngine implements Engine {
     if (!this.#engine) {
       this.#engine = new this.#options.webllm.MLCEngine({ logLevel: "WARN" });
       keepCompletionGrammar(this.#engine);
+      feedPromptTokens(this.#engine, () => this.#lookup);
     }
     const engine = this.#engine;
     engine.setAppConfig(this.#appConfig(model, build));
@@ -315,11 +380,14 @@ export class WebLlmEngine implements Engine {
           : { response_format: { type: "json_object", ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}) } }),
     };
     let chunks: AsyncIterable<WebLlmChunk>;
+    const messages = input.kind === "chat" ? verbatimMessages(input.segments) : [];
+    this.#lookup = input.kind === "chat" ? promptTokenLookup(messages) : input.tokens ? promptTokenLookup([{ content: input.prompt, tokens: input.tokens }]) : undefined;
     try {
       chunks = (await (input.kind === "chat"
-        ? engine.chat.completions.create(<never>{ ...common, messages: verbatimMessages(input.segments) })
+        ? engine.chat.completions.create(<never>{ ...common, messages: messages.map(({ role, content }) => ({ role, content })) })
         : engine.completions.create(<never>{ ...common, prompt: input.prompt }))) as AsyncIterable<WebLlmChunk>;
     } catch (error) {
+      this.#lookup = undefined;
       throw classify(error);
     }
 
@@ -345,6 +413,7 @@ export class WebLlmEngine implements Engine {
       }
     } finally {
       signal.removeEventListener("abort", interrupt);
+      this.#lookup = undefined;
     }
     // A reply cut at a stop string leaves the string's tokens in web-llm's KV cache while the
     // reply text (which a client sends back) lacks them: a next turn must not reuse that cache.

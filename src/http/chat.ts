@@ -1,9 +1,10 @@
 import { BadRequestError } from "../errors.js";
 import type { EngineMessage } from "../engine/types.js";
-import { renderChat, renderChatSegments, toolSyntax, type ToolSyntax } from "../templates.js";
+import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ToolSyntax } from "../templates.js";
+import { encodePrompt } from "../tokenizer.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { collect, completionBudget, promptTokenIds, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
 import { forward, routeRequest } from "./forward.js";
 import { abortWith, respond } from "./respond.js";
 import type { Route } from "./router.js";
@@ -54,6 +55,10 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
       case "user":
         return { role: "user", content: text(message.content), ...(message.name ? { name: message.name } : {}) };
       case "assistant":
+        // OpenAI's answer to an assistant turn that says nothing: it needs content or tool calls.
+        if (message.content == null && !message.tool_calls?.length) {
+          throw new BadRequestError("Invalid value for 'content': expected a string, got null.", { param: `messages.[${index}].content`, code: null });
+        }
         for (const call of message.tool_calls ?? []) calls.add(call.id);
         return {
           role: "assistant",
@@ -183,6 +188,16 @@ async function complete(
   };
 }
 
+/**
+ * The client's body with every completion limit it sent (`max_tokens`, `max_completion_tokens`)
+ * set to what was reserved, or `max_tokens` where it sent none: an upstream honours whichever it
+ * reads, so no reply can cost more than was admitted.
+ */
+function boundedBody(body: Record<string, unknown>, maxTokens: number): Record<string, unknown> {
+  const limits = ["max_tokens", "max_completion_tokens"].filter((name) => body[name] != null);
+  return { ...body, ...Object.fromEntries((limits.length ? limits : ["max_tokens"]).map((name) => [name, maxTokens])) };
+}
+
 export function chatRoute(dependencies: HttpDependencies): Route {
   return {
     method: "POST",
@@ -203,14 +218,14 @@ export function chatRoute(dependencies: HttpDependencies): Route {
         // and the prompt counted, for the context window and the reservation.
         const messages = toEngineMessages(request.messages);
         const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-        const promptTokens = countPromptTokens(tokenizer, renderChat(model.family, messages, []) + (request.tools ? JSON.stringify(request.tools) : ""), model, "messages");
+        const pieces = [...renderChatPieces(model.family, messages, []), { text: request.tools ? JSON.stringify(request.tools) : "", control: false }];
+        const promptTokens = promptTokenIds(tokenizer, pieces, model, "messages").length;
         const maxTokens = completionBudget(model, promptTokens, requested, "messages");
         return forward(dependencies, context, {
           model,
           decision,
           endpoint: "chat/completions",
-          // Bounded, so that no reply can cost more than was reserved.
-          body: { ...(json as Record<string, unknown>), ...(requested == null ? { max_tokens: maxTokens } : {}) },
+          body: boundedBody(json as Record<string, unknown>, maxTokens),
           stream: request.stream === true,
           includeUsage: request.stream_options?.include_usage === true,
           promptTokens,
@@ -220,8 +235,9 @@ export function chatRoute(dependencies: HttpDependencies): Route {
       }
       const structured = planStructured(request, model.family, toEngineMessages(request.messages));
       const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-      const prompt = renderChat(model.family, structured.messages, structured.tools ?? []);
-      const promptTokens = countPromptTokens(tokenizer, prompt, model, "messages");
+      const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
+      const tokens = promptTokenIds(tokenizer, pieces, model, "messages");
+      const promptTokens = tokens.length;
       const maxTokens = completionBudget(model, promptTokens, requested, "messages");
       const syntax = structured.tools ? toolSyntax[model.family] : null;
       const logprobs = chatLogprobsOption(request);
@@ -237,7 +253,14 @@ export function chatRoute(dependencies: HttpDependencies): Route {
           // pieces, so an engine can reuse the conversation's cached prefix.
           prompts: [
             {
-              input: structured.ownPrompt ? { kind: "text", prompt } : { kind: "chat", messages: structured.messages, segments: renderChatSegments(model.family, structured.messages, [], prompt) },
+              input: structured.ownPrompt
+                ? { kind: "text", prompt: piecesText(pieces), tokens }
+                : {
+                    kind: "chat",
+                    messages: structured.messages,
+                    segments: renderChatSegments(model.family, structured.messages, [], pieces).map((segment) => ({ text: segment.text, reply: segment.reply, tokens: encodePrompt(tokenizer, segment.pieces) })),
+                    tokens,
+                  },
               promptTokens,
             },
           ],

@@ -8,7 +8,8 @@ import { BadRequestError, engineErrorToApi } from "../errors.js";
 import { EngineError } from "../engine/errors.js";
 import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob, TokenUsage } from "../engine/types.js";
 import type { Usage } from "../wire/schemas.js";
-import type { Tokenizer } from "../tokenizer.js";
+import { encodePrompt, type Tokenizer } from "../tokenizer.js";
+import { piecesText, type PromptPiece } from "../templates.js";
 import type { HttpDependencies } from "./dependencies.js";
 import type { RouteContext } from "./router.js";
 
@@ -100,32 +101,42 @@ const pieceCharacters = 2_048;
 const tokensPerCut = 64;
 
 /**
- * The prompt's exact token count. A prompt too long for the window is refused as soon as that is
- * certain, without tokenizing the rest, so a giant prompt costs milliseconds and blocks no other
- * request: a long prompt is first counted in pieces, and the pieces' counts less `tokensPerCut`
- * per cut are a lower bound of the whole's.
+ * Refuses a prompt too long for the window as soon as that is certain, without tokenizing the
+ * rest, so a giant prompt costs milliseconds and blocks no other request: a long prompt is first
+ * counted in pieces, and the pieces' counts less `tokensPerCut` per cut are a lower bound of the
+ * whole's.
  */
-export function countPromptTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
+function refuseCertainlyTooLong(text: string, encode: (text: string) => number[], model: ModelEntry, param: string): void {
   // A prompt of up to 4 characters per token of window is cheap to count whole, and most fit:
   // only longer ones are counted in pieces first, so a prompt is not tokenized twice on the way.
-  if (text.length > Math.max(pieceCharacters, model.contextWindow * 4)) {
-    let lowerBound = 0;
-    // Repeated text gives repeated pieces, and a run without spaces is the slowest to encode
-    // (about 25 ms a piece here): a piece seen before is counted once.
-    const counted = new Map<string, number>();
-    for (let start = 0, cuts = 0; start < text.length; cuts++) {
-      let end = Math.min(text.length, start + pieceCharacters);
-      const space = end < text.length ? text.lastIndexOf(" ", end) : -1;
-      if (space > start + pieceCharacters / 2) end = space;
-      const piece = text.slice(start, end);
-      let tokens = counted.get(piece);
-      if (tokens === undefined) counted.set(piece, (tokens = tokenizer.encode(piece).length));
-      lowerBound += tokens;
-      if (lowerBound - cuts * tokensPerCut > model.contextWindow) throw contextExceeded(model.contextWindow, param, `at least ${lowerBound - cuts * tokensPerCut}`);
-      start = end;
-    }
+  if (text.length <= Math.max(pieceCharacters, model.contextWindow * 4)) return;
+  let lowerBound = 0;
+  // Repeated text gives repeated pieces, and a run without spaces is the slowest to encode
+  // (about 25 ms a piece here): a piece seen before is counted once.
+  const counted = new Map<string, number>();
+  for (let start = 0, cuts = 0; start < text.length; cuts++) {
+    let end = Math.min(text.length, start + pieceCharacters);
+    const space = end < text.length ? text.lastIndexOf(" ", end) : -1;
+    if (space > start + pieceCharacters / 2) end = space;
+    const piece = text.slice(start, end);
+    let tokens = counted.get(piece);
+    if (tokens === undefined) counted.set(piece, (tokens = encode(piece).length));
+    lowerBound += tokens;
+    if (lowerBound - cuts * tokensPerCut > model.contextWindow) throw contextExceeded(model.contextWindow, param, `at least ${lowerBound - cuts * tokensPerCut}`);
+    start = end;
   }
+}
+
+/** A client's raw prompt's exact token count (legacy completions: special-token strings in it are its own to write). */
+export function countPromptTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
+  refuseCertainlyTooLong(text, (piece) => tokenizer.encode(piece), model, param);
   return tokenizer.encode(text).length;
+}
+
+/** A rendered chat prompt's token ids, its messages' text encoded as text (see `encodePrompt`). */
+export function promptTokenIds(tokenizer: Tokenizer, pieces: readonly PromptPiece[], model: ModelEntry, param: string): number[] {
+  refuseCertainlyTooLong(piecesText(pieces.filter((piece) => !piece.control)), (piece) => tokenizer.encodeText(piece), model, param);
+  return encodePrompt(tokenizer, pieces);
 }
 
 /** The sampling fields both endpoints share, from the wire to the engine, with OpenAI's defaults. */
@@ -179,8 +190,8 @@ function admittedTokens(plan: GenerationPlan): { promptTokens: number; maxComple
 /**
  * Admits the request (limits and reservation), then runs the plan on the engine, holding the
  * engine until the last part or until the caller stops iterating, and settles when it ends:
- * `completed`, `aborted` (the client left; the tokens produced are charged) or `failed` (charged
- * nothing). Waiting for a turn happens before any byte is sent, so a full queue is a 503 and
+ * `completed`, `aborted` (the client left; the tokens produced are charged) or `failed` (the
+ * tokens delivered before the failure are charged). Waiting for a turn happens before any byte is sent, so a full queue is a 503 and
  * not a broken stream.
  */
 export async function startGeneration(dependencies: HttpDependencies, context: RouteContext, plan: GenerationPlan, signal: AbortSignal): Promise<Generation> {
@@ -211,6 +222,8 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
     throw error instanceof EngineError ? engineErrorToApi(error) : error;
   }
 
+  /** What the choice under way has delivered and not yet billed: its prompt's count when it is the prompt's first, and one token per delta. */
+  const unbilled = { promptTokens: 0, completionTokens: 0 };
   async function* run(): AsyncGenerator<ChoicePart> {
     let status: "completed" | "aborted" | "failed" = "completed";
     try {
@@ -228,7 +241,12 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
               // The prompt is billed once however many choices it has, as the hosted API does.
               if (copy === 0) addPromptUsage(totals, prompt.promptTokens, part.usage);
               totals.completionTokens += part.usage.completionTokens;
-            } else firstTokenAt ??= clock();
+              Object.assign(unbilled, { promptTokens: 0, completionTokens: 0 });
+            } else {
+              firstTokenAt ??= clock();
+              // Engines send one delta per token at most (a token that completes no character sends none).
+              Object.assign(unbilled, { promptTokens: copy === 0 ? prompt.promptTokens : 0, completionTokens: unbilled.completionTokens + 1 });
+            }
             yield { choice, part };
           }
           if (signal.aborted) return;
@@ -236,6 +254,9 @@ export async function startGeneration(dependencies: HttpDependencies, context: R
       }
     } catch (error) {
       status = "failed";
+      // Tokens delivered before the failure are billed, as an abort's are.
+      totals.promptTokens += unbilled.promptTokens;
+      totals.completionTokens += unbilled.completionTokens;
       throw error instanceof EngineError ? engineErrorToApi(error) : error;
     } finally {
       if (status === "completed" && signal.aborted) status = "aborted";

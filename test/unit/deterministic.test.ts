@@ -2,16 +2,23 @@ import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/catalogue.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import type { GenerationPart, GenerationRequest } from "../../src/engine/types.js";
-import { renderChat, renderChatSegments } from "../../src/templates.js";
+import { renderChat, renderChatPieces, renderChatSegments } from "../../src/templates.js";
+import { encodePrompt } from "../../src/tokenizer.js";
 import { tokenizers } from "./support.js";
 
 const model = Catalogue.create().get("alpha3:8b-instruct-q8_0")!;
 const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
+const llama = await tokenizers.forFamily(model.family);
 
 function request(overrides: Partial<GenerationRequest["sampling"]> = {}, content = "Tell me something."): GenerationRequest {
   return {
     model,
-    input: { kind: "chat", messages: [{ role: "user", content }], segments: renderChatSegments(model.family, [{ role: "user", content }]) },
+    input: {
+      kind: "chat",
+      messages: [{ role: "user", content }],
+      segments: renderChatSegments(model.family, [{ role: "user", content }]).map((segment) => ({ ...segment, tokens: encodePrompt(llama, segment.pieces) })),
+      tokens: encodePrompt(llama, renderChatPieces(model.family, [{ role: "user", content }])),
+    },
     sampling: { temperature: 1, topP: 1, maxTokens: 500, stop: [], presencePenalty: 0, frequencyPenalty: 0, ...overrides },
   };
 }

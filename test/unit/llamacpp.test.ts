@@ -130,7 +130,7 @@ const finish = (reason: string, prompt: number, cached: number, completion: numb
 function request(model: ModelEntry, extra: Partial<GenerationRequest> = {}): GenerationRequest {
   return {
     model,
-    input: { kind: "chat", messages: [{ role: "user", content: "Hi" }], segments: [{ text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", reply: false }] },
+    input: { kind: "chat", messages: [{ role: "user", content: "Hi" }], segments: [{ text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", reply: false, tokens: [128000, 128006, 882, 128007, 271, 13347, 128009] }], tokens: [128000, 128006, 882, 128007, 271, 13347, 128009] },
     sampling: { temperature: 0, topP: 1, maxTokens: 8, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
     ...extra,
   };
