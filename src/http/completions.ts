@@ -105,7 +105,8 @@ export function completionsRoute(dependencies: HttpDependencies): Route {
           stream: request.stream === true,
           includeUsage: request.stream_options?.include_usage === true,
           promptTokens: counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),
-          maxCompletionTokens: maxTokens * prompts.length * perPrompt,
+          // best_of candidates are generated (and billed) upstream too, so each is reserved for.
+          maxCompletionTokens: maxTokens * prompts.length * bestOf,
           countTokens: (text) => tokenizer.encode(text).length,
         });
       }

@@ -84,6 +84,36 @@ function producedText(choice: UpstreamChoice): string {
   return (choice.text ?? "") + (message?.content ?? "") + calls.map((call) => (call.function?.name ?? "") + (call.function?.arguments ?? "")).join("");
 }
 
+/** Upstream statuses that speak of our credential: their text is never passed on. */
+const credentialRefusals = new Set([401, 403]);
+
+/**
+ * Whether `text` could carry part of `secret`: any 8 characters of it in a row (a server may echo
+ * a key whole, cut, or masked at its ends). Linear in both.
+ */
+function mayCarry(text: string, secret: string | undefined): boolean {
+  if (!secret) return false;
+  const width = Math.min(8, secret.length);
+  const slices = new Set<string>();
+  for (let start = 0; start + width <= secret.length; start++) slices.add(secret.slice(start, start + width));
+  for (let start = 0; start + width <= text.length; start++) if (slices.has(text.slice(start, start + width))) return true;
+  return false;
+}
+
+/**
+ * The reason an upstream gives for refusing, as a client may read it: a refusal of our credential
+ * (401, 403) in our own words, and any text that could carry the credential withheld.
+ */
+async function safeReason(response: Response, upstream: Upstream, secret: string | undefined): Promise<{ message: string; code: string | null; param: string | null }> {
+  if (credentialRefusals.has(response.status)) {
+    await response.body?.cancel().catch(() => undefined);
+    const which = upstream.credential ? `the credential stored as '${upstream.credential}'` : "no credential (this upstream has none configured)";
+    return { message: `it refused the request as unauthorised; it was sent ${which}: store a valid one with admin.setUpstreamCredential`, code: "upstream_unauthorized", param: null };
+  }
+  const reason = await upstreamReason(response);
+  return mayCarry(`${reason.message} ${reason.code ?? ""} ${reason.param ?? ""}`, secret) ? { message: "its reason is withheld: it quoted the credential", code: null, param: null } : reason;
+}
+
 /** The reason an upstream gives in its error body, in any of the shapes these servers use. */
 async function upstreamReason(response: Response): Promise<{ message: string; code: string | null; param: string | null }> {
   const text = (await response.text().catch(() => "")).trim();
@@ -176,8 +206,9 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
   try {
     for (const upstream of plan.decision.upstreams) {
       const headers: Record<string, string> = { "content-type": "application/json", accept: plan.stream ? "text/event-stream" : "application/json" };
+      let secret: string | undefined;
       if (upstream.credential) {
-        const secret = await policy.upstreamSecret(upstream.credential);
+        secret = await policy.upstreamSecret(upstream.credential);
         if (secret === undefined) {
           failures.push(`${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)`);
           continue;
@@ -205,7 +236,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         continue;
       }
       if (!response.ok) {
-        const reason = await upstreamReason(response);
+        const reason = await safeReason(response, upstream, secret);
         if (clientErrors.has(response.status)) {
           throw new BadRequestError(`${upstream.name} refused the request: ${reason.message}`, { code: reason.code ?? "upstream_rejected", param: reason.param });
         }
@@ -213,7 +244,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         failures.push(`${upstream.name}: HTTP ${response.status}: ${reason.message}`);
         continue;
       }
-      const responses = oneAfterAnother(response, upstream, (index) => send(plan.prompts?.[index]));
+      const responses = oneAfterAnother(response, upstream, secret, (index) => send(plan.prompts?.[index]));
       context.headers = { ...context.headers, ...routeHeaders(plan.decision, upstream) };
       return plan.stream ? streamed(responses, upstream) : await whole(responses, upstream);
     }
@@ -234,7 +265,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
   }
 
   /** The first call's answer, then each further prompt's, sent when the one before has been read. */
-  async function* oneAfterAnother(first: Response, upstream: Upstream, send: (index: number) => Promise<Response>): AsyncGenerator<Response> {
+  async function* oneAfterAnother(first: Response, upstream: Upstream, secret: string | undefined, send: (index: number) => Promise<Response>): AsyncGenerator<Response> {
     yield first;
     for (let index = 1; index < (plan.prompts?.length ?? 1); index++) {
       let response: Response;
@@ -245,7 +276,7 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         throw new ServiceUnavailableError(`${upstream.name} could not be reached for prompt ${index}: ${(error as Error).message}`, { code: "upstream_unavailable" });
       }
       if (!response.ok) {
-        const reason = await upstreamReason(response);
+        const reason = await safeReason(response, upstream, secret);
         throw new ServiceUnavailableError(`${upstream.name} failed on prompt ${index}: HTTP ${response.status}: ${reason.message}`, { code: "upstream_error" });
       }
       yield response;
@@ -306,8 +337,9 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
         }
       } finally {
         if (signal.aborted) status = "aborted";
-        // An upstream that broke mid-stream is charged nothing, as a failed local generation is.
-        await settle(status, status === "failed" ? nothing : counted(status === "completed" ? usage : null, produced), upstream);
+        // An upstream that broke mid-stream is charged what it delivered (counted here), as a failed local generation is.
+        const delivered = produced.some((text) => text);
+        await settle(status, status === "failed" && !delivered ? nothing : counted(status === "completed" ? usage : null, produced), upstream);
       }
     }
 

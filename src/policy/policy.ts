@@ -392,9 +392,10 @@ export class Policy {
   }
 
   /**
-   * Charges the real tokens, releases the rest of the reservation, corrects the token window to
-   * the real count and writes the ledger entry, in one transaction. A failed generation is
-   * charged nothing. Settling twice is a no-op.
+   * Charges the real tokens, at most the reservation, releases the rest of it, corrects the token
+   * window to the real count and writes the ledger entry, in one transaction. A failed request is
+   * charged the tokens it delivered before it failed (the caller's count; none, nothing).
+   * Settling twice is a no-op.
    */
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
     const database = await this.#database;
@@ -408,16 +409,19 @@ export class Policy {
     }
     const account = expected?.id === reservation.accountId ? expected : await transaction.objectStore("accounts").get(reservation.accountId);
     const now = this.#clock();
-    const failed = settlement.status === "failed";
-    const charge = failed ? 0 : costNano(reservation.price, settlement.promptTokens, settlement.completionTokens);
+    // Never more than was reserved: an upstream that reports more tokens than were admitted is
+    // recorded with what it reported, and charged the reservation.
+    const cost = costNano(reservation.price, settlement.promptTokens, settlement.completionTokens);
+    const charge = Math.min(cost, reservation.amountNanoUsd);
     const entry = chargeEntry(reservation, now, {
-      promptTokens: failed ? 0 : settlement.promptTokens,
-      completionTokens: failed ? 0 : settlement.completionTokens,
+      promptTokens: settlement.promptTokens,
+      completionTokens: settlement.completionTokens,
       amountNanoUsd: charge,
       status: settlement.status,
       ...(settlement.timings ? { timings: settlement.timings } : {}),
       ...(settlement.upstream !== undefined ? { upstream: settlement.upstream } : {}),
       ...(settlement.usageEstimated ? { usageEstimated: true } : {}),
+      ...(cost > charge ? { chargeCapped: true } : {}),
     });
     const writes: Promise<unknown>[] = [transaction.objectStore("reservations").delete(reservation.requestId), transaction.objectStore("ledger").add(entry)];
     if (account) {
@@ -428,7 +432,7 @@ export class Policy {
     await Promise.all(writes);
     await transaction.done;
     // The tokens admitted but not used go back to the window (the lease stays as stored: an upper bound).
-    const used = failed ? 0 : settlement.promptTokens + settlement.completionTokens;
+    const used = settlement.promptTokens + settlement.completionTokens;
     this.#uncount(reservation.keyId, reservation.windowStart, Math.max(0, reservation.admittedTokens - used), 0);
     return entry;
   }

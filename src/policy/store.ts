@@ -57,6 +57,8 @@ export interface LedgerEntry {
   upstream?: string;
   /** The upstream reported no usage, so the tokens were counted here with the model's tokenizer. */
   usageEstimated?: boolean;
+  /** The tokens reported cost more than was reserved at admission; the reservation was charged. */
+  chargeCapped?: boolean;
 }
 
 export interface ReservationRecord {

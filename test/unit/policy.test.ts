@@ -153,20 +153,23 @@ describe("reservation and settlement", () => {
     expect(costNano(catalogue.get("gamma-7b-instruct-v0.3")!.price, 1_000_000, 1_000_000)).toBe(3_000_000);
   });
 
-  it("charges aborted requests for what they produced and failed ones nothing", async () => {
+  it("charges aborted and failed requests for what they delivered, and a failure that delivered nothing nothing", async () => {
     const { policy, database, account, created } = await setup(1);
     const aborted = await admitOne(policy, created.id);
     const failed = await admitOne(policy, created.id);
+    const empty = await admitOne(policy, created.id);
     await policy.settle(aborted, { promptTokens: 10, completionTokens: 3, status: "aborted" });
     await policy.settle(failed, { promptTokens: 10, completionTokens: 7, status: "failed" });
+    await policy.settle(empty, { promptTokens: 0, completionTokens: 0, status: "failed" });
     const ledger = await database.getAll("ledger");
     expect(ledger.filter((entry) => entry.kind === "charge").map((entry) => [entry.status, entry.amountNanoUsd])).toEqual(
       expect.arrayContaining([
         ["aborted", 10 * 10 + 3 * 20],
+        ["failed", 10 * 10 + 7 * 20],
         ["failed", 0],
       ]),
     );
-    expect((await database.get("accounts", account.id))?.balanceNanoUsd).toBe(1_000_000_000 - 160);
+    expect((await database.get("accounts", account.id))?.balanceNanoUsd).toBe(1_000_000_000 - 160 - 240);
     await checkLedgerInvariant(database);
   });
 

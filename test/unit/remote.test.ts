@@ -4,7 +4,9 @@ import { resolveConfig } from "../../src/config.js";
 import { readSse } from "../../src/http/sse.js";
 import { decideRoute as decide } from "../../src/routing.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
-import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
+import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
+
+const tokenizersFor = () => tokenizers.forFamily("llama3");
 
 const upstreamA = { name: "a", baseUrl: "https://a.example/v1", model: "llama-3-8b", credential: "a-key" };
 const upstreamB = { name: "b", baseUrl: "http://127.0.0.1:9/v1", model: "llama3:8b" };
@@ -320,6 +322,64 @@ describe("forwarding to upstreams", () => {
     expect(response.status).toBe(503);
     expect((await response.json()).error.message).toMatch(/failed on prompt 1: HTTP 503: overloaded/);
     expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({ status: "failed", amountNanoUsd: 0 });
+  });
+
+  it("bounds every completion limit the client sent by what was reserved, and reserves for best_of", async () => {
+    const { app, post, calls, database, policy } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
+      "https://a.example/v1/completions": () => Response.json({ id: "x", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: "ok", finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+    });
+    await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_completion_tokens: 1, max_tokens: 1_000_000_000 }));
+    expect(calls[0]!.body).toMatchObject({ max_completion_tokens: 1, max_tokens: 1 });
+    await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_completion_tokens: 3 }));
+    expect(calls[1]!.body).toMatchObject({ max_completion_tokens: 3 });
+    expect(calls[1]!.body.max_tokens).toBeUndefined();
+    const reserved: number[] = [];
+    const admit = policy.admit.bind(policy);
+    policy.admit = async (request) => (reserved.push(request.maxCompletionTokens), admit(request));
+    await app.handle(post("/v1/completions", { model: "remote-llama", prompt: "A", max_tokens: 4, n: 1, best_of: 3 }));
+    expect(reserved).toEqual([4 * 3]);
+    await checkLedgerInvariant(database);
+  });
+
+  it("never charges more than was reserved: an upstream that reports more is recorded, and charged the reservation", async () => {
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 900_000, total_tokens: 900_005 } }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_tokens: 2 }));
+    expect(response.status).toBe(200);
+    const [entry] = await admin.ledger({ limit: 1 });
+    const tokenizer = await tokenizersFor();
+    const promptTokens = tokenizer.encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n").length;
+    expect(entry).toMatchObject({ completionTokens: 900_000, chargeCapped: true, amountNanoUsd: promptTokens * 10 + 2 * 20 });
+    await checkLedgerInvariant(database);
+  });
+
+  it("bills what a stream delivered before the upstream broke off", async () => {
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => new Response(bytes(`data: ${JSON.stringify(chunk("Hi"))}\n\n`, `data: ${JSON.stringify(chunk(" there"))}\n\n`, "data: {not json\n\n"), { headers: { "content-type": "text/event-stream" } }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }));
+    await response.text();
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "failed", completionTokens: 2, usageEstimated: true });
+    expect(entry!.amountNanoUsd).toBeGreaterThan(0);
+    await checkLedgerInvariant(database);
+  });
+
+  it("answers an upstream's 401 or 403 in our words, and never passes on text that quotes the credential", async () => {
+    for (const [status, text] of [
+      [401, '{"error": {"message": "Incorrect API key provided: sk-upstre****cret"}}'],
+      [403, "forbidden for key sk-upstream-secret"],
+      [500, "internal error while checking sk-upstream-secret"],
+    ] as const) {
+      const { app, post } = await remoteApp({ "https://a.example/v1/chat/completions": () => new Response(text, { status }) });
+      const body = await (await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }))).text();
+      expect(body).not.toContain("sk-upstre");
+      expect(body).not.toContain("upstream-secret");
+      if (status !== 500) expect(body).toContain("store a valid one with admin.setUpstreamCredential");
+    }
   });
 
   it("says where a model is served, and why, in model info", async () => {
