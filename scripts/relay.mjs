@@ -10,12 +10,23 @@
  * status, headers}`, then binary frames (a 4-byte big-endian id, then body bytes), then
  * `{type: "end", id}` or `{type: "error", id, message}`.
  *
- * It listens on loopback only (the static server's default), and takes WebSockets from its own
- * origin only, so no other site can borrow the tab.
+ * Trusting no one by default: it listens on loopback only (the static server's default); it
+ * answers only requests whose Host is a loopback name (a DNS-rebinding page cannot reach it); it
+ * takes WebSockets from its own origin only; it relays the fixed API path `/openai/` and nothing
+ * else (never the page's own files); a request's answer is taken only from the socket it was
+ * sent to; the newest tab answers, and each response names it (`x-webgpu-inference-relay-tab`);
+ * frames and bodies are bounded, and a malformed frame is dropped.
  */
 import { WebSocketServer } from "ws";
 
 const relayPath = "/__relay";
+/** The one path relayed: the demo's API. */
+const apiPath = "/openai";
+/** The worker's own body limit is 8 MiB; a little more lets it answer with its own 413. */
+const maxBodyBytes = 9 * 2 ** 20;
+/** A frame from a tab: a head or an end is small, body bytes come in pieces. */
+const maxFrameBytes = 16 * 2 ** 20;
+const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]"]);
 /** Marks a request the tab makes for the relay: one the worker passes on to the network is not relayed again. */
 const relayedHeader = "x-webgpu-inference-relayed";
 
@@ -23,7 +34,7 @@ const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "cont
 
 /** OpenAI's error object, as the worker itself writes it. */
 function sendError(response, status, code, message) {
-  const type = status === 404 ? "invalid_request_error" : "service_unavailable";
+  const type = status === 404 || status === 413 || status === 403 ? "invalid_request_error" : "service_unavailable";
   response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message, type, code, param: null } }));
 }
 
@@ -39,46 +50,73 @@ function fail(response, status, code, message) {
 
 class Relay {
   #origin;
-  #sockets = new WebSocketServer({ noServer: true });
+  #sockets = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes });
   /** @type {Tab[]} Tabs that said hello, newest last: the newest one answers. */
   #tabs = [];
   /** @type {Map<number, { response: import("node:http").ServerResponse, tab: Tab }>} */
   #pending = new Map();
   #nextId = 1;
+  #tabNumber = 1;
 
   constructor(origin) {
     this.#origin = origin;
     this.#sockets.on("connection", (socket) => {
-      const tab = { socket, basePath: "" };
-      socket.on("message", (data, isBinary) => this.#hear(tab, data, isBinary));
+      const tab = { socket, basePath: "", number: this.#tabNumber++ };
+      socket.on("message", (data, isBinary) => {
+        try {
+          this.#hear(tab, data, isBinary);
+        } catch {
+          // A malformed frame is dropped; the relay and the other requests go on.
+        }
+      });
+      socket.on("error", () => socket.terminate());
       socket.on("close", () => this.#drop(tab));
     });
+  }
+
+  /** A Host header that names this machine's loopback, as a browser on it sends (any other is a rebinding page or a stranger). */
+  #fromLoopback(request) {
+    const host = String(request.headers.host ?? "");
+    const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.split(":")[0];
+    return loopbackHosts.has(name.toLowerCase());
   }
 
   /** Takes the WebSocket of a tab of this origin on /__relay. */
   upgrade(request, socket, head) {
     const { pathname } = new URL(request.url ?? "/", this.#origin);
-    if (pathname !== relayPath || request.headers.origin !== this.#origin) {
+    if (pathname !== relayPath || request.headers.origin !== this.#origin || !this.#fromLoopback(request)) {
       socket.destroy();
       return;
     }
     this.#sockets.handleUpgrade(request, socket, head, (websocket) => this.#sockets.emit("connection", websocket, request));
   }
 
-  /** Relays a request under an open tab's API path; false when the path is not the API's. */
+  /** Relays a request under the API's path to the newest tab; false for any other path (the page's files). */
   handle(request, response) {
+    if (!this.#fromLoopback(request)) {
+      sendError(response, 403, "host_not_allowed", "This server answers requests addressed to localhost, 127.0.0.1 or [::1] only.");
+      return true;
+    }
     const url = new URL(request.url ?? "/", this.#origin);
-    const tab = this.#tabs.findLast((candidate) => url.pathname === candidate.basePath || url.pathname.startsWith(`${candidate.basePath}/`));
+    if (url.pathname !== apiPath && !url.pathname.startsWith(`${apiPath}/`)) return false;
+    const tab = this.#tabs.at(-1);
     if (!tab) {
-      // With no tab open the API's path is unknown; the demo's default one gets the reason.
-      if (!/^\/openai(\/|$)/.test(url.pathname)) return false;
       sendError(response, 503, "no_open_tab", `The API runs in the browser, in the demo's service worker: open ${this.#origin}/ and keep the tab open. This server relays requests to it while it is open.`);
     } else if (request.headers[relayedHeader]) {
       sendError(response, 404, "not_found", `The demo's service worker does not answer ${url.pathname}.`);
+    } else if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
+      sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
     } else {
       const chunks = [];
-      request.on("data", (chunk) => chunks.push(chunk));
-      request.on("end", () => this.#send(tab, request, response, `${url.pathname}${url.search}`, Buffer.concat(chunks)));
+      let size = 0;
+      request.on("data", (chunk) => {
+        size += chunk.length;
+        if (size <= maxBodyBytes) chunks.push(chunk);
+      });
+      request.on("end", () => {
+        if (size > maxBodyBytes) sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
+        else this.#send(tab, request, response, `${url.pathname}${url.search}`, Buffer.concat(chunks));
+      });
     }
     return true;
   }
@@ -98,19 +136,28 @@ class Relay {
   #hear(tab, data, isBinary) {
     if (isBinary) {
       const bytes = Buffer.from(data);
-      this.#pending.get(bytes.readUInt32BE(0))?.response.write(bytes.subarray(4));
+      if (bytes.length < 4) return;
+      const entry = this.#pending.get(bytes.readUInt32BE(0));
+      // Only the tab a request went to may answer it, and only after its head.
+      if (entry?.tab === tab && entry.response.headersSent) entry.response.write(bytes.subarray(4));
       return;
     }
     const message = JSON.parse(String(data));
-    if (message.type === "hello") {
-      tab.basePath = String(message.basePath).replace(/\/+$/, "");
+    if (message?.type === "hello") {
+      // The demo's API path only: a socket that claims another (the page's own files) is refused.
+      if (String(message.basePath).replace(/\/+$/, "") !== apiPath) {
+        tab.socket.close(1008, `only ${apiPath} is relayed`);
+        return;
+      }
+      tab.basePath = apiPath;
       if (!this.#tabs.includes(tab)) this.#tabs.push(tab);
       return;
     }
-    const entry = this.#pending.get(message.id);
-    if (!entry) return;
+    const entry = this.#pending.get(message?.id);
+    if (!entry || entry.tab !== tab) return;
     if (message.type === "head") {
-      entry.response.writeHead(message.status, withoutHopByHop(message.headers));
+      if (entry.response.headersSent || !Number.isInteger(message.status) || message.status < 100 || message.status > 599) return;
+      entry.response.writeHead(message.status, { ...withoutHopByHop(message.headers ?? {}), "x-webgpu-inference-relay-tab": String(tab.number) });
       entry.response.flushHeaders();
       return;
     }

@@ -4,7 +4,7 @@
  */
 import { createReadStream, statSync } from "node:fs";
 import { createServer } from "node:http";
-import { extname, join, normalize, resolve } from "node:path";
+import { extname, join, normalize, resolve, sep } from "node:path";
 
 /** @type {Record<string, string>} */
 const contentTypes = {
@@ -36,7 +36,8 @@ function fileFor(mounts, pathname) {
     const relative = decodeURIComponent(pathname.slice(mount.prefix.length)) || "index.html";
     const root = resolve(mount.directory);
     const candidate = normalize(join(root, relative));
-    if (!candidate.startsWith(root)) continue;
+    // Inside the folder, separator and all: "/srv/demo-secrets" is not inside "/srv/demo".
+    if (candidate !== root && !candidate.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)) continue;
     try {
       const stat = statSync(candidate);
       if (stat.isFile()) return { file: candidate, mount };
@@ -81,7 +82,15 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
     }
     if (extension?.handle(request, response)) return;
     if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
-    const found = fileFor(mounts, url.pathname);
+    let found;
+    try {
+      found = fileFor(mounts, url.pathname);
+    } catch (error) {
+      // A malformed escape ("/%", "/%zz") is the request's fault, never the server's end.
+      if (!(error instanceof URIError)) throw error;
+      response.writeHead(400, { "content-type": "text/plain" }).end(`bad request: ${url.pathname} has a malformed %-escape`);
+      return;
+    }
     if (!found || (request.method !== "GET" && request.method !== "HEAD")) {
       response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${url.pathname}`);
       return;

@@ -1,0 +1,118 @@
+/**
+ * `npm start`'s server as an attacker on this machine meets it: a local process with any Origin
+ * or Host, a socket that claims another path or answers another tab's request, malformed frames
+ * and escapes. Real sockets on loopback.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+// @ts-expect-error: a plain JavaScript script
+import { createRelay } from "../../scripts/relay.mjs";
+// @ts-expect-error: a plain JavaScript script
+import { startStaticServer } from "../../scripts/static-server.mjs";
+
+interface Server {
+  origin: string;
+  close(): Promise<void>;
+}
+
+let server: Server | undefined;
+const sockets: WebSocket[] = [];
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.terminate();
+  await server?.close();
+});
+
+async function start(): Promise<Server> {
+  const root = mkdtempSync(join(tmpdir(), "relay-"));
+  mkdirSync(join(root, "demo"));
+  writeFileSync(join(root, "demo", "index.html"), "<p>demo</p>");
+  writeFileSync(join(root, "demo-secrets.txt"), "secret");
+  server = (await startStaticServer([{ prefix: "/", directory: join(root, "demo") }], { extend: (origin: string) => createRelay({ origin }) })) as Server;
+  return server;
+}
+
+/** A raw HTTP request, Host and path as given (fetch would normalise both). */
+function raw(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ hostname, port, path, method: "GET", headers }, (incoming) => {
+      let body = "";
+      incoming.on("data", (chunk) => (body += chunk));
+      incoming.on("end", () => resolve({ status: incoming.statusCode ?? 0, body, headers: incoming.headers }));
+    });
+    outgoing.on("error", reject);
+    outgoing.end();
+  });
+}
+
+async function tab(origin: string, basePath = "/openai", headers: Record<string, string> = { origin }): Promise<WebSocket> {
+  const socket = new WebSocket(`${origin.replace("http", "ws")}/__relay`, { headers });
+  sockets.push(socket);
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  socket.send(JSON.stringify({ type: "hello", basePath }));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return socket;
+}
+
+/** The next request the relay sends a tab. */
+const nextRequest = (socket: WebSocket) =>
+  new Promise<{ id: number; path: string; headers: Record<string, string> }>((resolve) => socket.once("message", (data) => resolve(JSON.parse(String(data)))));
+
+describe("the demo server and its relay", () => {
+  it("answers a malformed escape with 400 and keeps serving; a sibling folder sharing the prefix is outside", async () => {
+    const { origin } = await start();
+    expect((await raw(origin, "/%")).status).toBe(400);
+    expect((await raw(origin, "/%zz/a")).status).toBe(400);
+    expect((await raw(origin, "/../demo-secrets.txt")).status).toBe(404);
+    expect((await raw(origin, "/%2e%2e/demo-secrets.txt")).status).toBe(404);
+    expect((await raw(origin, "/")).body).toContain("demo");
+  });
+
+  it("refuses a Host that is not loopback, for files and the API alike", async () => {
+    const { origin } = await start();
+    for (const path of ["/", "/openai/v1/models"]) expect((await raw(origin, path, { host: "evil.example" })).status).toBe(403);
+    await expect(tab(origin, "/openai", { origin, host: "evil.example" })).rejects.toThrow();
+  });
+
+  it("takes no socket from another origin, and none that claims a path other than /openai", async () => {
+    const { origin } = await start();
+    await expect(tab(origin, "/openai", { origin: "http://evil.example" })).rejects.toThrow();
+    const claimer = await tab(origin, "");
+    await new Promise((resolve) => (claimer.readyState === WebSocket.CLOSED ? resolve(null) : claimer.once("close", resolve)));
+    // The page's own files are never relayed, and the API has no tab to answer it.
+    expect((await raw(origin, "/")).body).toContain("demo");
+    expect((await raw(origin, "/openai/v1/models")).status).toBe(503);
+  });
+
+  it("takes a request's answer only from the tab it was sent to, and survives malformed frames", async () => {
+    const { origin } = await start();
+    const first = await tab(origin);
+    const second = await tab(origin);
+    const asked = nextRequest(second);
+    const answer = raw(origin, "/openai/v1/models", { authorization: "Bearer sk-test" });
+    const { id, headers } = await asked;
+    expect(headers.authorization).toBe("Bearer sk-test");
+    // The other socket tries to answer, and sends garbage.
+    first.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "text/plain" } }));
+    first.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from("forged")]));
+    first.send(JSON.stringify({ type: "end", id }));
+    first.send("{not json");
+    first.send(Buffer.from([1]));
+    second.send("null");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    second.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "application/json" } }));
+    second.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from('{"object":"list"}')]));
+    second.send(JSON.stringify({ type: "end", id }));
+    const response = await answer;
+    expect(response).toMatchObject({ status: 200, body: '{"object":"list"}' });
+    expect(response.headers["x-webgpu-inference-relay-tab"]).toBe("2");
+  });
+});
