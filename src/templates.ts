@@ -93,21 +93,46 @@ export function piecesText(pieces: readonly PromptPiece[]): string {
   return pieces.map((piece) => piece.text).join("");
 }
 
-function parsedArguments(text: string): unknown {
-  try {
-    return JSON.parse(text || "{}");
-  } catch {
-    return text;
+/**
+ * JSON nested deeper than this is kept as text: writing it back (recursively, as Python's
+ * `json.dumps` does, which fails near a thousand levels) must not exhaust the stack.
+ */
+const deepestJson = 256;
+
+/** How deep `text`'s brackets nest outside strings, stopping past `limit`; one pass. */
+function nestingExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 92) index++;
+      else if (code === 34) inString = false;
+    } else if (code === 34) inString = true;
+    else if (code === 123 || code === 91) {
+      if (++depth > limit) return true;
+    } else if (code === 125 || code === 93) depth--;
   }
+  return false;
 }
 
-/** A tool result as mistral-common inserts it: a JSON value when the text is JSON, else the text. */
-function parsedContent(text: string): unknown {
+/** A JSON text as its value, or the text itself when it is not JSON (or nests too deep to write back). */
+function jsonOrText(text: string): unknown {
+  if (nestingExceeds(text, deepestJson)) return text;
   try {
     return JSON.parse(text);
   } catch {
     return text;
   }
+}
+
+function parsedArguments(text: string): unknown {
+  return jsonOrText(text || "{}");
+}
+
+/** A tool result as mistral-common inserts it: a JSON value when the text is JSON, else the text. */
+function parsedContent(text: string): unknown {
+  return jsonOrText(text);
 }
 
 function callObject(call: CallText, key: "arguments" | "parameters", withId = false): Record<string, unknown> {

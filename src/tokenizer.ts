@@ -7,6 +7,7 @@ import { TokenizerLoader } from "@lenml/tokenizers";
 import { EngineError, fetchAsset } from "./engine/errors.js";
 import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
 import type { PromptPiece } from "./templates.js";
+import { installFastBpe, type BpeModel } from "./bpe.js";
 
 export { tokenizerNames } from "./families.js";
 
@@ -28,6 +29,13 @@ export interface Tokenizer {
   decode(ids: readonly number[]): string;
   /** How many token ids there are: the vocabulary and the added (special) tokens. */
   readonly size: number;
+  /**
+   * The fewest tokens `text` can be, known without encoding it: no token stands for more
+   * characters than its vocabulary entry has (a byte-level entry's characters are bytes, never
+   * fewer than the text's UTF-16 units), counted on the text as the tokenizer's Unicode
+   * normaliser leaves it (Qwen's NFC composes up to three units into one).
+   */
+  fewestTokens(text: string): number;
 }
 
 export interface TokenizerFiles {
@@ -139,6 +147,28 @@ interface LoadedTokenizer {
   special_tokens: string[];
 }
 
+/** The Unicode normal form a tokenizer applies first, if any (`NFC` for Qwen). */
+function unicodeForm(tokenizer: unknown): "NFC" | "NFD" | "NFKC" | "NFKD" | undefined {
+  const form = /"type":\s*"(NFK?[CD])"/.exec(JSON.stringify((tokenizer as { normalizer?: unknown }).normalizer ?? null));
+  return form?.[1] as "NFC" | "NFD" | "NFKC" | "NFKD" | undefined;
+}
+
+function fewestTokens(longest: number, form: "NFC" | "NFD" | "NFKC" | "NFKD" | undefined): (text: string) => number {
+  return (text) => Math.ceil((form ? text.normalize(form) : text).length / longest);
+}
+
+/** The longest vocabulary entry or added token, in UTF-16 code units (a byte-level entry's characters are bytes, fewer than the text's units never). */
+function longestEntry(vocab: readonly unknown[], added: readonly AddedToken[]): number {
+  let longest = 1;
+  for (const entry of vocab) {
+    // A Unigram vocabulary holds [piece, score] pairs; a BPE one holds the pieces.
+    const piece = Array.isArray(entry) ? entry[0] : entry;
+    if (typeof piece === "string" && piece.length > longest) longest = piece.length;
+  }
+  for (const token of added) longest = Math.max(longest, token.content.length);
+  return longest;
+}
+
 /** Runs `encode` (synchronous) with the splitter and map of `tokens` in place of the tokenizer's. */
 function withAddedTokens<T>(internals: LoadedTokenizer, tokens: { splitter: TokenSplitter; map: Map<string, AddedToken> }, encode: () => T): T {
   const { added_tokens_splitter: splitter, added_tokens_map: map } = internals;
@@ -220,6 +250,7 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
   });
   const internals = loaded as unknown as LoadedTokenizer;
   const { model, added_tokens: added } = internals;
+  if ("merges" in model) installFastBpe(model as unknown as BpeModel);
   const specialOnly = (special: boolean) => ({
     splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(added.filter((token) => token.special === special).map((token) => token.content)),
     map: new Map([...internals.added_tokens_map].filter(([, token]) => token.special === special)),
@@ -231,6 +262,7 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
     encodePieces: (pieces) => encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
+    fewestTokens: fewestTokens(longestEntry(model.vocab, added), unicodeForm(files.tokenizer)),
   };
 }
 

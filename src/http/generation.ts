@@ -106,7 +106,11 @@ const tokensPerCut = 64;
  * counted in pieces, and the pieces' counts less `tokensPerCut` per cut are a lower bound of the
  * whole's.
  */
-function refuseCertainlyTooLong(text: string, encode: (text: string) => number[], model: ModelEntry, param: string): void {
+function refuseCertainlyTooLong(text: string, encode: (text: string) => number[], tokenizer: Tokenizer, model: ModelEntry, param: string): void {
+  // A sound bound, known at once: no prompt of more characters than the window times the
+  // longest token is tokenized before it is refused.
+  const fewest = tokenizer.fewestTokens(text);
+  if (fewest > model.contextWindow) throw contextExceeded(model.contextWindow, param, `at least ${fewest}`);
   // A prompt of up to 4 characters per token of window is cheap to count whole, and most fit:
   // only longer ones are counted in pieces first, so a prompt is not tokenized twice on the way.
   if (text.length <= Math.max(pieceCharacters, model.contextWindow * 4)) return;
@@ -129,13 +133,13 @@ function refuseCertainlyTooLong(text: string, encode: (text: string) => number[]
 
 /** A client's raw prompt's exact token count (legacy completions: special-token strings in it are its own to write). */
 export function countPromptTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
-  refuseCertainlyTooLong(text, (piece) => tokenizer.encode(piece), model, param);
+  refuseCertainlyTooLong(text, (piece) => tokenizer.encode(piece), tokenizer, model, param);
   return tokenizer.encode(text).length;
 }
 
 /** A rendered chat prompt's token ids, its messages' text encoded as text (see `encodePrompt`). */
 export function promptTokenIds(tokenizer: Tokenizer, pieces: readonly PromptPiece[], model: ModelEntry, param: string): number[] {
-  refuseCertainlyTooLong(piecesText(pieces.filter((piece) => !piece.control)), (piece) => tokenizer.encodeText(piece), model, param);
+  refuseCertainlyTooLong(piecesText(pieces.filter((piece) => !piece.control)), (piece) => tokenizer.encodeText(piece), tokenizer, model, param);
   return encodePrompt(tokenizer, pieces);
 }
 
