@@ -31,11 +31,11 @@ export function routeHeaders(decision: RouteDecision, upstream?: Upstream): Reco
   return {
     "x-inference-route": decision.target,
     "x-inference-route-reason": headerValue(decision.reason),
-    ...(upstream ? { "x-inference-upstream": headerValue(upstream.name) } : {}),
+    ...(upstream ? { "x-inference-upstream": headerValue(upstream.name), "x-inference-generated-by": headerValue(`upstream ${new URL(upstream.baseUrl).host}`) } : {}),
   };
 }
 
 /** The engine that generates a local reply, and why it was chosen (the same as `/v1/model/info` says). */
 export function engineHeaders(engine: { name: string; reason: string }): Record<string, string> {
-  return { "x-inference-engine": headerValue(engine.name), "x-inference-engine-reason": headerValue(engine.reason) };
+  return { "x-inference-engine": headerValue(engine.name), "x-inference-engine-reason": headerValue(engine.reason), "x-inference-generated-by": headerValue(`device ${engine.name}`) };
 }

@@ -53,7 +53,8 @@ export async function routeRequest(dependencies: HttpDependencies, context: Rout
   const { engine } = dependencies;
   const status = model.routing === "auto" ? await engine.status(model) : undefined;
   const decision = decideRoute(model, status?.runnable ?? { ok: false, reason: null });
-  const chosen = decision.target === "local" ? (status?.engine ?? (await engine.choice?.(model))) : undefined;
+  // Every local reply names its engine: the one chosen for the model, else the configured one (as model info says).
+  const chosen = decision.target === "local" ? (status?.engine ?? (await engine.choice?.(model)) ?? { name: engine.name, reason: "the configured engine" }) : undefined;
   context.headers = { ...context.headers, ...routeHeaders(decision), ...(chosen ? engineHeaders(chosen) : {}) };
   return decision;
 }
@@ -208,11 +209,20 @@ export async function forward(dependencies: HttpDependencies, context: RouteCont
       const headers: Record<string, string> = { "content-type": "application/json", accept: plan.stream ? "text/event-stream" : "application/json" };
       let secret: string | undefined;
       if (upstream.credential) {
-        secret = await policy.upstreamSecret(upstream.credential);
-        if (secret === undefined) {
+        const stored = await policy.upstreamSecret(upstream.credential);
+        const upstreamOrigin = new URL(upstream.baseUrl).origin;
+        if (stored === undefined) {
           failures.push(`${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)`);
           continue;
         }
+        // A credential goes to the origin it was stored for and nowhere else, whatever the catalogue says now.
+        if (stored.origin !== upstreamOrigin) {
+          failures.push(
+            `${upstream.name}: the credential '${upstream.credential}' is stored for ${stored.origin ?? "no origin"}, not ${upstreamOrigin}, so it was not sent (store it for ${upstreamOrigin} with admin.setUpstreamCredential if that is where it belongs)`,
+          );
+          continue;
+        }
+        secret = stored.secret;
         headers.authorization = `Bearer ${secret}`;
       }
       const send = (prompt: string | undefined) => {

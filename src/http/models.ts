@@ -77,6 +77,10 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
           threads: status.threads ?? null,
           runnable: status.runnable,
           routing: { policy: decision.policy, target: decision.target, reason: decision.reason, upstreams: model.upstreams.map((upstream) => upstream.name) },
+          generated_by:
+            decision.target === "local"
+              ? { where: "device", engine: status.engine?.name ?? dependencies.engine.name, hosts: [] }
+              : { where: "upstream", engine: null, hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host) },
         };
         return jsonResponse(info);
       },

@@ -169,12 +169,21 @@ export class Admin {
 
   /**
    * Stores (or, with null, deletes) the secret an upstream named by `credential` in the catalogue
-   * is called with. Call it once at setup; it is not readable through this API afterwards.
+   * is called with, bound to the upstream's origin (`https://llm.example`): it is sent to that
+   * origin only, whatever a configuration later says. Call it once at setup; it is not readable
+   * through this API afterwards.
    */
-  async setUpstreamCredential(name: string, secret: string | null): Promise<void> {
+  async setUpstreamCredential(name: string, secret: string | null, options?: { origin: string }): Promise<void> {
     const database = await this.#opening;
-    if (secret === null) await database.delete("upstreamCredentials", name);
-    else await database.put("upstreamCredentials", { name, secret, updatedAt: this.#clock() });
+    if (secret === null) {
+      await database.delete("upstreamCredentials", name);
+      return;
+    }
+    const origin = options?.origin && URL.canParse(options.origin) ? new URL(options.origin).origin : undefined;
+    if (!origin || origin === "null") {
+      throw new TypeError(`setUpstreamCredential('${name}', secret, { origin }) needs the origin the secret is for, e.g. { origin: "https://llm.example" }: it is sent there and nowhere else`);
+    }
+    await database.put("upstreamCredentials", { name, secret, origin, updatedAt: this.#clock() });
   }
 
   /** The names of the stored upstream credentials, never their secrets. */

@@ -90,6 +90,8 @@ export interface WindowRecord {
 export interface UpstreamCredentialRecord {
   name: string;
   secret: string;
+  /** The only origin the secret is sent to (a record stored before origins were kept has none, and is sent nowhere). */
+  origin?: string;
   updatedAt: number;
 }
 

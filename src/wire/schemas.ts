@@ -294,6 +294,11 @@ export const modelInfoSchema = z.strictObject({
   runnable: z.strictObject({ ok: z.boolean(), reason: z.string().nullable() }),
   /** Where a request for this model goes now, and why; the same as the `X-Inference-Route` headers. */
   routing: z.strictObject({ policy: z.enum(["local", "remote", "auto"]), target: z.enum(["local", "remote"]), reason: z.string(), upstreams: z.array(z.string()) }),
+  /**
+   * Where a reply is generated now: this device's engine, or the upstreams' hosts in failover
+   * order; the same as each response's `X-Inference-Generated-By` (which names the one used).
+   */
+  generated_by: z.strictObject({ where: z.enum(["device", "upstream"]), engine: z.string().nullable(), hosts: z.array(z.string()) }),
 });
 
 /**

@@ -42,7 +42,7 @@ async function open(page: Page) {
     ],
   });
   // The app hands the worker the upstream's secret once; page code never sends it again.
-  await page.evaluate((value) => window.harness.handle!.admin.setUpstreamCredential("lab", value), secret);
+  await page.evaluate(({ value, origin }) => window.harness.handle!.admin.setUpstreamCredential("lab", value, { origin }), { value: secret, origin: new URL(upstream.origin).origin });
 }
 
 async function ledger(page: Page) {

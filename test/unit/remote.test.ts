@@ -127,7 +127,7 @@ describe("forwarding to upstreams", () => {
   async function remoteApp(handlers: Parameters<typeof network>[0]) {
     const net = network(handlers);
     const app = await makeApp({ models: [remoteModel], fetch: net.fetch });
-    await app.admin.setUpstreamCredential("a-key", "sk-upstream-secret");
+    await app.admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "https://a.example" });
     return { ...app, calls: net.calls };
   }
 
@@ -382,11 +382,36 @@ describe("forwarding to upstreams", () => {
     }
   });
 
+  it("sends a credential only to the origin it was stored for, and stores none without one", async () => {
+    const { app, post, calls, admin } = await remoteApp({});
+    await expect(admin.setUpstreamCredential("a-key", "sk-upstream-secret")).rejects.toThrow(/needs the origin/);
+    await expect(admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "data:," })).rejects.toThrow(/needs the origin/);
+    // The same credential name, now named by an upstream elsewhere: a configuration that reroutes it gets no secret.
+    await admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "https://elsewhere.example" });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+    const body = await response.text();
+    expect(calls.filter((call) => call.authorization !== null)).toEqual([]);
+    expect(body).toContain("stored for https://elsewhere.example, not https://a.example");
+    expect(body).not.toContain("sk-upstream-secret");
+  });
+
   it("says where a model is served, and why, in model info", async () => {
     const { app, get } = await remoteApp({});
     const info = await (await app.handle(get("/v1/model/info?model=remote-llama"))).json();
     expect(info.routing).toEqual({ policy: "remote", target: "remote", reason: "routing is 'remote'", upstreams: ["a", "b"] });
-    const local = await app.handle(get("/v1/model/info?model=gamma-7b-instruct-v0.3"));
-    expect((await local.json()).routing).toMatchObject({ policy: "local", target: "local" });
+    expect(info.generated_by).toEqual({ where: "upstream", engine: null, hosts: ["a.example", "127.0.0.1:9"] });
+    const local = await (await app.handle(get("/v1/model/info?model=gamma-7b-instruct-v0.3"))).json();
+    expect(local.routing).toMatchObject({ policy: "local", target: "local" });
+    expect(local.generated_by).toEqual({ where: "device", engine: "deterministic", hosts: [] });
+  });
+
+  it("says in each response where it was generated: this device's engine, or the upstream's host", async () => {
+    const { app, post } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }),
+    });
+    const remote = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+    expect(remote.headers.get("x-inference-generated-by")).toBe("upstream a.example");
+    const local = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, max_tokens: 2 }));
+    expect(local.headers.get("x-inference-generated-by")).toBe("device deterministic");
   });
 });
