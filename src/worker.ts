@@ -17,6 +17,7 @@ import { InferenceApp } from "./http/app.js";
 import { randomId } from "./http/dependencies.js";
 import { Admin } from "./policy/admin.js";
 import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "./policy/key-changes.js";
+import { webLocksLiveness } from "./policy/liveness.js";
 import { Policy } from "./policy/policy.js";
 import { openPolicyStore } from "./policy/store.js";
 import { tokenizerNames } from "./families.js";
@@ -87,7 +88,7 @@ export function createInference(options: InstallOptions & InferenceConfig, envir
   const hosts = environment.clients ? new PageHosts(environment.clients) : undefined;
   const engine = workerEngine(config, environment, hosts, () => createEngine({ config, tokenizers, webllm, onProgress }), webllm !== undefined);
   const clock = () => Date.now();
-  const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_") });
+  const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_"), liveness: webLocksLiveness() });
   const scheduler = new Scheduler({ maxQueued: config.maxQueued });
   const app = new InferenceApp(config.baseUrl, {
     catalogue,

@@ -13,6 +13,7 @@
 import { AuthenticationError, PermissionDeniedError, RateLimitError } from "../errors.js";
 import { bearerKey, constantTimeEqual, hashKey } from "./keys.js";
 import { costNano, type Price } from "./money.js";
+import type { Liveness } from "./liveness.js";
 import type { KeyRecord, LedgerEntry, PolicyDatabase, ReservationRecord, Timings, WindowRecord } from "./store.js";
 
 export const windowMs = 60_000;
@@ -127,6 +128,9 @@ function stateOf(key: KeyRecord, window: Pick<WindowRecord, "windowStart" | "req
   };
 }
 
+/** How often an instance looks for reservations of instances that are gone, beside its start-up. */
+export const orphanSweepMs = 60_000;
+
 /** How long a key read from the store may answer for it; the bound on a change made around the admin API. */
 export const keyMemoryMs = 60_000;
 const keyMemorySize = 1_000;
@@ -143,15 +147,24 @@ export class Policy {
   readonly #keys = new Map<string, { key: KeyRecord; readAt: number }>();
   /** Counts `forgetKey` calls. */
   #keysGeneration = 0;
+  /** The generation at which each key was last changed (forgotten), and at which each key record was read. */
+  readonly #keyChangedAt = new Map<string, number>();
+  readonly #keyReadAt = new WeakMap<KeyRecord, number>();
   /** When this worker last wrote each key's `lastUsedAt`. */
   readonly #lastUseWritten = new Map<string, number>();
   /** This worker instance; reservations held by any other instance are orphans. */
   readonly holder: string;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock: () => number; holder: string }) {
+  readonly #liveness: Liveness | undefined;
+  /** When this instance last looked for reservations of instances that are gone. */
+  #lastSweep = -Infinity;
+
+  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock: () => number; holder: string; liveness?: Liveness }) {
     this.#database = Promise.resolve(options.database);
     this.#clock = options.clock;
     this.holder = options.holder;
+    this.#liveness = options.liveness;
+    this.#liveness?.hold(this.holder);
   }
 
   /**
@@ -177,8 +190,10 @@ export class Policy {
     const readAt = this.#clock();
     const key = await (await this.#database).getFromIndex("keys", "hash", hash);
     if (!key || !constantTimeEqual(key.hash, hash) || key.status !== "active") throw new AuthenticationError(invalidKey);
-    if (generation === this.#keysGeneration) this.#remember(hash, Object.freeze(key), readAt);
-    return key;
+    const frozen = Object.freeze(key);
+    this.#keyReadAt.set(frozen, generation);
+    if (generation === this.#keysGeneration) this.#remember(hash, frozen, readAt);
+    return frozen;
   }
 
   #remember(hash: string, key: KeyRecord, readAt: number): void {
@@ -191,6 +206,7 @@ export class Policy {
   /** Drops the key from memory, so its next request reads it again. */
   forgetKey(keyId: string): void {
     this.#keysGeneration++;
+    this.#keyChangedAt.set(keyId, this.#keysGeneration);
     for (const [hash, remembered] of this.#keys) if (remembered.key.id === keyId) this.#keys.delete(hash);
   }
 
@@ -331,7 +347,10 @@ export class Policy {
     const database = await this.#database;
     const admittedTokens = request.promptTokens + request.maxCompletionTokens;
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
-    const writeLastUse = !request.key || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
+    // A key changed (revoked, limits set) since it was read is read again: revocation holds for
+    // every request not yet admitted when revokeKey resolves, however early it authenticated.
+    const changed = request.key !== undefined && (this.#keyChangedAt.get(request.keyId) ?? 0) > (this.#keyReadAt.get(request.key) ?? -1);
+    const writeLastUse = !request.key || changed || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
     const stores = writeLastUse ? (["keys", "windows", "accounts", "reservations"] as const) : (["windows", "accounts", "reservations"] as const);
     // Relaxed: committed once the browser has written it, not yet flushed to disk; a transaction is
     // still all or nothing, so a power cut can lose a whole admission, never half of one.
@@ -368,6 +387,8 @@ export class Policy {
       await transaction.done;
       counted.lease?.commit();
       if (writeLastUse) this.#lastUseWritten.set(key.id, now);
+      // An instance seen alive at start-up may have died since, holding reservations: looked for once a minute.
+      if (this.#liveness && now - this.#lastSweep >= orphanSweepMs) void this.#sweep().catch(() => undefined);
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, window) };
     } catch (error) {
       if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens);
@@ -437,22 +458,37 @@ export class Policy {
     return entry;
   }
 
-  /** The secret stored for an upstream, for the worker's forwarding only. */
-  async upstreamSecret(name: string): Promise<string | undefined> {
-    return (await (await this.#database).get("upstreamCredentials", name))?.secret;
+  /** The secret stored for an upstream and the origin it is bound to, for the worker's forwarding only. */
+  async upstreamSecret(name: string): Promise<{ secret: string; origin: string | undefined } | undefined> {
+    const record = await (await this.#database).get("upstreamCredentials", name);
+    return record ? { secret: record.secret, origin: record.origin } : undefined;
   }
 
   /**
-   * Releases reservations held by other worker instances: a worker the browser killed mid-request
-   * never settled them. Each is recorded as a failed request and charged nothing.
+   * Releases reservations held by worker instances that are gone: a worker the browser killed
+   * mid-request never settled them. An instance still alive (`liveness`: one finishing its
+   * streams while its successor starts) keeps its own; without a way to tell (no Web Locks),
+   * every other instance's are released. Each is recorded as a failed request, charged nothing.
    */
   async releaseOrphans(): Promise<number> {
+    this.#lastSweep = this.#clock();
+    return this.#release((await this.#liveness?.alive()) ?? null);
+  }
+
+  /** Releases what instances known to be gone hold; nothing where liveness cannot be told. */
+  async #sweep(): Promise<void> {
+    this.#lastSweep = this.#clock();
+    const alive = await this.#liveness?.alive();
+    if (alive) await this.#release(alive);
+  }
+
+  async #release(alive: ReadonlySet<string> | null): Promise<number> {
     const database = await this.#database;
     const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite");
     const now = this.#clock();
     let released = 0;
     for (const reservation of await transaction.objectStore("reservations").getAll()) {
-      if (reservation.holder === this.holder) continue;
+      if (reservation.holder === this.holder || alive?.has(reservation.holder)) continue;
       const account = await transaction.objectStore("accounts").get(reservation.accountId);
       if (account) {
         account.reservedNanoUsd -= reservation.amountNanoUsd;

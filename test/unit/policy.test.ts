@@ -3,7 +3,8 @@ import { Catalogue } from "../../src/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
 import { broadcastKeyChange, listenForKeyChanges } from "../../src/policy/key-changes.js";
-import { keyMemoryMs, lastUseIntervalMs, Policy } from "../../src/policy/policy.js";
+import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
+import { webLocksLiveness } from "../../src/policy/liveness.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
 
 const catalogue = Catalogue.create();
@@ -46,6 +47,18 @@ describe("keys", () => {
     await admin.revokeKey(created.id);
     await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 401 });
+  });
+});
+
+describe("revocation", () => {
+  it("holds for a request authenticated before revokeKey resolved and admitted after it", async () => {
+    const { policy, admin, created, authorization } = await setup();
+    // Both within the minute a key's last use is written: the second admission would read no key.
+    const first = await policy.authenticate(authorization);
+    await admitOne(policy, created.id, { key: first });
+    const early = await policy.authenticate(authorization);
+    await admin.revokeKey(created.id);
+    await expect(admitOne(policy, created.id, { key: early })).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
   });
 });
 
@@ -211,6 +224,40 @@ describe("reservation and settlement", () => {
     expect(await restarted.releaseOrphans()).toBe(0);
     expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(live.reservation.amountNanoUsd);
     expect((await database.getAll("ledger")).filter((entry) => entry.status === "failed")).toHaveLength(2);
+    await checkLedgerInvariant(database);
+  });
+});
+
+describe("reservations of an instance still alive", () => {
+  /** Web Locks as the browser keeps them: a lock per live holder, dropped when its instance dies. */
+  function fakeLocks() {
+    const held = new Set<string>();
+    return {
+      held,
+      locks: {
+        request: async (name: string) => void held.add(name),
+        query: async () => ({ held: [...held].map((name) => ({ name })) }),
+      },
+    };
+  }
+
+  it("stay with it: a new instance releases only those of instances that are gone, and finds one that died later", async () => {
+    const { database, account, created, clock } = await setup(1);
+    const { held, locks } = fakeLocks();
+    const old = new Policy({ database, clock: () => clock.now, holder: "worker_old", liveness: webLocksLiveness(locks) });
+    const streaming = await admitOne(old, created.id);
+    const fresh = new Policy({ database, clock: () => clock.now, holder: "worker_new", liveness: webLocksLiveness(locks) });
+    // The old instance is still finishing its stream when the new one starts.
+    expect(await fresh.releaseOrphans()).toBe(0);
+    const entry = await old.settle(streaming, { promptTokens: 10, completionTokens: 5, status: "completed" });
+    expect(entry?.amountNanoUsd).toBe(10 * 10 + 5 * 20);
+    // A request it had admitted, then it died: the next sweep (at most a minute on) releases it.
+    await admitOne(old, created.id);
+    held.delete("webgpu-inference-holder:worker_old");
+    clock.now += orphanSweepMs;
+    await admitOne(fresh, created.id);
+    await expect.poll(async () => (await database.getAllFromIndex("reservations", "holder", "worker_old")).length).toBe(0);
+    expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(costNano(llama.price, 10, 20));
     await checkLedgerInvariant(database);
   });
 });
