@@ -13,6 +13,40 @@ import { announce, storageKeys, type DemoState, type Message } from "./state.js"
 const conversation = () => element<HTMLOListElement>("conversation");
 const prompt = () => element<HTMLTextAreaElement>("prompt");
 
+/**
+ * What a reply may hold once rendered: text structure, code, tables and links, nothing that loads
+ * by itself or acts without a click. No images (a remote one leaks data as it loads: a markdown
+ * image is shown as a link), forms, styles, frames, `id` or `name` (DOM clobbering), event
+ * handlers; links http(s) or mailto only, opening apart from this page.
+ */
+const replyMarkup = {
+  ALLOWED_TAGS: ["p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"],
+  ALLOWED_ATTR: ["href", "title", "start", "align", "class"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+};
+
+let sanitiser: typeof DOMPurify | undefined;
+
+/** DOMPurify with the link rule, made once, on first use. */
+function replySanitiser(): typeof DOMPurify {
+  if (sanitiser) return sanitiser;
+  sanitiser = DOMPurify(window);
+  sanitiser.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName !== "A") return;
+    node.setAttribute("rel", "noopener noreferrer");
+    node.setAttribute("target", "_blank");
+  });
+  return sanitiser;
+}
+
+/** Markdown of a reply, its images written as links to them. */
+function replyHtml(content: string): string {
+  const renderer = new marked.Renderer();
+  const escaped = (text: string) => text.replace(/[&<>"]/g, (character) => `&#${character.charCodeAt(0)};`);
+  renderer.image = ({ href, text }) => `<a href="${escaped(href)}">${escaped(text || "image")}</a>`;
+  return marked.parse(content, { async: false, gfm: true, breaks: true, renderer });
+}
+
 /** Markdown to sanitised HTML (replies are model output: never trusted as markup); JSON pretty-printed. */
 function renderReply(body: HTMLElement, content: string, json: boolean): void {
   if (json) {
@@ -25,7 +59,7 @@ function renderReply(body: HTMLElement, content: string, json: boolean): void {
       // Not whole JSON (a reply cut short): shown as text below.
     }
   }
-  body.innerHTML = DOMPurify.sanitize(marked.parse(content, { async: false, gfm: true, breaks: true }));
+  body.innerHTML = replySanitiser().sanitize(replyHtml(content), replyMarkup);
 }
 
 function item(role: Message["role"] | "error"): HTMLLIElement {

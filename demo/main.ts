@@ -80,6 +80,11 @@ function useKey(key: string): void {
 async function deploymentOptions(): Promise<StartInferenceOptions> {
   const url = query.get("config");
   if (!url) return { models: demoModels };
+  // A configuration routes every prompt (upstreams, model files): configuration is code, so a
+  // link may name this site's own files only, never another's (nor a data: URL).
+  if (new URL(url, location.href).origin !== location.origin) {
+    throw new Error(`The demo takes ?config= from this site only, and ${url} is elsewhere: a configuration decides where every prompt goes, so a link must not choose it. Put the file on this site and link to its path.`);
+  }
   // The last copy is kept, so the demo starts offline as it did online.
   const kept = `webgpu-inference-demo-config:${url}`;
   const response = await fetch(new URL(url, location.href)).catch((error: unknown) => {

@@ -79,6 +79,11 @@ export function keepKey(key: KeptKey): void {
   localStorage.setItem(storageKeys.keys, JSON.stringify([...keptKeys().filter((kept) => kept.id !== key.id), key]));
 }
 
+/** Drops every kept secret but those of `active` keys: a revoked key's secret is no longer needed, so it is not kept. */
+export function keepOnly(active: ReadonlySet<string>): void {
+  localStorage.setItem(storageKeys.keys, JSON.stringify(keptKeys().filter((kept) => active.has(kept.id))));
+}
+
 export function announce(state: DemoState, what: "rate" | "key" | "models" | "relay"): void {
   state.changed.dispatchEvent(new Event(what));
 }

@@ -145,7 +145,9 @@ class Relay {
     const message = JSON.parse(String(data));
     if (message?.type === "hello") {
       // The demo's API path only: a socket that claims another (the page's own files) is refused.
-      if (String(message.basePath).replace(/\/+$/, "") !== apiPath) {
+      // Compared as given, less one trailing slash (a regex such as /\/+$/ is quadratic on a run of slashes).
+      const claimed = String(message.basePath);
+      if ((claimed.endsWith("/") ? claimed.slice(0, -1) : claimed) !== apiPath) {
         tab.socket.close(1008, `only ${apiPath} is relayed`);
         return;
       }

@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { demoHeaders } from "./demo-headers.mjs";
 import { createRelay } from "./relay.mjs";
 import { startStaticServer } from "./static-server.mjs";
 
@@ -17,6 +18,10 @@ for (const required of ["dist/demo/index.html", "dist/demo/sw.js"]) {
   }
 }
 const port = Number(process.env.PORT ?? 5173);
-const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], { port, extend: (origin) => createRelay({ origin }) });
+const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], {
+  port,
+  extend: (origin) => createRelay({ origin }),
+  headers: demoHeaders,
+});
 console.log(`webgpu-inference demo: ${server.origin}/`);
 console.log(`While a tab of it is open, curl and servers reach its API at ${server.origin}/openai/v1 (relayed to the tab).`);

@@ -25,7 +25,7 @@ const contentTypes = {
 /**
  * `interrupt` names files whose download is cut halfway while the server's fault switch is on:
  * a test's way to make a model download fail the way a dropped connection does.
- * @typedef {{ prefix: string, directory: string, interrupt?: RegExp }} Mount
+ * @typedef {{ prefix: string, directory: string, interrupt?: RegExp, headers?: Record<string, string> }} Mount
  */
 /** @typedef {{ origin: string, close(): Promise<void> }} StaticServer */
 
@@ -51,12 +51,13 @@ function fileFor(mounts, pathname) {
 
 /**
  * @param {readonly Mount[]} mounts
- * @param {{ port?: number, host?: string, control?: boolean, extend?: (origin: string) => { handle(request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse): boolean, upgrade(request: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): void } }} options
+ * @param {{ port?: number, host?: string, control?: boolean, headers?: Record<string, string>, extend?: (origin: string) => { handle(request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse): boolean, upgrade(request: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): void } }} options
  *   `control` turns on the test endpoints under /__server/; `extend` answers requests before the
- *   files (`handle` returns false to leave one to them) and takes WebSocket upgrades.
+ *   files (`handle` returns false to leave one to them) and takes WebSocket upgrades; `headers`
+ *   go with every file served.
  * @returns {Promise<StaticServer>}
  */
-export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false, extend } = {}) {
+export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false, extend, headers = {} } = {}) {
   /** @type {ReturnType<NonNullable<typeof extend>> | undefined} */
   let extension;
   let faults = true;
@@ -101,6 +102,8 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
       "content-type": contentTypes[extname(file)] ?? "application/octet-stream",
       "content-length": String(size),
       "cache-control": "no-cache",
+      ...headers,
+      ...mount.headers,
       ...(control && url.searchParams.has("isolated") ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();

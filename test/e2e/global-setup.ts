@@ -10,6 +10,8 @@ import { buildTestModel } from "../../scripts/test-model.mjs";
 import { buildTestGguf } from "../../scripts/test-gguf.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { startStaticServer } from "../../scripts/static-server.mjs";
+// @ts-expect-error: a plain JavaScript script
+import { demoHeaders } from "../../scripts/demo-headers.mjs";
 import { seedCatalogue } from "../../src/catalogue.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 
@@ -29,6 +31,12 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     { prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") },
     // The same GGUF at another URL: a file the browser's cache has never seen.
     { prefix: "/test-gguf-copy/", directory: resolve(root, ".cache/test-gguf") },
+    // The demo's page and worker script under the Content Security Policy `npm start` serves them
+    // with (the test's own demo files first: a test ships a changed worker there).
+    { prefix: "/demo/", directory: resolve(root, ".cache/e2e/demo"), headers: demoHeaders },
+    { prefix: "/demo/", directory: resolve(root, "dist/demo"), headers: demoHeaders },
+    // axe-core, which a test injects into the demo: from this origin, as the demo's policy allows scripts.
+    { prefix: "/axe/", directory: resolve(root, "node_modules/axe-core") },
     { prefix: "/", directory: resolve(root, ".cache/e2e") },
     { prefix: "/", directory: resolve(root, "dist") },
   ], { control: true });

@@ -38,7 +38,17 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     expect(closed.status).toBe(503);
     expect(((await closed.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "no_open_tab", message: expect.stringContaining(`open ${server.origin}/`) });
 
+    // The page and its worker script are served under the demo's Content Security Policy, and the
+    // demo runs under it (the chat below).
+    for (const path of ["/", "/sw.js"]) {
+      const policy = (await fetch(`${server.origin}${path}`)).headers.get("content-security-policy") ?? "";
+      for (const directive of ["img-src 'self' data: blob:", "form-action 'none'", "frame-ancestors 'none'", "connect-src 'self'"]) expect(policy).toContain(directive);
+    }
     const page: Page = profile.context.pages()[0] ?? (await profile.context.newPage());
+    const violations: string[] = [];
+    page.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
     await page.goto(`${server.origin}/?engine=deterministic&delay=50`);
     await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
     await page.getByRole("tab", { name: "Keys & usage" }).click();
@@ -83,6 +93,7 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     const rows = page.locator("#ledger-table tbody tr").filter({ hasText: "relay (" });
     await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
     await expect(rows.filter({ hasText: "completed" })).toHaveCount(3);
+    expect(violations).toEqual([]);
 
     await page.close();
     await expect.poll(async () => (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(503);
