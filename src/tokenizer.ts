@@ -251,11 +251,11 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
   const internals = loaded as unknown as LoadedTokenizer;
   const { model, added_tokens: added } = internals;
   if ("merges" in model) installFastBpe(model as unknown as BpeModel);
-  const specialOnly = (special: boolean) => ({
-    splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(added.filter((token) => token.special === special).map((token) => token.content)),
-    map: new Map([...internals.added_tokens_map].filter(([, token]) => token.special === special)),
-  });
-  const plain = specialOnly(false);
+  // The added tokens a text may hold: those that are not special (the library's own splitter class over them).
+  const plain = {
+    splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(added.filter((token) => !token.special).map((token) => token.content)),
+    map: new Map([...internals.added_tokens_map].filter(([, token]) => !token.special)),
+  };
   return {
     encode: (text) => loaded.encode(text, { add_special_tokens: false }),
     encodeText: (text) => withAddedTokens(internals, plain, () => loaded.encode(text, { add_special_tokens: false })),

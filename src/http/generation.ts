@@ -120,8 +120,16 @@ function refuseCertainlyTooLong(text: string, encode: (text: string) => number[]
   const counted = new Map<string, number>();
   for (let start = 0, cuts = 0; start < text.length; cuts++) {
     let end = Math.min(text.length, start + pieceCharacters);
-    const space = end < text.length ? text.lastIndexOf(" ", end) : -1;
-    if (space > start + pieceCharacters / 2) end = space;
+    // A cut before a space in the piece's second half, looked for there only (lastIndexOf would
+    // scan back to the start of a text without spaces, each piece: quadratic).
+    if (end < text.length) {
+      for (let index = end; index > start + pieceCharacters / 2; index--) {
+        if (text.charCodeAt(index) === 32) {
+          end = index;
+          break;
+        }
+      }
+    }
     const piece = text.slice(start, end);
     let tokens = counted.get(piece);
     if (tokens === undefined) counted.set(piece, (tokens = encode(piece).length));
