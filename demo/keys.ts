@@ -6,10 +6,7 @@
 import type { ApiKeyInfo, InferenceHandle, LedgerEntry } from "../src/index.js";
 import { renderUsageChart } from "./chart.js";
 import { button, cell, describeError, element, feedback, labelCells, usd } from "./dom.js";
-import { keepKey, keepOnly, keptKeys, storageKeys, type DemoState } from "./state.js";
-
-/** A revoked key's secret, dropped from this browser. */
-const forgetKept = (id: string) => keepOnly(new Set(keptKeys().map((kept) => kept.id).filter((kept) => kept !== id)));
+import { dropKept, keepKey, keepOnly, keptKeys, storageKeys, type DemoState } from "./state.js";
 
 /**
  * The account and key Chat uses. The account is remembered; a revoked or lost chat key is replaced
@@ -119,7 +116,7 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
       const row = Object.assign(document.createElement("div"), { className: "limits" });
       row.append(rpm, "rpm", tpm, "tpm", save);
       limits.append(row, note);
-      actions.append(button("Revoke", () => void handle.admin.revokeKey(key.id).then(() => forgetKept(key.id)).then(render)));
+      actions.append(button("Revoke", () => void handle.admin.revokeKey(key.id).then(() => dropKept(key.id)).then(render)));
       const kept = keptKeys().find((candidate) => candidate.id === key.id);
       if (kept && key.id !== chat) actions.append(button("Use for chat", () => void useForChat(kept.id)));
     } else limits.append(`${key.rpm} rpm, ${key.tpm} tpm`);

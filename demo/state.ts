@@ -84,6 +84,11 @@ export function keepOnly(active: ReadonlySet<string>): void {
   localStorage.setItem(storageKeys.keys, JSON.stringify(keptKeys().filter((kept) => active.has(kept.id))));
 }
 
+/** Drops one key's secret (it was revoked). */
+export function dropKept(id: string): void {
+  localStorage.setItem(storageKeys.keys, JSON.stringify(keptKeys().filter((kept) => kept.id !== id)));
+}
+
 export function announce(state: DemoState, what: "rate" | "key" | "models" | "relay"): void {
   state.changed.dispatchEvent(new Event(what));
 }
