@@ -1,7 +1,7 @@
 import { BadRequestError } from "../errors.js";
-import type { EngineMessage } from "../engine/types.js";
-import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ToolSyntax } from "../templates.js";
-import { encodePrompt } from "../tokenizer.js";
+import type { EngineMessage, PromptSegment } from "../engine/types.js";
+import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment, type ToolSyntax } from "../templates.js";
+import { encodePrompt, type Tokenizer } from "../tokenizer.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
 import { collect, completionBudget, promptTokenIds, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
@@ -188,6 +188,12 @@ async function complete(
   };
 }
 
+/** Each segment's ids; a prompt left whole (a first turn) has the ids already counted, so it is not tokenized twice. */
+function segmentsWithTokens(segments: readonly ChatSegment[], whole: number[], tokenizer: Tokenizer): PromptSegment[] {
+  if (segments.length === 1) return [{ text: segments[0]!.text, reply: segments[0]!.reply, tokens: whole }];
+  return segments.map((segment) => ({ text: segment.text, reply: segment.reply, tokens: encodePrompt(tokenizer, segment.pieces) }));
+}
+
 /**
  * The client's body with every completion limit it sent (`max_tokens`, `max_completion_tokens`)
  * set to what was reserved, or `max_tokens` where it sent none: an upstream honours whichever it
@@ -258,7 +264,7 @@ export function chatRoute(dependencies: HttpDependencies): Route {
                 : {
                     kind: "chat",
                     messages: structured.messages,
-                    segments: renderChatSegments(model.family, structured.messages, [], pieces).map((segment) => ({ text: segment.text, reply: segment.reply, tokens: encodePrompt(tokenizer, segment.pieces) })),
+                    segments: segmentsWithTokens(renderChatSegments(model.family, structured.messages, [], pieces), tokens, tokenizer),
                     tokens,
                   },
               promptTokens,
