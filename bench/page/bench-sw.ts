@@ -18,8 +18,8 @@
 import * as webllm from "webllm-offline";
 import { installInference } from "../../src/worker.js";
 import { verbatimConversation, verbatimMessages, type WebLlmEngineInstance, type WebLlmModule } from "../../src/engine/webllm.js";
-import type { EngineMessage } from "../../src/engine/types.js";
-import { renderChatSegments } from "../../src/templates.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
+import { renderChatSegments } from "../../src/prompt/templates.js";
 import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { consumeDirectly, createZeroPath, type ZeroPath } from "./zero.js";

@@ -4,15 +4,16 @@
  * it is read. The same engine is also consumed directly in the worker, for the engine's own floor;
  * what the page sees above that floor is ours.
  */
-import { Catalogue, type ModelEntry } from "../../src/catalogue.js";
-import { Scheduler } from "../../src/engine/scheduler.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import { type ModelEntry } from "../../src/model/entry.js";
+import { Scheduler } from "../../src/serve/scheduler.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { InferenceApp } from "../../src/http/app.js";
-import { randomId } from "../../src/http/dependencies.js";
+import { randomId } from "../../src/serve/dependencies.js";
 import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore } from "../../src/policy/store.js";
-import { fetchTokenizerSource, Tokenizers } from "../../src/tokenizer.js";
+import { fetchTokenizerSource, Tokenizers } from "../../src/model/tokenizer.js";
 
 /** The seed model whose tokenizer is the smallest to fetch; the replay engine ignores it. */
 export const zeroModel = "gamma-7b-instruct-v0.3";

@@ -11,12 +11,19 @@
  * An app pins an engine for every model (`engine` in the configuration) or for one (`engine` in
  * its catalogue entry); a pinned engine is used even on a software adapter.
  */
-import { chooseBuild, chooseGgufBuild, type DeviceFeatures, type LocalEngine, type ModelEntry } from "../catalogue.js";
-import { EngineError } from "./errors.js";
-import { noHostMessage } from "./page-hosted.js";
-import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "./types.js";
+import { chooseBuild, chooseGgufBuild, type DeviceFeatures } from "../model/builds.js";
+import { type LocalEngine, type ModelEntry } from "../model/entry.js";
+import { EngineError } from "../errors/engine.js";
+import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "./contract.js";
 
 /** An engine that may be missing at run time: llama.cpp needs an open page to host it. */
+/** Why no page serves `engine`, and what an app does about it. */
+export function noHostMessage(engine: string): string {
+  return engine === "llamacpp"
+    ? "No open page of this app runs llama.cpp: it runs in a Worker that a page starts (a service worker cannot), so a page must stay open with startInference({ pageEngine: { wllama } })."
+    : `No open page hosts the ${engine} engine. This browser has no WebGPU in service workers, so a page of this app must stay open to run the model (startInference() with \`pageEngine\`).`;
+}
+
 export interface HostedEngine extends Engine {
   hosted?(): Promise<boolean>;
 }

@@ -5,12 +5,13 @@
  * Schemas and tool calls (in the family's own syntax), so every layer above it behaves exactly
  * as it does over WebLLM.
  */
-import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
-import { sampleSchema, type JsonSchema } from "../json-schema.js";
-import { toolSyntax } from "../templates.js";
-import type { Tokenizer, Tokenizers } from "../tokenizer.js";
-import { EngineError } from "./errors.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus, TokenLogprob } from "./types.js";
+import type { DeviceFeatures } from "../model/builds.js";
+import type { ModelEntry } from "../model/entry.js";
+import { sampleSchema, type JsonSchema } from "../grammar/json-schema.js";
+import { toolSyntax } from "../prompt/templates.js";
+import type { Tokenizer, Tokenizers } from "../model/tokenizer.js";
+import { EngineError } from "../errors/engine.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus, TokenLogprob } from "./contract.js";
 
 export interface DeterministicEngineOptions {
   tokenizers: Tokenizers;

@@ -2,10 +2,10 @@
  * Builds the configured engine. The worker and a page that hosts the engine both use it, so an
  * engine is the same wherever it runs.
  */
-import type { ResolvedConfig } from "../config.js";
-import type { Tokenizers } from "../tokenizer.js";
+import type { ResolvedConfig } from "../config/config.js";
+import type { Tokenizers } from "../model/tokenizer.js";
 import { DeterministicEngine } from "./deterministic.js";
-import type { Engine, LoadProgress } from "./types.js";
+import type { Engine, LoadProgress } from "./contract.js";
 import { WebLlmEngine, type WebLlmModule } from "./webllm.js";
 
 export interface EngineFactoryOptions {

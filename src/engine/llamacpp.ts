@@ -9,12 +9,13 @@
  * llama.cpp's prompt cache reuses the longest prefix it already holds (an earlier turn).
  * Constraints are our grammars, in llama.cpp's GBNF notation.
  */
-import { chooseGgufBuild, ggufFiles, type DeviceFeatures, type GgufBuild, type ModelEntry } from "../catalogue.js";
-import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
-import { toGbnf } from "./gbnf.js";
+import { chooseGgufBuild, type DeviceFeatures } from "../model/builds.js";
+import { ggufFiles, type GgufBuild, type ModelEntry } from "../model/entry.js";
+import { EngineError, fetchAsset, networkRetrySeconds } from "../errors/engine.js";
+import { toGbnf } from "../grammar/gbnf.js";
 import { resolveUrl } from "./urls.js";
 import { isSoftwareAdapter } from "./adapter.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
+import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./contract.js";
 
 interface WllamaLogprob {
   token: string;

@@ -2,11 +2,12 @@
  * The WebLLM adapter. It takes the web-llm module as a dependency, so the production build
  * (current web-llm) and the offline test tier (web-llm 0.2.79) run this same code.
  */
-import { chooseBuild, memoryEstimateMB, type DeviceFeatures, type MlcBuild, type ModelEntry } from "../catalogue.js";
-import { EngineError, fetchAsset, networkRetrySeconds } from "./errors.js";
+import { chooseBuild, memoryEstimateMB, type DeviceFeatures } from "../model/builds.js";
+import { type MlcBuild, type ModelEntry } from "../model/entry.js";
+import { EngineError, fetchAsset, networkRetrySeconds } from "../errors/engine.js";
 import { resolveUrl } from "./urls.js";
 import { isSoftwareAdapter } from "./adapter.js";
-import type { Engine, PromptSegment, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./types.js";
+import type { Engine, PromptSegment, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./contract.js";
 
 interface WebLlmProgressReport {
   progress: number;

@@ -3,10 +3,10 @@
  * It takes `Request`s and returns `Response`s, so it runs the same in a service worker and in
  * a unit test.
  */
-import { errorResponse, NotFoundError, toApiError } from "../errors.js";
+import { errorResponse, NotFoundError, toApiError } from "../errors/api.js";
 import { chatRoute } from "./chat.js";
 import { completionsRoute } from "./completions.js";
-import type { HttpDependencies } from "./dependencies.js";
+import type { HttpDependencies } from "../serve/dependencies.js";
 import { modelRoutes } from "./models.js";
 import { rateLimitHeaders } from "../policy/policy.js";
 import { Router, type RouteContext } from "./router.js";

@@ -1,18 +1,19 @@
-import { BadRequestError } from "../errors.js";
-import type { EngineMessage, PromptSegment } from "../engine/types.js";
-import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment, type ToolSyntax } from "../templates.js";
-import { encodePrompt, type Tokenizer } from "../tokenizer.js";
+import { BadRequestError } from "../errors/api.js";
+import type { EngineMessage } from "../prompt/messages.js";
+import type { PromptSegment } from "../engine/contract.js";
+import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment, type ToolSyntax } from "../prompt/templates.js";
+import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
 import { chatCompletionRequestSchema, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type ChatMessage } from "../wire/schemas.js";
-import { findModel, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, promptTokenIds, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
-import { forward, routeRequest } from "./forward.js";
+import { findModel, type HttpDependencies } from "../serve/dependencies.js";
+import { collect, completionBudget, promptTokenIds, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "../serve/generation.js";
+import { forward, routeRequest } from "../serve/upstream.js";
 import { abortWith, respond } from "./respond.js";
 import type { Route } from "./router.js";
 import { fromLegacyFunctions, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
 import { planStructured } from "./structured.js";
-import { ToolCallParser, type ToolEvent } from "./tool-calls.js";
+import { ToolCallParser, type ToolEvent } from "../prompt/tool-calls.js";
 import { chatLogprobsOption, logitBiasOption, toWireLogprobs } from "./logprobs.js";
-import type { TokenLogprob } from "../engine/types.js";
+import type { TokenLogprob } from "../engine/contract.js";
 import { parseWith, readJson } from "./validate.js";
 
 function text(content: ChatMessage["content"]): string {

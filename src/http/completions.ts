@@ -1,10 +1,10 @@
-import { BadRequestError } from "../errors.js";
-import type { TokenLogprob } from "../engine/types.js";
+import { BadRequestError } from "../errors/api.js";
+import type { TokenLogprob } from "../engine/contract.js";
 import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
-import { forward, routeRequest } from "./forward.js";
+import { forward, routeRequest } from "../serve/upstream.js";
 import { abortWith, respond } from "./respond.js";
-import { findModel, type HttpDependencies } from "./dependencies.js";
-import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "./generation.js";
+import { findModel, type HttpDependencies } from "../serve/dependencies.js";
+import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "../serve/generation.js";
 import type { Route } from "./router.js";
 import { legacyLogprobsOption, logitBiasOption, toLegacyLogprobs } from "./logprobs.js";
 import { parseWith, readJson } from "./validate.js";

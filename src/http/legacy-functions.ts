@@ -6,7 +6,7 @@
  * answer is written back in the old shape: `message.function_call` (or `delta.function_call`) and
  * `finish_reason: "function_call"`.
  */
-import { BadRequestError } from "../errors.js";
+import { BadRequestError } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/schemas.js";
 
 type Json = Record<string, unknown>;

@@ -3,9 +3,9 @@
  * refused as OpenAI refuses them, and the engine's token log probabilities back to the wire in
  * the chat form (`{content: [...]}`) or the legacy completion form (parallel lists).
  */
-import type { TokenLogprob } from "../engine/types.js";
-import { BadRequestError } from "../errors.js";
-import type { Tokenizer } from "../tokenizer.js";
+import type { TokenLogprob } from "../engine/contract.js";
+import { BadRequestError } from "../errors/api.js";
+import type { Tokenizer } from "../model/tokenizer.js";
 import type { LegacyLogprobs, TokenLogprobWire } from "../wire/schemas.js";
 
 /** web-llm computes at most 5 alternatives per token; OpenAI allows 20 on chat. */

@@ -1,9 +1,10 @@
-import { ggufMemoryEstimateMB, memoryEstimateMB, usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../catalogue.js";
-import { BadRequestError } from "../errors.js";
+import { ggufMemoryEstimateMB, memoryEstimateMB } from "../model/builds.js";
+import { usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../model/entry.js";
+import { BadRequestError } from "../errors/api.js";
 import type { ModelInfo, ModelObject } from "../wire/schemas.js";
-import { findModel, jsonResponse, type HttpDependencies } from "./dependencies.js";
+import { findModel, jsonResponse, type HttpDependencies } from "../serve/dependencies.js";
 import type { Route } from "./router.js";
-import { decideRoute } from "../routing.js";
+import { decideRoute } from "../serve/route-decision.js";
 
 function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<ModelInfo["build"]> {
   if ("file" in build) {

@@ -9,8 +9,8 @@
  * and kept alive until it does: SSE with comment lines, JSON with leading whitespace (valid JSON).
  * A failure after that can only be reported in the body, as OpenAI's error object.
  */
-import { toApiError } from "../errors.js";
-import type { ChoicePart, Generation } from "./generation.js";
+import { toApiError } from "../errors/api.js";
+import type { ChoicePart, Generation } from "../serve/generation.js";
 import type { RouteContext } from "./router.js";
 import { sseHeaders, sseStream } from "./sse.js";
 

@@ -2,7 +2,7 @@
  * Routes in the manner of workbox: each is a (match, handler) pair. Paths are matched after
  * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route.
  */
-import { BadRequestError } from "../errors.js";
+import { BadRequestError } from "../errors/api.js";
 import type { RateLimitState } from "../policy/policy.js";
 import type { KeyRecord } from "../policy/store.js";
 

@@ -4,7 +4,7 @@
  * which the openai SDK raises as an APIError. A reader that falls behind gets the text that
  * waited merged into one frame; one that keeps up gets every chunk as it comes.
  */
-import type { ErrorBody } from "../errors.js";
+import type { ErrorBody } from "../errors/api.js";
 
 const encoder = new TextEncoder();
 

@@ -4,11 +4,12 @@
  * than the engine's own chat template. Nothing asked for is silently dropped: what cannot be
  * honoured is a 400 that names it.
  */
-import type { ModelFamily } from "../catalogue.js";
-import type { EngineMessage, OutputConstraint, ToolChoiceSpec } from "../engine/types.js";
-import { BadRequestError } from "../errors.js";
-import { checkSchema, GrammarBuilder, literal, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../json-schema.js";
-import { toolSyntax, type ToolSpec } from "../templates.js";
+import type { ModelFamily } from "../model/families.js";
+import type { EngineMessage } from "../prompt/messages.js";
+import type { OutputConstraint, ToolChoiceSpec } from "../engine/contract.js";
+import { BadRequestError } from "../errors/api.js";
+import { checkSchema, GrammarBuilder, literal, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../grammar/json-schema.js";
+import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
 import type { ChatCompletionRequest } from "../wire/schemas.js";
 
 export interface StructuredPlan {

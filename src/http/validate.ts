@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ApiError, BadRequestError } from "../errors.js";
+import { ApiError, BadRequestError } from "../errors/api.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
 export function formatParam(path: readonly PropertyKey[]): string {

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../families.js";
+import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../model/families.js";
 
 export interface AssetOptions {
   /** Serve the ready-made worker, `inference-sw.js`. Default true; false when the app's own worker calls `installInference`. */

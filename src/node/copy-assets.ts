@@ -6,7 +6,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { modelFamilies, type ModelFamily } from "../families.js";
+import { modelFamilies, type ModelFamily } from "../model/families.js";
 import { assets, ownedPaths } from "./assets.js";
 
 const usage = `usage: webgpu-inference copy-assets <folder> [--families ${modelFamilies.join(",")}] [--no-service-worker] [--no-llamacpp]

@@ -11,7 +11,7 @@ import type { Plugin } from "vite";
 import { assets, type AssetOptions } from "./assets.js";
 
 export type { AssetOptions as InferencePluginOptions } from "./assets.js";
-export type { ModelFamily } from "../families.js";
+export type { ModelFamily } from "../model/families.js";
 
 export default function webgpuInference(options: AssetOptions = {}): Plugin {
   const files = assets(options);

@@ -10,7 +10,7 @@
  * - reserved = Σ open reservations, per account, and never more than the balance;
  * - a reservation is settled or released exactly once.
  */
-import { AuthenticationError, PermissionDeniedError, RateLimitError } from "../errors.js";
+import { AuthenticationError, PermissionDeniedError, RateLimitError } from "../errors/api.js";
 import { bearerKey, constantTimeEqual, hashKey } from "./keys.js";
 import { costNano, type Price } from "./money.js";
 import type { Liveness } from "./liveness.js";

@@ -5,8 +5,8 @@
  * `engine: 'auto'`, and the openai SDK talks to it. Real tokens from a real engine, in seconds.
  */
 import type { Page } from "@playwright/test";
-import { renderChat } from "../../src/templates.js";
-import { tokenizerFromFiles } from "../../src/tokenizer.js";
+import { renderChat } from "../../src/prompt/templates.js";
+import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";

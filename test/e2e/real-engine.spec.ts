@@ -7,8 +7,8 @@
  * once and every request asks for one or two tokens at temperature 0.
  */
 import type { Page } from "@playwright/test";
-import { renderChat, renderChatPieces } from "../../src/templates.js";
-import { encodePrompt, tokenizerFromFiles } from "../../src/tokenizer.js";
+import { renderChat, renderChatPieces } from "../../src/prompt/templates.js";
+import { encodePrompt, tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";

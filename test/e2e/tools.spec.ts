@@ -4,10 +4,10 @@
  * real xgrammar.
  */
 import Ajv from "ajv";
-import { modelFamilies } from "../../src/catalogue.js";
+import { modelFamilies } from "../../src/model/families.js";
 import { toolGrammar } from "../../src/http/structured.js";
-import { schemaToGrammar } from "../../src/json-schema.js";
-import type { ToolSpec } from "../../src/templates.js";
+import { schemaToGrammar } from "../../src/grammar/json-schema.js";
+import type { ToolSpec } from "../../src/prompt/templates.js";
 import { expect, openHarness, test } from "./harness.js";
 
 const ajv = new Ajv({ strict: false });

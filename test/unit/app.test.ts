@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { DeviceFeatures, ModelEntry } from "../../src/catalogue.js";
-import { EngineError } from "../../src/engine/errors.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import type { DeviceFeatures } from "../../src/model/builds.js";
+import type { ModelEntry } from "../../src/model/entry.js";
+import { EngineError } from "../../src/errors/engine.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 

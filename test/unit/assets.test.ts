@@ -3,9 +3,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EngineError } from "../../src/engine/errors.js";
-import { errorResponse, engineErrorToApi, toApiError } from "../../src/errors.js";
-import { fetchTokenizerSource, Tokenizers, tokenizerFromFiles } from "../../src/tokenizer.js";
+import { EngineError } from "../../src/errors/engine.js";
+import { errorResponse, engineErrorToApi, toApiError } from "../../src/errors/api.js";
+import { fetchTokenizerSource, Tokenizers, tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources, writeCompactTokenizer } from "../../scripts/tokenizers.mjs";
 

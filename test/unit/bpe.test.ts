@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "../../src/engine/deterministic.js";
-import { tokenizerFromFiles } from "../../src/tokenizer.js";
+import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
 import { fileTokenizerSource } from "./support.js";
 
 const families = ["llama3", "qwen2", "mistral", "gemma"] as const;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue, chooseBuild, memoryEstimateMB, usdPerMillion } from "../../src/catalogue.js";
-import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/config.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import { chooseBuild, memoryEstimateMB } from "../../src/model/builds.js";
+import { usdPerMillion } from "../../src/model/entry.js";
+import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/config/config.js";
 
 describe("catalogue", () => {
   const catalogue = Catalogue.create();

@@ -6,10 +6,10 @@
  */
 import llama3Reference from "llama3-tokenizer-js";
 import { describe, expect, it } from "vitest";
-import type { EngineMessage } from "../../src/engine/types.js";
-import { modelFamilies } from "../../src/families.js";
-import { piecesText, renderChat, renderChatPieces, type ToolSpec } from "../../src/templates.js";
-import { encodePrompt } from "../../src/tokenizer.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
+import { modelFamilies } from "../../src/model/families.js";
+import { piecesText, renderChat, renderChatPieces, type ToolSpec } from "../../src/prompt/templates.js";
+import { encodePrompt } from "../../src/model/tokenizer.js";
 import { chatCompletionSchema } from "../../src/wire/schemas.js";
 import { makeApp, tokenizers } from "./support.js";
 

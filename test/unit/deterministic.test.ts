@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/catalogue.js";
+import { Catalogue } from "../../src/model/catalogue.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import type { GenerationPart, GenerationRequest } from "../../src/engine/types.js";
-import { renderChat, renderChatPieces, renderChatSegments } from "../../src/templates.js";
-import { encodePrompt } from "../../src/tokenizer.js";
+import type { GenerationPart, GenerationRequest } from "../../src/engine/contract.js";
+import { renderChat, renderChatPieces, renderChatSegments } from "../../src/prompt/templates.js";
+import { encodePrompt } from "../../src/model/tokenizer.js";
 import { tokenizers } from "./support.js";
 
 const model = Catalogue.create().get("alpha3:8b-instruct-q8_0")!;

@@ -10,7 +10,7 @@ import {
   RateLimitError,
   ServiceUnavailableError,
   toApiError,
-} from "../../src/errors.js";
+} from "../../src/errors/api.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";
 
 describe("errors", () => {

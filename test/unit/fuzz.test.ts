@@ -5,7 +5,7 @@
  * the app still serves, and nothing refused was charged.
  */
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/catalogue.js";
+import { Catalogue } from "../../src/model/catalogue.js";
 import { seededRandom } from "../../src/engine/deterministic.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";

@@ -4,13 +4,15 @@
  * browser tier (test/e2e/llamacpp.spec.ts).
  */
 import { describe, expect, it } from "vitest";
-import { Catalogue, chooseGgufBuild, ggufFiles, ggufMemoryEstimateMB, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../src/model/builds.js";
+import { ggufFiles, type ModelEntry } from "../../src/model/entry.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
-import { EngineError } from "../../src/engine/errors.js";
-import { toGbnf } from "../../src/engine/gbnf.js";
+import { EngineError } from "../../src/errors/engine.js";
+import { toGbnf } from "../../src/grammar/gbnf.js";
 import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
-import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
-import { schemaToGrammar } from "../../src/json-schema.js";
+import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import { schemaToGrammar } from "../../src/grammar/json-schema.js";
 import { toolGrammar } from "../../src/http/structured.js";
 
 const kvCache = { layers: 4, kvHeads: 2, headDim: 64 };

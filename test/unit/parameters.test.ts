@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import type { GenerationRequest } from "../../src/engine/types.js";
+import type { GenerationRequest } from "../../src/engine/contract.js";
 import { makeApp, sseEvents, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/catalogue.js";
+import { Catalogue } from "../../src/model/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
 import { broadcastKeyChange, listenForKeyChanges } from "../../src/policy/key-changes.js";

@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { modelFamilies, type DeviceFeatures, type ModelEntry } from "../../src/catalogue.js";
-import type { Engine, EngineMessage, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/types.js";
+import { modelFamilies } from "../../src/model/families.js";
+import { type DeviceFeatures } from "../../src/model/builds.js";
+import { type ModelEntry } from "../../src/model/entry.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
 import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
-import { renderChat, renderChatSegments } from "../../src/templates.js";
+import { renderChat, renderChatSegments } from "../../src/prompt/templates.js";
 import { chatCompletionSchema } from "../../src/wire/schemas.js";
 import { makeApp, tokenizers } from "./support.js";
 

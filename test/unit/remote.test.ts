@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue, chooseBuild, type DeviceFeatures, type ModelEntry, type ModelEntryInput } from "../../src/catalogue.js";
-import { resolveConfig } from "../../src/config.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import { chooseBuild, type DeviceFeatures } from "../../src/model/builds.js";
+import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js";
+import { resolveConfig } from "../../src/config/config.js";
 import { readSse } from "../../src/http/sse.js";
-import { decideRoute as decide } from "../../src/routing.js";
+import { decideRoute as decide } from "../../src/serve/route-decision.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 

@@ -1,11 +1,11 @@
 import Ajv from "ajv";
 import { describe, expect, it } from "vitest";
-import { modelFamilies, type ModelFamily } from "../../src/catalogue.js";
-import type { EngineMessage } from "../../src/engine/types.js";
+import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
 import { toolGrammar } from "../../src/http/structured.js";
-import { ToolCallParser, type ToolEvent } from "../../src/http/tool-calls.js";
-import { checkSchema, sampleSchema, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../../src/json-schema.js";
-import { renderChat, toolSyntax, type ToolSpec } from "../../src/templates.js";
+import { ToolCallParser, type ToolEvent } from "../../src/prompt/tool-calls.js";
+import { checkSchema, sampleSchema, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/json-schema.js";
+import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/schemas.js";
 import { accepts, parseGrammar } from "./ebnf.js";
 import { makeApp, sseEvents } from "./support.js";

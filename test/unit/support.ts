@@ -1,16 +1,16 @@
 import "fake-indexeddb/auto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { Catalogue } from "../../src/catalogue.js";
+import { Catalogue } from "../../src/model/catalogue.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import { Scheduler } from "../../src/engine/scheduler.js";
-import type { Engine } from "../../src/engine/types.js";
+import { Scheduler } from "../../src/serve/scheduler.js";
+import type { Engine } from "../../src/engine/contract.js";
 import { InferenceApp } from "../../src/http/app.js";
 import type { RespondOptions } from "../../src/http/respond.js";
 import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
-import { Tokenizers, type TokenizerSource } from "../../src/tokenizer.js";
+import { Tokenizers, type TokenizerSource } from "../../src/model/tokenizer.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
 

@@ -9,10 +9,10 @@ import { Template } from "@huggingface/jinja";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ModelFamily } from "../../src/catalogue.js";
-import type { EngineMessage } from "../../src/engine/types.js";
-import { pythonJson } from "../../src/python-json.js";
-import { renderChat, type ToolSpec } from "../../src/templates.js";
+import type { ModelFamily } from "../../src/model/families.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
+import { pythonJson } from "../../src/prompt/python-json.js";
+import { renderChat, type ToolSpec } from "../../src/prompt/templates.js";
 import { tokenizers } from "./support.js";
 
 function template(file: string): Template {

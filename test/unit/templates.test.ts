@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { EngineMessage } from "../../src/engine/types.js";
-import { renderChat } from "../../src/templates.js";
+import type { EngineMessage } from "../../src/prompt/messages.js";
+import { renderChat } from "../../src/prompt/templates.js";
 import { tokenizers } from "./support.js";
 
 const conversation: EngineMessage[] = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BadRequestError } from "../../src/errors.js";
+import { BadRequestError } from "../../src/errors/api.js";
 import { formatParam, parseWith, readJson, startReadingBody } from "../../src/http/validate.js";
 import { chatCompletionRequestSchema, completionRequestSchema } from "../../src/wire/schemas.js";
 

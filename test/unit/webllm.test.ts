@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/catalogue.js";
-import type { GenerationRequest } from "../../src/engine/types.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import type { GenerationRequest } from "../../src/engine/contract.js";
 import { keepCompletionGrammar, promptTokenLookup, toTokenLogprob, WebLlmEngine, type WebLlmEngineInstance, type WebLlmModule } from "../../src/engine/webllm.js";
-import { renderChatPieces, renderChatSegments } from "../../src/templates.js";
-import { encodePrompt } from "../../src/tokenizer.js";
+import { renderChatPieces, renderChatSegments } from "../../src/prompt/templates.js";
+import { encodePrompt } from "../../src/model/tokenizer.js";
 import { tokenizers } from "./support.js";
 
 /** The shape of web-llm's MLCEngine that matters here: completion() drops response_format on its way to asyncGenerate. */

@@ -4,9 +4,8 @@
  * tokenizer. Nothing is fetched until a family is first asked for.
  */
 import { TokenizerLoader } from "@lenml/tokenizers";
-import { EngineError, fetchAsset } from "./engine/errors.js";
+import { EngineError, fetchAsset } from "../errors/engine.js";
 import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
-import type { PromptPiece } from "./templates.js";
 import { installFastBpe, type BpeModel } from "./bpe.js";
 
 export { tokenizerNames } from "./families.js";
@@ -41,6 +40,13 @@ export interface Tokenizer {
 export interface TokenizerFiles {
   tokenizer: unknown;
   config: unknown;
+}
+
+
+/** A piece of a rendered prompt: text (the client's among it), or a control token the template wrote. */
+export interface PromptPiece {
+  text: string;
+  control: boolean;
 }
 
 /** Loads the named tokenizer (`llama3`, `gemma`, …). */

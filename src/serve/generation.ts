@@ -3,15 +3,16 @@
  * engine, running each (prompt, choice) in turn, and the usage totals. Wire formatting is
  * left to the endpoint.
  */
-import type { ModelEntry } from "../catalogue.js";
-import { BadRequestError, engineErrorToApi } from "../errors.js";
-import { EngineError } from "../engine/errors.js";
-import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob, TokenUsage } from "../engine/types.js";
+import type { ModelEntry } from "../model/entry.js";
+import { BadRequestError, engineErrorToApi } from "../errors/api.js";
+import { EngineError } from "../errors/engine.js";
+import type { FinishReason, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenLogprob, TokenUsage } from "../engine/contract.js";
 import type { Usage } from "../wire/schemas.js";
-import { encodePrompt, type Tokenizer } from "../tokenizer.js";
-import { piecesText, type PromptPiece } from "../templates.js";
+import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
+import { piecesText } from "../prompt/templates.js";
+import { type PromptPiece } from "../model/tokenizer.js";
 import type { HttpDependencies } from "./dependencies.js";
-import type { RouteContext } from "./router.js";
+import type { RouteContext } from "../http/router.js";
 
 export interface GenerationPlan {
   model: ModelEntry;

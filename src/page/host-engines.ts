@@ -3,13 +3,13 @@
  * worker without WebGPU, and llama.cpp, which runs in a Worker that only a page can start. They
  * are loaded only by pages that host, so the page entry stays free of engines and tokenizers.
  */
-import type { ResolvedConfig } from "./config.js";
-import { createEngine } from "./engine/factory.js";
-import { LlamaCppEngine, type WllamaModule } from "./engine/llamacpp.js";
-import { hostEngine } from "./engine/page-hosted.js";
-import type { Engine, LoadProgress } from "./engine/types.js";
-import type { WebLlmModule } from "./engine/webllm.js";
-import { fetchTokenizerSource, Tokenizers } from "./tokenizer.js";
+import type { ResolvedConfig } from "../config/config.js";
+import { createEngine } from "../engine/factory.js";
+import { LlamaCppEngine, type WllamaModule } from "../engine/llamacpp.js";
+import { hostEngine } from "../bridge/hosted-engine.js";
+import type { Engine, LoadProgress } from "../engine/contract.js";
+import type { WebLlmModule } from "../engine/webllm.js";
+import { fetchTokenizerSource, Tokenizers } from "../model/tokenizer.js";
 
 export interface PageEngineOptions {
   /** web-llm, for a worker without WebGPU: `await import('@mlc-ai/web-llm')`. */

@@ -1,10 +1,11 @@
-import type { Catalogue, ModelEntry } from "../catalogue.js";
-import type { Engine } from "../engine/types.js";
-import type { Scheduler } from "../engine/scheduler.js";
-import { NotFoundError } from "../errors.js";
+import type { Catalogue } from "../model/catalogue.js";
+import type { ModelEntry } from "../model/entry.js";
+import type { Engine } from "../engine/contract.js";
+import type { Scheduler } from "./scheduler.js";
+import { NotFoundError } from "../errors/api.js";
 import type { Policy } from "../policy/policy.js";
-import type { RespondOptions } from "./respond.js";
-import type { Tokenizers } from "../tokenizer.js";
+import type { RespondOptions } from "../http/respond.js";
+import type { Tokenizers } from "../model/tokenizer.js";
 
 /** Everything the route handlers use, wired once in the worker entry. */
 export interface HttpDependencies {

@@ -3,7 +3,7 @@
  * model and whether the engine can run it here in, the decision and its reason out, so `/v1/model/info`, the
  * response headers and the handlers all say the same thing.
  */
-import type { ModelEntry, RoutingPolicy, Upstream } from "./catalogue.js";
+import type { ModelEntry, RoutingPolicy, Upstream } from "../model/entry.js";
 
 export interface RouteDecision {
   target: "local" | "remote";

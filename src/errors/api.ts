@@ -5,7 +5,7 @@
  *
  * As in openai-node, each status has its own class, so callers can `instanceof` them.
  */
-import { EngineError } from "./engine/errors.js";
+import { EngineError } from "./engine.js";
 
 export type ErrorType =
   | "invalid_request_error"

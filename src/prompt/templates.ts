@@ -2,13 +2,13 @@
  * Chat templates per family, rendered to the exact prompt text the model sees, with tools in
  * each family's own convention. They count prompt tokens for admission before a model loads, and
  * are the prompt every engine feeds the model (web-llm under a verbatim template). JSON inside
- * prompts is written as Python's `json.dumps` writes it (`src/python-json.ts`), as the official
+ * prompts is written as Python's `json.dumps` writes it (`src/prompt/python-json.ts`), as the official
  * templates do. `test/unit/template-goldens.test.ts` renders the official templates (kept in
  * `test/fixtures/templates/`, sources cited there) with a Jinja engine and compares byte for byte.
  *
  * A template writes its control tokens (`<|eot_id|>`, `[INST]`, …) as `Control` parts and
  * everything else, the client's text included, as strings: the rendering is a list of pieces that
- * says which is which, so a control-token string in a message stays text (`src/prompt-tokens.ts`
+ * says which is which, so a control-token string in a message stays text (`encodePrompt` in src/model/tokenizer.ts
  * encodes it so), as OpenAI treats it, and can never open or close a turn.
  *
  * Sources:
@@ -27,9 +27,10 @@
  *   Qwen2.5's template: `<tools>` in the system turn, calls as `<tool_call>{…}</tool_call>`,
  *   results as `<tool_response>` blocks in one user turn.
  */
-import type { ModelFamily } from "./catalogue.js";
-import type { EngineMessage } from "./engine/types.js";
-import { literal } from "./json-schema.js";
+import type { ModelFamily } from "../model/families.js";
+import type { EngineMessage } from "./messages.js";
+import type { PromptPiece } from "../model/tokenizer.js";
+import { literal } from "../grammar/json-schema.js";
 import { pythonJson } from "./python-json.js";
 
 export interface ToolSpec {
@@ -69,11 +70,6 @@ type Part = string | Control;
 
 const control = (token: string) => new Control(token);
 
-/** A piece of a rendered prompt: text (the client's among it), or a control token the template wrote. */
-export interface PromptPiece {
-  text: string;
-  control: boolean;
-}
 
 /** Parts as pieces: adjacent text joined, empty text dropped. */
 function toPieces(parts: readonly Part[]): PromptPiece[] {

@@ -1,8 +1,8 @@
 /**
  * The seed catalogue as plain data (no schema code), so a page can import it without the
- * worker's validation library. The catalogue (src/catalogue.ts) validates it with the rest.
+ * worker's validation library. The catalogue (src/model/catalogue.ts) validates it with the rest.
  */
-import type { ModelEntryInput } from "./catalogue.js";
+import type { ModelEntryInput } from "./entry.js";
 
 type BuildInput = NonNullable<ModelEntryInput["builds"]>[number];
 type GgufInput = NonNullable<ModelEntryInput["gguf"]>[number];

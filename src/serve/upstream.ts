@@ -15,15 +15,15 @@
  *   with every upstream's reason. Those attempts are charged nothing, 429s and 5xx included.
  * - The client's abort aborts the upstream fetch, and what was streamed until then is billed.
  */
-import type { ModelEntry, Upstream } from "../catalogue.js";
-import { BadRequestError, ServiceUnavailableError, toApiError } from "../errors.js";
+import type { ModelEntry, Upstream } from "../model/entry.js";
+import { BadRequestError, ServiceUnavailableError, toApiError } from "../errors/api.js";
 import type { LedgerEntry } from "../policy/store.js";
-import { decideRoute, engineHeaders, routeHeaders, type RouteDecision } from "../routing.js";
+import { decideRoute, engineHeaders, routeHeaders, type RouteDecision } from "./route-decision.js";
 import { upstreamChunkSchema, upstreamCompletionSchema, type UpstreamChoice, type UpstreamUsage, type Usage } from "../wire/schemas.js";
 import { jsonResponse, type HttpDependencies } from "./dependencies.js";
-import { abortWith } from "./respond.js";
-import type { RouteContext } from "./router.js";
-import { readSse, sseHeaders, sseStream } from "./sse.js";
+import { abortWith } from "../http/respond.js";
+import type { RouteContext } from "../http/router.js";
+import { readSse, sseHeaders, sseStream } from "../http/sse.js";
 
 export interface ForwardPlan {
   model: ModelEntry;

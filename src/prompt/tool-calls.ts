@@ -6,7 +6,7 @@
  * Calls are written name first, then arguments (our grammars and the deterministic engine
  * always do), so a "name" key inside the arguments is never mistaken for the next call.
  */
-import type { ToolSyntax } from "../templates.js";
+import type { ToolSyntax } from "./templates.js";
 
 export type ToolEvent =
   | { type: "text"; text: string }

@@ -1,6 +1,6 @@
 /**
  * Failures an engine (or an asset it needs) can name. The HTTP layer maps each kind to a status
- * (`engineErrorToApi` in src/errors.ts); anything else an engine throws is an unknown failure (500).
+ * (`engineErrorToApi` in src/errors/api.ts); anything else an engine throws is an unknown failure (500).
  */
 export type EngineErrorKind =
   | "unsupported" // the request asks for something this engine cannot honour

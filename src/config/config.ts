@@ -1,12 +1,12 @@
 /**
  * The configuration a worker serves with. It is plain JSON: a page sends it to the ready-made
- * worker in a message, and the worker keeps it in IndexedDB (src/config-store.ts) for restarts.
+ * worker in a message, and the worker keeps it in IndexedDB (src/config/store.ts) for restarts.
  */
 import { z } from "zod";
-import { modelOverrideSchema } from "./catalogue.js";
-import { assertSecureUrl } from "./secure-url.js";
+import { modelOverrideSchema } from "../model/entry.js";
+import { assertSecureUrl } from "../model/secure-url.js";
 
-export { assertSecureUrl } from "./secure-url.js";
+export { assertSecureUrl } from "../model/secure-url.js";
 
 export const inferenceConfigSchema = z.strictObject({
   /** Absolute URL under which the API answers, e.g. `https://app.example/openai`; `/v1` below it is optional. */

@@ -1,6 +1,6 @@
 /** Messages a page sends the worker (configuration, model management); shared by both sides. */
-import type { InferenceConfig, ResolvedConfig } from "./config.js";
-import type { LoadProgress } from "./engine/types.js";
+import type { InferenceConfig, ResolvedConfig } from "../config/config.js";
+import type { LoadProgress } from "../engine/contract.js";
 
 export const manageMessage = "webgpu-inference:manage";
 export const configureMessage = "webgpu-inference:configure";

@@ -2,16 +2,10 @@
  * The engine contract, in the manner of the Vercel AI provider spec: a request goes in and a
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
-import type { DeviceFeatures, GgufBuild, MlcBuild, ModelEntry } from "../catalogue.js";
-import type { ToolSpec } from "../templates.js";
-
-export interface EngineMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string;
-  name?: string;
-  toolCallId?: string;
-  toolCalls?: { id: string; name: string; arguments: string }[];
-}
+import type { DeviceFeatures } from "../model/builds.js";
+import type { GgufBuild, MlcBuild, ModelEntry } from "../model/entry.js";
+import type { ToolSpec } from "../prompt/templates.js";
+import type { EngineMessage } from "../prompt/messages.js";
 
 /** A generated token's log probability, and the most likely tokens at its position (the token itself among them). */
 export interface TokenLogprob {

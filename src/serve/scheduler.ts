@@ -1,4 +1,4 @@
-import { EngineError } from "./errors.js";
+import { EngineError } from "../errors/engine.js";
 
 /**
  * One engine, many tabs: generations run one at a time, first come first served.

@@ -10,9 +10,11 @@
  * or a stream of `{part}` ending with a `finish` part (or an `error`) for a generation. The worker
  * posts `{abort: true}` on the port to stop a generation. A page announces the engines it hosts.
  */
-import type { DeviceFeatures, ModelEntry } from "../catalogue.js";
-import { EngineError, type EngineErrorKind } from "./errors.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "./types.js";
+import type { DeviceFeatures } from "../model/builds.js";
+import type { ModelEntry } from "../model/entry.js";
+import { EngineError, type EngineErrorKind } from "../errors/engine.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../engine/contract.js";
+import { noHostMessage } from "../engine/choice.js";
 
 const prefix = "webgpu-inference:";
 export const hostAnnouncement = `${prefix}host`;
@@ -20,12 +22,6 @@ export const hostAnnouncement = `${prefix}host`;
 export const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
 
-/** Why no page serves `engine`, and what an app does about it. */
-export function noHostMessage(engine: string): string {
-  return engine === "llamacpp"
-    ? "No open page of this app runs llama.cpp: it runs in a Worker that a page starts (a service worker cannot), so a page must stay open with startInference({ pageEngine: { wllama } })."
-    : `No open page hosts the ${engine} engine. This browser has no WebGPU in service workers, so a page of this app must stay open to run the model (startInference() with \`pageEngine\`).`;
-}
 
 type Call = { engine: string } & (
   | { type: `${typeof prefix}device` }

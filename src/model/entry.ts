@@ -1,16 +1,13 @@
 /**
- * The model catalogue: public model IDs, their contract (context window, prices) and the
- * real MLC builds behind them. It is plain data, so an app can override or add models.
+ * What a model entry is: its public ID, its contract (context window, prices), the real builds
+ * behind it (MLC for web-llm, GGUF for llama.cpp) and its upstreams, as zod schemas and the types
+ * they give. Plain data, so an app can override or add models.
  *
  * Money is integer nano-USD per token: 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
  */
 import { z } from "zod";
-import { seedCatalogue } from "./seed-catalogue.js";
 import { assertSecureUrl } from "./secure-url.js";
-
 import { modelFamilies } from "./families.js";
-
-export { modelFamilies, type ModelFamily } from "./families.js";
 
 const kvCacheSchema = z.strictObject({ layers: z.number().int().positive(), kvHeads: z.number().int().positive(), headDim: z.number().int().positive() });
 
@@ -134,7 +131,7 @@ export const modelOverrideSchema = z.strictObject({
 }) as unknown as z.ZodType<Partial<ModelEntryInput> & { id: string }>;
 
 /** An entry that can serve: a build unless it is remote-only, an upstream unless it is local-only. */
-const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
+export const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
   if (model.routing !== "remote" && model.builds.length === 0 && model.gguf.length === 0) {
     context.addIssue({ code: "custom", path: ["builds"], message: `${model.id} has routing '${model.routing}' but no build; give it MLC builds, GGUF builds or routing 'remote'` });
   }
@@ -155,113 +152,7 @@ export type GgufBuild = z.infer<typeof ggufBuildSchema>;
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 export type ModelEntryInput = z.input<typeof modelEntrySchema>;
 
-export { seedCatalogue } from "./seed-catalogue.js";
-
-export class Catalogue {
-  readonly #models: Map<string, ModelEntry>;
-
-  constructor(models: Iterable<ModelEntry>) {
-    this.#models = new Map([...models].map((model) => [model.id, model]));
-  }
-
-  /**
-   * The seed plus an app's entries. An entry with a seed ID replaces fields of that model;
-   * a new ID must be complete.
-   */
-  static create(additions: readonly (Partial<ModelEntryInput> & { id: string })[] = []): Catalogue {
-    const merged = new Map<string, Partial<ModelEntryInput>>(seedCatalogue.map((model) => [model.id, model]));
-    for (const addition of additions) merged.set(addition.id, { ...merged.get(addition.id), ...addition });
-    return new Catalogue([...merged.values()].map((model) => servableModelSchema.parse(model)));
-  }
-
-  get(id: string): ModelEntry | undefined {
-    return this.#models.get(id);
-  }
-
-  list(): ModelEntry[] {
-    return [...this.#models.values()];
-  }
-}
-
 /** Price per 1M tokens in USD, for display: nano-USD per token × 10⁶ / 10⁹. */
 export function usdPerMillion(nanoUsdPerToken: number): number {
   return nanoUsdPerToken / 1_000;
-}
-
-export interface DeviceFeatures {
-  webgpu: boolean;
-  features: ReadonlySet<string>;
-  /**
-   * The adapter is a software or fallback one (SwiftShader, llvmpipe): it runs WebGPU on the
-   * CPU, far slower than llama.cpp's CPU code, so `auto` does not count it as a GPU.
-   */
-  softwareAdapter?: boolean;
-  /** What the device can spend on one model, in MB; undefined when unknown. */
-  memoryBudgetMB?: number;
-}
-
-/** The context window web-llm's `vram_required_MB` figures assume. */
-export const memoryReferenceWindow = 4_096;
-
-/**
- * The build's GPU memory at the model's context window, in MB: web-llm's estimate at
- * `memoryReferenceWindow` tokens, plus the KV cache for the tokens beyond it (or less, for a
- * smaller window): 2 (keys and values) × layers × KV heads × head dimension × bytes per value
- * (2 for f16 builds, 4 for f32) per token. Without `kvCache`, web-llm's estimate as it is.
- */
-export function memoryEstimateMB(model: Pick<ModelEntry, "contextWindow">, build: MlcBuild): number {
-  if (!build.kvCache) return build.estimatedMemoryMB;
-  const { layers, kvHeads, headDim } = build.kvCache;
-  const bytesPerValue = /f16/.test(build.quantization) ? 2 : 4;
-  const bytesPerToken = 2 * layers * kvHeads * headDim * bytesPerValue;
-  return build.estimatedMemoryMB + (bytesPerToken * (model.contextWindow - memoryReferenceWindow)) / 2 ** 20;
-}
-
-export type BuildChoice = { ok: true; build: MlcBuild } | { ok: false; reason: string; build: MlcBuild | null };
-
-/** The first build whose features the adapter has, or why none fits. */
-export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildChoice {
-  if (model.builds.length === 0) return { ok: false, reason: `${model.id} has no build for this device's engine; it is served remotely`, build: null };
-  if (!device.webgpu) return { ok: false, reason: "WebGPU is not available in this browser", build: null };
-  const usable = model.builds.find((build) => build.requiredFeatures.every((feature) => device.features.has(feature)));
-  if (!usable) {
-    const missing = [...new Set(model.builds.flatMap((build) => build.requiredFeatures))].filter((feature) => !device.features.has(feature));
-    return { ok: false, reason: `every build of ${model.id} needs WebGPU feature(s) this adapter lacks: ${missing.join(", ")}`, build: null };
-  }
-  const needed = memoryEstimateMB(model, usable);
-  if (device.memoryBudgetMB !== undefined && needed > device.memoryBudgetMB) {
-    return {
-      ok: false,
-      reason: `${usable.modelId} needs about ${Math.round(needed)} MB of GPU memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(device.memoryBudgetMB)} MB`,
-      build: usable,
-    };
-  }
-  return { ok: true, build: usable };
-}
-
-/** What llama.cpp allocates besides weights and KV cache (compute buffers at small batches), in MB. */
-const llamaCppOverheadMB = 256;
-
-/**
- * The memory a GGUF build takes at the model's context window, in MB: its weights, an f16 KV
- * cache (2 × layers × KV heads × head dimension × 2 bytes per token) and llama.cpp's buffers.
- */
-export function ggufMemoryEstimateMB(model: Pick<ModelEntry, "contextWindow">, build: GgufBuild): number {
-  const { layers, kvHeads, headDim } = build.kvCache;
-  return build.sizeMB + (2 * layers * kvHeads * headDim * 2 * model.contextWindow) / 2 ** 20 + llamaCppOverheadMB;
-}
-
-export type GgufChoice = { ok: true; build: GgufBuild } | { ok: false; reason: string; build: GgufBuild | null };
-
-/** The first GGUF build that fits in `memoryBudgetMB` (any, when the budget is unknown), or why none does. */
-export function chooseGgufBuild(model: ModelEntry, memoryBudgetMB: number | undefined): GgufChoice {
-  if (model.gguf.length === 0) return { ok: false, reason: `${model.id} has no GGUF build for llama.cpp`, build: null };
-  const fitting = model.gguf.find((build) => memoryBudgetMB === undefined || ggufMemoryEstimateMB(model, build) <= memoryBudgetMB);
-  if (fitting) return { ok: true, build: fitting };
-  const smallest = model.gguf.reduce((best, build) => (ggufMemoryEstimateMB(model, build) < ggufMemoryEstimateMB(model, best) ? build : best));
-  return {
-    ok: false,
-    reason: `${smallest.modelId} needs about ${Math.round(ggufMemoryEstimateMB(model, smallest))} MB of memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(memoryBudgetMB ?? 0)} MB (set \`memoryBudgetMB\` if it has more)`,
-    build: smallest,
-  };
 }
