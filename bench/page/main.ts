@@ -3,7 +3,7 @@
  * it: web-llm's own API over a MessagePort to the worker, against fetch() through our /v1.
  * `bench/run.mjs` drives it through `window.bench`.
  */
-import { readSse } from "../../src/http/sse.js";
+import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { startInference, type InferenceHandle, type StartInferenceOptions } from "../../src/index.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 

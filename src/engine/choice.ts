@@ -137,6 +137,7 @@ export class ChoosingEngine implements Engine {
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
-    yield* (await this.#chosen(request.model)).generate(request, signal);
+    const chosen = request.engine ? this.#engines[request.engine] : undefined;
+    yield* (chosen ?? (await this.#chosen(request.model))).generate(request, signal);
   }
 }

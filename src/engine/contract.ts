@@ -3,7 +3,7 @@
  * typed stream of parts comes out. Engines know nothing of HTTP, IndexedDB, money or keys.
  */
 import type { DeviceFeatures } from "../model/builds.js";
-import type { GgufBuild, MlcBuild, ModelEntry } from "../model/entry.js";
+import type { GgufBuild, LocalEngine, MlcBuild, ModelEntry } from "../model/entry.js";
 import type { ToolSpec } from "../prompt/templates.js";
 import type { EngineMessage } from "../prompt/messages.js";
 
@@ -78,6 +78,12 @@ export interface GenerationRequest {
   input: GenerationInput;
   sampling: SamplingOptions;
   constraint?: OutputConstraint;
+  /**
+   * The engine chosen for this request when it was routed (`Engine.choice`): an engine that
+   * chooses per model runs this one rather than choosing again, so the reply's
+   * `x-inference-engine` names the engine that ran.
+   */
+  engine?: LocalEngine;
 }
 
 export type FinishReason = "stop" | "length" | "abort";

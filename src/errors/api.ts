@@ -1,6 +1,6 @@
 /**
  * The one error type of the API surface. Every failure that reaches a client is an
- * `ApiError`, and `errorResponse` is the only place that turns one into bytes, so the
+ * `ApiError`, and `errorResponse` (src/http/responses.ts) is the only place that turns one into bytes, so the
  * body is always `{error:{message,type,code,param}}` (OpenAI's shape).
  *
  * As in openai-node, each status has its own class, so callers can `instanceof` them.
@@ -132,11 +132,4 @@ export function toApiError(error: unknown, requestId: string): ApiError {
   if (error instanceof EngineError) return engineErrorToApi(error);
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return new InternalServerError(`The server had an error while processing your request (request id ${requestId}): ${detail}`);
-}
-
-export function errorResponse(error: ApiError, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(error.toJSON()), {
-    status: error.status,
-    headers: { "content-type": "application/json", ...headers, ...error.headers },
-  });
 }

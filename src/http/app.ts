@@ -1,24 +1,61 @@
 /**
- * The HTTP surface: routing, request ids, and the one place where failures become responses.
- * It takes `Request`s and returns `Response`s, so it runs the same in a service worker and in
- * a unit test.
+ * The HTTP surface: authentication, routing, request ids, and the one place where an outcome
+ * becomes a response: a failure is serialised (src/http/responses.ts) and every header is put on
+ * (src/http/headers.ts). It takes `Request`s and returns `Response`s, so it runs the same in a
+ * service worker and in a unit test.
  */
-import { errorResponse, NotFoundError, toApiError } from "../errors/api.js";
-import { chatRoute } from "./chat.js";
-import { completionsRoute } from "./completions.js";
-import type { HttpDependencies } from "../serve/dependencies.js";
-import { modelRoutes } from "./models.js";
-import { rateLimitHeaders } from "../policy/policy.js";
-import { Router, type RouteContext } from "./router.js";
+import { NotFoundError, toApiError } from "../errors/api.js";
+import type { KeyRecord } from "../policy/store.js";
+import type { Policy } from "../policy/policy.js";
+import { chatPath, chatRoute } from "./chat.js";
+import { completionsPath, completionsRoute } from "./completions.js";
+import type { HttpDependencies } from "./dependencies.js";
+import { outcomeHeaders } from "./headers.js";
+import { modelPaths, modelRoutes } from "./models.js";
+import type { Outcome } from "./outcome.js";
+import { errorResponse } from "./responses.js";
+import type { InferenceRoute, RequestContext } from "./context.js";
+import { endsInRoute, Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
+
+/** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
+const endpointPaths = [chatPath, completionsPath, ...Object.values(modelPaths)];
+
+function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
+  return [chatRoute(dependencies), completionsRoute(dependencies), ...modelRoutes(dependencies).map((route) => countedFirst(dependencies.policy, route))];
+}
+
+/**
+ * A route that generates nothing, counted as one request before it runs (a generating route counts
+ * its request with its tokens, when it admits it).
+ */
+function countedFirst(policy: Policy, route: InferenceRoute): InferenceRoute {
+  return {
+    ...route,
+    handler: async (context, params) => {
+      const rate = await policy.countRequest(context.key);
+      const outcome = await route.handler(context, params).catch((error: unknown): Outcome => ({ error }));
+      return { ...outcome, rate };
+    },
+  };
+}
+
 export class InferenceApp {
-  readonly #router: Router;
+  readonly #router: Router<RequestContext, Outcome>;
   readonly #dependencies: HttpDependencies;
 
   constructor(baseUrl: string, dependencies: HttpDependencies) {
     this.#dependencies = dependencies;
-    this.#router = new Router(baseUrl, [chatRoute(dependencies), completionsRoute(dependencies), ...modelRoutes(dependencies)]);
+    this.#router = new Router(baseUrl, routesOf(dependencies));
+  }
+
+  /**
+   * Whether `pathname` ends like one of the endpoints, whatever the base URL: a restarted worker
+   * must decide at once whether to answer a fetch, before it has read its configuration.
+   */
+  static endsLikeEndpoint(pathname: string): boolean {
+    return endsInRoute(pathname, endpointPaths);
   }
 
   /** Whether `url` is under the base URL, and so ours to answer (with an error if no route fits). */
@@ -32,35 +69,42 @@ export class InferenceApp {
    * errors included, once the key is known.
    */
   async handle(request: Request): Promise<Response> {
-    const { policy, ready, clock, newId } = this.#dependencies;
+    const { ready, clock, newId } = this.#dependencies;
     const requestId = newId("req_");
-    const url = new URL(request.url);
     const receivedAt = clock();
     // Read while the key is checked: both wait on the browser, not on each other.
     const body = request.method === "GET" || request.method === "HEAD" ? Promise.resolve("") : startReadingBody(request);
-    let context: RouteContext | undefined;
-    let response: Response;
+    let key: KeyRecord | undefined;
+    let outcome: Outcome;
     try {
       await ready;
-      const key = await policy.authenticate(request.headers.get("authorization"));
-      const found = this.#router.match(request.method, url);
-      context = { request, url, params: found.route ? found.params : {}, requestId, receivedAt, body, key, rate: null, headers: {} };
-      if (!found.route) {
-        context.rate = await policy.countRequest(key);
-        throw new NotFoundError(`Invalid URL (${request.method} ${url.pathname})`, { code: "unknown_url" });
-      }
-      if (!found.route.generates) context.rate = await policy.countRequest(key);
-      response = await found.route.handler(context);
+      key = await this.#dependencies.policy.authenticate(request.headers.get("authorization"));
+      outcome = await this.#route({ request, url: new URL(request.url), requestId, receivedAt, body, key });
     } catch (error) {
-      const apiError = toApiError(error, requestId);
-      if (apiError.status === 500) console.error(`[webgpu-inference] ${requestId}`, error);
+      outcome = { error };
+    }
+    return this.#respond(outcome, requestId, key);
+  }
+
+  async #route(context: RequestContext): Promise<Outcome> {
+    const found = this.#router.match(context.request.method, context.url);
+    if (found.route) return found.route.handler(context, found.params);
+    const rate = await this.#dependencies.policy.countRequest(context.key);
+    return { error: new NotFoundError(`Invalid URL (${context.request.method} ${context.url.pathname})`, { code: "unknown_url" }), rate };
+  }
+
+  /** The outcome as a response: a failure serialised, and every header it implies. */
+  async #respond(outcome: Outcome, requestId: string, key: KeyRecord | undefined): Promise<Response> {
+    let response: Response;
+    if ("response" in outcome) response = outcome.response;
+    else {
+      const apiError = toApiError(outcome.error, requestId);
+      if (apiError.status === 500) console.error(`[webgpu-inference] ${requestId}`, outcome.error);
       response = errorResponse(apiError);
     }
-    if (context) {
-      for (const [name, value] of Object.entries(context.headers)) response.headers.set(name, value);
-      const rate = context.rate ?? (await policy.state(context.key.id).catch(() => null));
-      if (rate) for (const [name, value] of Object.entries(rateLimitHeaders(rate))) response.headers.set(name, value);
-    }
+    // A request refused before it was counted (bad input, a limit reached) reports the window as it stands.
+    const rate = outcome.rate ?? (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
+    for (const [name, value] of Object.entries(outcomeHeaders(outcome.route, outcome.upstream, rate))) response.headers.set(name, value);
     response.headers.set("x-request-id", requestId);
     return response;
   }

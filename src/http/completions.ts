@@ -1,13 +1,24 @@
+/**
+ * `POST /v1/completions`, the legacy endpoint: parse, route, plan, respond. Several prompts, `n`
+ * and `best_of` candidates per prompt (the best ranked by mean log probability), and `echo`.
+ */
 import { BadRequestError } from "../errors/api.js";
 import type { TokenLogprob } from "../engine/contract.js";
-import { completionRequestSchema, type TextCompletion } from "../wire/schemas.js";
-import { forward, routeRequest } from "../serve/upstream.js";
-import { abortWith, respond } from "./respond.js";
-import { findModel, type HttpDependencies } from "../serve/dependencies.js";
-import { collect, completionBudget, countPromptTokens, samplingOf, startGeneration, toWireFinishReason, wireUsage, type Generation } from "../serve/generation.js";
-import type { Route } from "./router.js";
+import type { ModelEntry } from "../model/entry.js";
+import type { Tokenizer } from "../model/tokenizer.js";
+import { completionBudget, countPromptTokens } from "../serve/budget.js";
+import type { Generation } from "../serve/generation.js";
+import { routeFor, type Route } from "../serve/route-decision.js";
+import { completionRequestSchema, type CompletionRequest, type TextCompletion } from "../wire/schemas.js";
+import type { InferenceRoute, RequestContext } from "./context.js";
+import { collect, samplingOf, toWireFinishReason, wireUsage } from "./convert.js";
+import { findModel, type HttpDependencies } from "./dependencies.js";
 import { legacyLogprobsOption, logitBiasOption, toLegacyLogprobs } from "./logprobs.js";
+import { routed, type Outcome } from "./outcome.js";
+import { checkStreamOptions, forwardRemotely, generateLocally } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
+
+export const completionsPath = /^\/completions\/?$/;
 
 /** The legacy endpoint's default, as on the hosted API. */
 const defaultMaxTokens = 16;
@@ -69,81 +80,90 @@ async function complete(generation: Generation, base: Base, counts: ChoiceCounts
   };
 }
 
-export function completionsRoute(dependencies: HttpDependencies): Route {
+/** A parsed legacy completion: its JSON as sent (forwarded as is), its prompts counted, and the completion budget. */
+interface CompletionCall {
+  request: CompletionRequest;
+  json: Record<string, unknown>;
+  model: ModelEntry;
+  tokenizer: Tokenizer;
+  prompts: string[];
+  counted: { input: { kind: "text"; prompt: string }; promptTokens: number }[];
+  counts: ChoiceCounts;
+  maxTokens: number;
+}
+
+/** OpenAI's checks of `suffix`, `n` and `best_of`; returns the candidates per prompt. */
+function checkCandidates(request: CompletionRequest): number {
+  if (request.suffix != null) throw new BadRequestError("Unsupported parameter: 'suffix' is not supported with this model.", { param: "suffix", code: "unsupported_parameter" });
+  const bestOf = request.best_of ?? request.n ?? 1;
+  if (bestOf < (request.n ?? 1)) throw new BadRequestError("best_of must be greater than or equal to n.", { param: "best_of", code: "invalid_value" });
+  if (bestOf > (request.n ?? 1) && request.stream) {
+    throw new BadRequestError("best_of greater than n cannot be streamed: the best candidates are known only once all have finished.", { param: "best_of", code: "invalid_value" });
+  }
+  return bestOf;
+}
+
+async function parseCompletion(dependencies: HttpDependencies, body: Promise<string>): Promise<CompletionCall> {
+  const json = await readJson(body);
+  const request = parseWith(completionRequestSchema, json);
+  checkStreamOptions(request);
+  const bestOf = checkCandidates(request);
+  const model = findModel(dependencies, request.model);
+  const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
+  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt") }));
+  const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
+  const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
+  const counts = { prompts: prompts.length, perPrompt: request.n ?? 1, bestOf };
+  return { request, json: json as Record<string, unknown>, model, tokenizer, prompts, counted, counts, maxTokens };
+}
+
+export function completionsRoute(dependencies: HttpDependencies): InferenceRoute {
   return {
     method: "POST",
-    generates: true,
-    path: /^\/completions\/?$/,
+    path: completionsPath,
     handler: async (context) => {
-      const json = await readJson(context.body);
-      const request = parseWith(completionRequestSchema, json);
-      if (request.stream_options && request.stream !== true) {
-        throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
-      }
-      if (request.suffix != null) throw new BadRequestError("Unsupported parameter: 'suffix' is not supported with this model.", { param: "suffix", code: "unsupported_parameter" });
-      const bestOf = request.best_of ?? request.n ?? 1;
-      if (bestOf < (request.n ?? 1)) throw new BadRequestError("best_of must be greater than or equal to n.", { param: "best_of", code: "invalid_value" });
-      if (bestOf > (request.n ?? 1) && request.stream) {
-        throw new BadRequestError("best_of greater than n cannot be streamed: the best candidates are known only once all have finished.", { param: "best_of", code: "invalid_value" });
-      }
-      const model = findModel(dependencies, request.model);
-      const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
-      const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-      const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt") }));
-      const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
-      const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
-      const perPrompt = request.n ?? 1;
-      const decision = await routeRequest(dependencies, context, model);
-      if (decision.target === "remote") {
-        return forward(dependencies, context, {
-          model,
-          decision,
-          endpoint: "completions",
-          // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
-          body: { ...(json as Record<string, unknown>), max_tokens: maxTokens },
-          ...(prompts.length > 1 ? { prompts } : {}),
-          stream: request.stream === true,
-          includeUsage: request.stream_options?.include_usage === true,
-          promptTokens: counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),
-          // best_of candidates are generated (and billed) upstream too, so each is reserved for.
-          maxCompletionTokens: maxTokens * prompts.length * bestOf,
-          countTokens: (text) => tokenizer.encode(text).length,
-        });
-      }
-
-      const logprobs = legacyLogprobsOption(request);
-      const logitBias = logitBiasOption(request.logit_bias, tokenizer);
-      // Candidates beyond n are ranked by their tokens' mean log probability, so the engine reports them.
-      const scored = bestOf > perPrompt;
-      const controller = abortWith(context.request);
-      const generation = await startGeneration(
-        dependencies,
-        context,
-        {
-          model,
-          prompts: counted,
-          choicesPerPrompt: bestOf,
-          sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined || scored ? { logprobs: logprobs ?? 0 } : {}), ...(logitBias ? { logitBias } : {}) },
-        },
-        controller.signal,
-      );
-      const echo = (choice: number) => (request.echo ? (prompts[Math.floor(choice / perPrompt)] ?? "") : "");
-      const base: Base = {
-        id: dependencies.newId("cmpl-"),
-        object: "text_completion",
-        created: Math.floor(dependencies.clock() / 1000),
-        model: model.id,
-        system_fingerprint: null,
-      };
-      return respond(
-        context,
-        controller,
-        generation,
-        request.stream === true,
-        (running) => chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
-        (running) => complete(running, base, { prompts: prompts.length, perPrompt, bestOf }, echo, logprobs !== undefined),
-        dependencies.respond,
-      );
+      const call = await parseCompletion(dependencies, context.body);
+      const route = await routeFor(dependencies.engine, call.model);
+      return routed(route, () => (route.decision.target === "remote" ? forwardCompletion(dependencies, context, route, call) : generateCompletion(dependencies, context, route, call)));
     },
   };
+}
+
+function forwardCompletion(dependencies: HttpDependencies, context: RequestContext, route: Route, call: CompletionCall): Promise<Outcome> {
+  const { request, prompts, maxTokens } = call;
+  return forwardRemotely(dependencies, context, route, {
+    model: call.model,
+    endpoint: "completions",
+    // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
+    body: { ...call.json, max_tokens: maxTokens },
+    ...(prompts.length > 1 ? { prompts } : {}),
+    stream: request.stream === true,
+    includeUsage: request.stream_options?.include_usage === true,
+    promptTokens: call.counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),
+    // best_of candidates are generated (and billed) upstream too, so each is reserved for.
+    maxCompletionTokens: maxTokens * prompts.length * call.counts.bestOf,
+    countTokens: (text) => call.tokenizer.encode(text).length,
+  });
+}
+
+function generateCompletion(dependencies: HttpDependencies, context: RequestContext, route: Route, call: CompletionCall): Promise<Outcome> {
+  const { request, counts, prompts } = call;
+  const logprobs = legacyLogprobsOption(request);
+  const logitBias = logitBiasOption(request.logit_bias, call.tokenizer);
+  // Candidates beyond n are ranked by their tokens' mean log probability, so the engine reports them.
+  const scored = counts.bestOf > counts.perPrompt;
+  const plan = {
+    model: call.model,
+    prompts: call.counted,
+    choicesPerPrompt: counts.bestOf,
+    sampling: { ...samplingOf(request, call.maxTokens), ...(logprobs !== undefined || scored ? { logprobs: logprobs ?? 0 } : {}), ...(logitBias ? { logitBias } : {}) },
+  };
+  const echo = (choice: number) => (request.echo ? (prompts[Math.floor(choice / counts.perPrompt)] ?? "") : "");
+  const base: Base = { id: dependencies.newId("cmpl-"), object: "text_completion", created: Math.floor(dependencies.clock() / 1000), model: call.model.id, system_fingerprint: null };
+  return generateLocally(dependencies, context, route, plan, {
+    stream: request.stream === true,
+    toEvents: (running) => chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
+    toBody: (running) => complete(running, base, counts, echo, logprobs !== undefined),
+  });
 }

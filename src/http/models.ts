@@ -2,9 +2,10 @@ import { ggufMemoryEstimateMB, memoryEstimateMB } from "../model/builds.js";
 import { usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../model/entry.js";
 import { BadRequestError } from "../errors/api.js";
 import type { ModelInfo, ModelObject } from "../wire/schemas.js";
-import { findModel, jsonResponse, type HttpDependencies } from "../serve/dependencies.js";
-import type { Route } from "./router.js";
 import { decideRoute } from "../serve/route-decision.js";
+import type { InferenceRoute } from "./context.js";
+import { findModel, type HttpDependencies } from "./dependencies.js";
+import { jsonResponse } from "./responses.js";
 
 function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<ModelInfo["build"]> {
   if ("file" in build) {
@@ -35,21 +36,23 @@ function modelObject(model: ModelEntry): ModelObject {
   return { id: model.id, object: "model", created: model.created, owned_by: model.ownedBy };
 }
 
-export function modelRoutes(dependencies: HttpDependencies): Route[] {
+export const modelPaths = { list: /^\/models\/?$/, one: /^\/models\/(?<id>.+)$/, info: /^\/model\/info\/?$/ };
+
+export function modelRoutes(dependencies: HttpDependencies): InferenceRoute[] {
   return [
     {
       method: "GET",
-      path: /^\/models\/?$/,
-      handler: async () => jsonResponse({ object: "list", data: dependencies.catalogue.list().map(modelObject) }),
+      path: modelPaths.list,
+      handler: async () => ({ response: jsonResponse({ object: "list", data: dependencies.catalogue.list().map(modelObject) }) }),
     },
     {
       method: "GET",
-      path: /^\/models\/(?<id>.+)$/,
-      handler: async ({ params }) => jsonResponse(modelObject(findModel(dependencies, params.id ?? "", null))),
+      path: modelPaths.one,
+      handler: async (_context, params) => ({ response: jsonResponse(modelObject(findModel(dependencies, params.id ?? "", null))) }),
     },
     {
       method: "GET",
-      path: /^\/model\/info\/?$/,
+      path: modelPaths.info,
       handler: async ({ url }) => {
         const id = url.searchParams.get("model");
         if (!id) throw new BadRequestError("Missing required query parameter: 'model'.", { param: "model", code: "missing_required_parameter" });
@@ -83,7 +86,7 @@ export function modelRoutes(dependencies: HttpDependencies): Route[] {
               ? { where: "device", engine: status.engine?.name ?? dependencies.engine.name, hosts: [] }
               : { where: "upstream", engine: null, hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host) },
         };
-        return jsonResponse(info);
+        return { response: jsonResponse(info) };
       },
     },
   ];

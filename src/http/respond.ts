@@ -11,7 +11,8 @@
  */
 import { toApiError } from "../errors/api.js";
 import type { ChoicePart, Generation } from "../serve/generation.js";
-import type { RouteContext } from "./router.js";
+import type { Forwarded } from "../serve/upstream/forward.js";
+import { jsonResponse } from "./responses.js";
 import { sseHeaders, sseStream } from "./sse.js";
 
 const encoder = new TextEncoder();
@@ -66,7 +67,7 @@ function keptAlive(ready: Promise<ReadableStream<Uint8Array>>, ping: Uint8Array,
 }
 
 export async function respond<Event>(
-  context: RouteContext,
+  requestId: string,
   controller: AbortController,
   generation: Generation,
   stream: boolean,
@@ -75,7 +76,7 @@ export async function respond<Event>(
   options: RespondOptions = defaultRespondOptions,
 ): Promise<Response> {
   const clientLeft = () => controller.abort(new DOMException("The client went away.", "AbortError"));
-  const errorBody = (error: unknown) => toApiError(error, context.requestId).toJSON();
+  const errorBody = (error: unknown) => toApiError(error, requestId).toJSON();
   const first = generation.parts.next();
   const running = first.then((value): Generation => ({ ...generation, parts: replay(value, generation.parts) }));
 
@@ -108,6 +109,17 @@ async function settledWithin(promise: Promise<unknown>, ms: number): Promise<"se
   const outcome = await Promise.race([promise.then(() => "settled" as const, () => "settled" as const), timedOut]);
   clearTimeout(deadline);
   return outcome;
+}
+
+/** An upstream's answer as our response: the whole completion as JSON, or its chunks as SSE. */
+export function respondForwarded(forwarded: Forwarded, requestId: string, controller: AbortController): Response {
+  if (forwarded.kind === "whole") return jsonResponse(forwarded.body);
+  const stream = sseStream({
+    events: forwarded.events,
+    onError: (error) => toApiError(error, requestId).toJSON(),
+    onCancel: () => controller.abort(new DOMException("The client went away.", "AbortError")),
+  });
+  return new Response(stream, { headers: sseHeaders });
 }
 
 /** An abort controller that follows the client: `request.signal` aborts it. */

@@ -1,27 +1,18 @@
 /**
  * Routes in the manner of workbox: each is a (match, handler) pair. Paths are matched after
- * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route.
+ * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route. The
+ * router knows nothing of what a handler needs or returns.
  */
 import { BadRequestError } from "../errors/api.js";
-import type { RateLimitState } from "../policy/policy.js";
-import type { KeyRecord } from "../policy/store.js";
 
-export interface RouteContext {
-  request: Request;
-  url: URL;
-  params: Record<string, string>;
-  requestId: string;
-  /** Epoch ms at which the request arrived. */
-  receivedAt: number;
-  /** The body's text, read from the request's arrival on (empty for GET). */
-  body: Promise<string>;
-  /** The authenticated key; every route runs after authentication. */
-  key: KeyRecord;
-  /** The key's rate-limit window after this request was counted; set by whoever counts it. */
-  rate: RateLimitState | null;
-  /** Headers for the response, error or not, e.g. where the request was routed. */
-  headers: Record<string, string>;
+export interface Route<Context, Result> {
+  method: "GET" | "POST";
+  /** Matched against the path below the base URL with any `/v1` prefix removed. */
+  path: RegExp;
+  handler: (context: Context, params: Record<string, string>) => Promise<Result>;
 }
+
+export type RouteMatch<Context, Result> = { route: Route<Context, Result>; params: Record<string, string> } | { route: null };
 
 /** A percent-encoded path segment; a malformed escape (`%`, `%zz`) is the request's fault: 400. */
 function decodePathSegment(value: string): string {
@@ -32,22 +23,14 @@ function decodePathSegment(value: string): string {
   }
 }
 
-export interface Route {
-  method: "GET" | "POST";
-  /** Generating routes count the request themselves, with its tokens, when they admit it. */
-  generates?: boolean;
-  /** Matched against the path below the base URL with any `/v1` prefix removed. */
-  path: RegExp;
-  handler: (context: RouteContext) => Promise<Response>;
-}
+/** `path` without a leading `/v1` segment. */
+const withoutVersion = (path: string) => path.replace(/^\/v1(?=\/|$)/, "") || "/";
 
-export type RouteMatch = { route: Route; params: Record<string, string> } | { route: null };
-
-export class Router {
+export class Router<Context, Result> {
   readonly #base: URL;
-  readonly #routes: readonly Route[];
+  readonly #routes: readonly Route<Context, Result>[];
 
-  constructor(baseUrl: string, routes: readonly Route[]) {
+  constructor(baseUrl: string, routes: readonly Route<Context, Result>[]) {
     const base = new URL(baseUrl);
     base.pathname = base.pathname.replace(/\/+$/, "");
     base.search = "";
@@ -61,11 +44,10 @@ export class Router {
     if (url.origin !== this.#base.origin) return null;
     const basePath = this.#base.pathname;
     if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return null;
-    const rest = url.pathname.slice(basePath.length) || "/";
-    return rest.replace(/^\/v1(?=\/|$)/, "") || "/";
+    return withoutVersion(url.pathname.slice(basePath.length) || "/");
   }
 
-  match(method: string, url: URL): RouteMatch {
+  match(method: string, url: URL): RouteMatch<Context, Result> {
     const path = this.relativePath(url);
     if (path === null) return { route: null };
     for (const route of this.#routes) {
@@ -79,4 +61,24 @@ export class Router {
     }
     return { route: null };
   }
+}
+
+/** The most segments an endpoint's path has, `/v1` included (`/v1/models/{id}`). */
+const endpointSegments = 3;
+
+/**
+ * Whether `pathname` ends in one of `paths` (optionally after `/v1`), below any base path: how a
+ * worker that does not yet know its base URL tells an endpoint from an app's own asset. Only the
+ * last few segments are tried, so the work is linear in the path whatever its length.
+ */
+export function endsInRoute(pathname: string, paths: readonly RegExp[]): boolean {
+  let index = pathname.length;
+  for (let segments = 0; segments < endpointSegments; segments++) {
+    index = pathname.lastIndexOf("/", index - 1);
+    if (index === -1) return false;
+    const path = withoutVersion(pathname.slice(index));
+    if (path !== "/" && paths.some((pattern) => pattern.test(path))) return true;
+    if (index === 0) return false;
+  }
+  return false;
 }

@@ -49,17 +49,6 @@ export interface Settlement {
   usageEstimated?: boolean;
 }
 
-export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
-  return {
-    "x-ratelimit-limit-requests": String(state.limitRequests),
-    "x-ratelimit-remaining-requests": String(state.remainingRequests),
-    "x-ratelimit-reset-requests": new Date(state.resetRequests).toISOString(),
-    "x-ratelimit-limit-tokens": String(state.limitTokens),
-    "x-ratelimit-remaining-tokens": String(state.remainingTokens),
-    "x-ratelimit-reset-tokens": new Date(state.resetTokens).toISOString(),
-  };
-}
-
 export function ledgerId(now: number): string {
   // Unique by the random tail; the store's sequence gives the order.
   const random = Array.from(crypto.getRandomValues(new Uint8Array(6)), (byte) => byte.toString(16).padStart(2, "0")).join("");

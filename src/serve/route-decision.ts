@@ -3,7 +3,8 @@
  * model and whether the engine can run it here in, the decision and its reason out, so `/v1/model/info`, the
  * response headers and the handlers all say the same thing.
  */
-import type { ModelEntry, RoutingPolicy, Upstream } from "../model/entry.js";
+import type { Engine } from "../engine/contract.js";
+import { localEngines, type LocalEngine, type ModelEntry, type RoutingPolicy, type Upstream } from "../model/entry.js";
 
 export interface RouteDecision {
   target: "local" | "remote";
@@ -21,21 +22,27 @@ export function decideRoute(model: ModelEntry, runnable: { ok: boolean; reason: 
   return decision("remote", `this device cannot run it: ${runnable.reason ?? "no reason given"}`);
 }
 
-/** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
-export function headerValue(text: string): string {
-  return text.replace(/[^\x20-\x7e]/g, "?");
+/** Where a request is served, and for a local one the engine that runs it and why. */
+export interface Route {
+  decision: RouteDecision;
+  /** Chosen once per request: the plan names it, so the engine that runs is the one the headers name. */
+  engine?: { name: string; reason: string };
 }
 
-/** The headers every response of a generation carries, local or remote. */
-export function routeHeaders(decision: RouteDecision, upstream?: Upstream): Record<string, string> {
-  return {
-    "x-inference-route": decision.target,
-    "x-inference-route-reason": headerValue(decision.reason),
-    ...(upstream ? { "x-inference-upstream": headerValue(upstream.name), "x-inference-generated-by": headerValue(`upstream ${new URL(upstream.baseUrl).host}`) } : {}),
-  };
+/**
+ * Where `model` is served now. The engine is asked whether it can run the model only when the
+ * policy is `auto`; a local request names its engine: the one chosen for the model, else the
+ * configured one (as model info says).
+ */
+export async function routeFor(engine: Engine, model: ModelEntry): Promise<Route> {
+  const status = model.routing === "auto" ? await engine.status(model) : undefined;
+  const decision = decideRoute(model, status?.runnable ?? { ok: false, reason: null });
+  if (decision.target === "remote") return { decision };
+  return { decision, engine: status?.engine ?? (await engine.choice?.(model)) ?? { name: engine.name, reason: "the configured engine" } };
 }
 
-/** The engine that generates a local reply, and why it was chosen (the same as `/v1/model/info` says). */
-export function engineHeaders(engine: { name: string; reason: string }): Record<string, string> {
-  return { "x-inference-engine": headerValue(engine.name), "x-inference-engine-reason": headerValue(engine.reason), "x-inference-generated-by": headerValue(`device ${engine.name}`) };
+/** The chosen engine as a generation plan names it: one of the local engines, or none to pin. */
+export function chosenEngine(route: Route): LocalEngine | undefined {
+  const name = route.engine?.name;
+  return localEngines.find((engine) => engine === name);
 }

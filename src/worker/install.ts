@@ -148,13 +148,6 @@ export interface InferenceWorker {
   precacheTokenizers(): Promise<void>;
 }
 
-/**
- * The endpoints' path endings. A restarted worker reads its configuration (and so the base URL)
- * asynchronously, but must decide at once whether to answer a fetch: it claims only these, so
- * navigations and an app's own assets stay with the app's handlers (its offline cache) meanwhile.
- */
-const endpointPath = /\/(?:v1\/)?(?:chat\/completions|completions|models|models\/[^/]+|model\/info)$/;
-
 /** A page's message: configure, a model to load or delete, or a host page announcing itself. */
 function onMessage(configuration: WorkerConfiguration<InstalledInference>, event: ExtendableMessageEvent): void {
   const data = event.data as { type?: string } | null;
@@ -211,7 +204,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     const url = new URL(event.request.url);
     const current = configuration.app;
     if (current?.app.handles(url)) event.respondWith(current.app.handle(event.request));
-    else if (!configuration.settled && endpointPath.test(url.pathname)) {
+    else if (!configuration.settled && InferenceApp.endsLikeEndpoint(url.pathname)) {
       event.respondWith(configuration.ready().then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))));
     }
   });
@@ -225,7 +218,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     get ready() {
       return configuration.ready();
     },
-    handles: (url) => configuration.app?.app.handles(url) ?? (!configuration.settled && endpointPath.test(url.pathname)),
+    handles: (url) => configuration.app?.app.handles(url) ?? (!configuration.settled && InferenceApp.endsLikeEndpoint(url.pathname)),
     async precacheTokenizers() {
       const configured = (await configuration.ready())?.config.artifacts.tokenizerBaseUrl;
       await cacheTokenizers(configured ?? new URL("tokenizers/", scope.location.href).href, [...new Set(Object.values(tokenizerNames))]);

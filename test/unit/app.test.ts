@@ -4,6 +4,7 @@ import type { ModelEntry } from "../../src/model/entry.js";
 import { EngineError } from "../../src/errors/engine.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import { ChoosingEngine } from "../../src/engine/choice.js";
 import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
@@ -228,6 +229,24 @@ describe("HTTP surface", () => {
       });
       expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages })))).toMatchObject({ status, code });
     }
+  });
+
+  it("chooses the engine once per request: the engine the headers name is the one that runs", async () => {
+    const reply = async function* (): AsyncGenerator<GenerationPart> {
+      yield { type: "text-delta", text: "hi" };
+      yield { type: "finish", reason: "stop", usage: { promptTokens: null, completionTokens: 1 } };
+    };
+    const webllm = new ScriptedEngine(reply);
+    const llamacpp = new ScriptedEngine(reply);
+    // The adapter goes away after the first look: choosing again would pick llama.cpp.
+    let looks = 0;
+    webllm.device = async () => ({ webgpu: looks++ === 0, features: new Set(["shader-f16"]) });
+    const { app, post } = await makeApp({ engine: new ChoosingEngine({ engines: { webllm, llamacpp }, policy: "auto" }) });
+    const response = await app.handle(post("/v1/chat/completions", { model, messages }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-inference-engine")).toBe("webllm");
+    expect([webllm.seen.length, llamacpp.seen.length]).toEqual([1, 0]);
+    expect(webllm.seen[0]?.engine).toBe("webllm");
   });
 
   it("queues requests for the one engine and answers 503 past the bound", async () => {

@@ -1,16 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  ApiError,
-  AuthenticationError,
-  BadRequestError,
-  errorResponse,
-  InternalServerError,
-  NotFoundError,
-  PermissionDeniedError,
-  RateLimitError,
-  ServiceUnavailableError,
-  toApiError,
-} from "../../src/errors/api.js";
+import { ApiError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError, ServiceUnavailableError, toApiError } from "../../src/errors/api.js";
+import { errorResponse } from "../../src/http/responses.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";
 
 describe("errors", () => {

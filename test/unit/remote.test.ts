@@ -3,7 +3,7 @@ import { Catalogue } from "../../src/model/catalogue.js";
 import { chooseBuild, type DeviceFeatures } from "../../src/model/builds.js";
 import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js";
 import { resolveConfig } from "../../src/config/config.js";
-import { readSse } from "../../src/http/sse.js";
+import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { decideRoute as decide } from "../../src/serve/route-decision.js";
 import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";

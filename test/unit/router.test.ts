@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Router, type Route } from "../../src/http/router.js";
+import { InferenceApp } from "../../src/http/app.js";
+import { endsInRoute, Router, type Route } from "../../src/http/router.js";
 
 const handler = async () => new Response("ok");
-const routes: Route[] = [
+const routes: Route<unknown, Response>[] = [
   { method: "POST", path: /^\/chat\/completions\/?$/, handler },
   { method: "GET", path: /^\/models\/(?<id>.+)$/, handler },
 ];
@@ -26,5 +27,18 @@ describe("router", () => {
     expect(found.route).toBe(routes[1]);
     expect(found.route && found.params).toEqual({ id: "alpha3:8b-instruct-q8_0" });
     expect(router.match("GET", new URL("https://app.example/api/v1/chat/completions")).route).toBeNull();
+  });
+  it("tells an endpoint's path from an app's own under any base path, before the base URL is known", () => {
+    for (const path of ["/openai/v1/chat/completions", "/api/completions", "/v1/models", "/x/y/models/alpha3%3A8b", "/openai/v1/model/info", "/models/"]) {
+      expect(InferenceApp.endsLikeEndpoint(path), path).toBe(true);
+    }
+    for (const path of ["/", "/index.html", "/assets/app.js", "/v1", "/openai/v1/", "/chat", "/modelsx"]) expect(InferenceApp.endsLikeEndpoint(path), path).toBe(false);
+    expect(endsInRoute("/a/b", [/^\/b$/])).toBe(true);
+    expect(endsInRoute("/a/b", [/^\/a$/])).toBe(false);
+  });
+  it("looks at the last segments only: a path of a million slashes is answered at once", () => {
+    const started = performance.now();
+    expect(InferenceApp.endsLikeEndpoint("/".repeat(1_000_000) + "index.html")).toBe(false);
+    expect(performance.now() - started).toBeLessThan(200);
   });
 });

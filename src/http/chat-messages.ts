@@ -1,0 +1,70 @@
+/** A chat request's messages checked and converted at the boundary: OpenAI's wire messages to the templates' turns. */
+import { BadRequestError } from "../errors/api.js";
+import type { EngineMessage } from "../prompt/messages.js";
+import type { ChatCompletionRequest, ChatMessage } from "../wire/schemas.js";
+
+function text(content: ChatMessage["content"]): string {
+  if (content == null) return "";
+  return typeof content === "string" ? content : content.map((part) => ("text" in part ? part.text : "")).join("");
+}
+
+/**
+ * What OpenAI answers for a model without the capability, in its words: reasoning parameters,
+ * audio output, and image, audio or file inputs (every model here reads and writes text only).
+ */
+export function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
+  for (const name of ["reasoning_effort", "audio", "verbosity"] as const) {
+    if (request[name] != null) throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, { param: name, code: "unsupported_parameter" });
+  }
+  if (request.web_search_options != null) {
+    throw new BadRequestError("Web search options not supported with this model.", { param: "web_search_options", code: "unsupported_parameter" });
+  }
+  request.messages.forEach((message, index) => {
+    if (!Array.isArray(message.content)) return;
+    message.content.forEach((part, position) => {
+      if (part.type === "text") return;
+      const what = part.type === "image_url" ? "images" : part.type === "input_audio" ? "audio" : "files";
+      throw new BadRequestError(`Invalid content type. ${part.type} is only supported by models that take ${what}; ${model} takes text only.`, {
+        param: `messages[${index}].content[${position}].type`,
+        code: "invalid_value",
+      });
+    });
+  });
+}
+
+/** Wire messages to the engine's; a `tool` message must answer a call made earlier. */
+export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessage[] {
+  const calls = new Set<string>();
+  return messages.map((message, index) => {
+    switch (message.role) {
+      case "system":
+      case "developer":
+        return { role: "system", content: text(message.content), ...(message.name ? { name: message.name } : {}) };
+      case "user":
+        return { role: "user", content: text(message.content), ...(message.name ? { name: message.name } : {}) };
+      case "assistant":
+        // OpenAI's answer to an assistant turn that says nothing: it needs content or tool calls.
+        if (message.content == null && !message.tool_calls?.length) {
+          throw new BadRequestError("Invalid value for 'content': expected a string, got null.", { param: `messages.[${index}].content`, code: null });
+        }
+        for (const call of message.tool_calls ?? []) calls.add(call.id);
+        return {
+          role: "assistant",
+          content: text(message.content),
+          ...(message.name ? { name: message.name } : {}),
+          ...(message.tool_calls?.length
+            ? { toolCalls: message.tool_calls.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })) }
+            : {}),
+        };
+      case "tool":
+        if (!calls.has(message.tool_call_id)) {
+          throw new BadRequestError(
+            `Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'; no call has id '${message.tool_call_id}'.`,
+            { param: `messages[${index}].tool_call_id`, code: "invalid_value" },
+          );
+        }
+        return { role: "tool", content: text(message.content), toolCallId: message.tool_call_id };
+    }
+  });
+}
+

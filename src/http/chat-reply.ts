@@ -1,0 +1,120 @@
+/**
+ * A chat generation as OpenAI's objects: streamed chunks (the role first, tool calls read out of
+ * the reply as they form, the usage chunk last when asked for), or the whole completion.
+ */
+import type { TokenLogprob } from "../engine/contract.js";
+import { ToolCallParser, type ToolEvent } from "../prompt/tool-calls.js";
+import type { ToolSyntax } from "../prompt/templates.js";
+import type { Generation } from "../serve/generation.js";
+import type { ChatCompletion, ChatCompletionChunk } from "../wire/schemas.js";
+import { collect, toWireFinishReason, wireUsage } from "./convert.js";
+import { toWireLogprobs } from "./logprobs.js";
+
+type ToolCallWire = NonNullable<ChatCompletion["choices"][number]["message"]["tool_calls"]>[number];
+type Delta = ChatCompletionChunk["choices"][number]["delta"];
+
+/** Per choice: reads tool calls out of the reply when the request is in tool mode. */
+class ChoiceState {
+  readonly parser: ToolCallParser | null;
+  started = false;
+  /** Token log probabilities not yet sent: they go with the next content delta. */
+  pendingLogprobs: TokenLogprob[] = [];
+  constructor(syntax: ToolSyntax | null) {
+    this.parser = syntax ? new ToolCallParser(syntax) : null;
+  }
+}
+
+function finishReason(state: ChoiceState, reason: Parameters<typeof toWireFinishReason>[0]): "stop" | "length" | "tool_calls" {
+  const wire = toWireFinishReason(reason);
+  return wire === "stop" && state.parser?.mode === "calls" ? "tool_calls" : wire;
+}
+
+export async function* chatChunks(
+  generation: Generation,
+  base: Omit<ChatCompletionChunk, "choices" | "usage">,
+  includeUsage: boolean,
+  syntax: ToolSyntax | null,
+  newId: (prefix: string) => string,
+): AsyncGenerator<ChatCompletionChunk> {
+  // With include_usage, every chunk carries `usage: null` and one last chunk carries the totals.
+  const usageField = includeUsage ? { usage: null } : {};
+  const states = new Map<number, ChoiceState>();
+  const chunk = (index: number, delta: Delta, finish: "stop" | "length" | "tool_calls" | null = null, logprobs: TokenLogprob[] = []): ChatCompletionChunk => ({
+    ...base,
+    choices: [{ index, delta, logprobs: logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null, finish_reason: finish }],
+    ...usageField,
+  });
+  /** A content delta carries the log probabilities of the tokens it completes. */
+  const withLogprobs = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk => {
+    if (delta.content == null || delta.content === "") return chunk(index, delta);
+    const logprobs = state.pendingLogprobs;
+    state.pendingLogprobs = [];
+    return chunk(index, delta, null, logprobs);
+  };
+  /**
+   * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
+   * reply of tool calls carries the role in the first call's delta, with `content: null`.
+   */
+  const opening = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] => {
+    if (state.started) return [withLogprobs(index, state, delta)];
+    state.started = true;
+    if (delta.tool_calls) return [chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
+    const role = chunk(index, { role: "assistant", content: "", refusal: null });
+    return delta.content ? [role, withLogprobs(index, state, delta)] : [role];
+  };
+  const deltasOf = (state: ChoiceState, events: ToolEvent[]): Delta[] =>
+    events.map((event) => {
+      if (event.type === "text") return { content: event.text };
+      if (event.type === "call") {
+        return { tool_calls: [{ index: event.index, id: newId("call_"), type: "function", function: { name: event.name, arguments: "" } }] };
+      }
+      return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
+    });
+
+  for await (const { choice, part } of generation.parts) {
+    let state = states.get(choice);
+    if (!state) states.set(choice, (state = new ChoiceState(syntax)));
+    if (part.type === "text-delta") {
+      if (part.logprobs) state.pendingLogprobs.push(...part.logprobs);
+      if (part.text === "") continue;
+      const events: ToolEvent[] = state.parser ? state.parser.push(part.text) : [{ type: "text", text: part.text }];
+      for (const delta of deltasOf(state, events)) yield* opening(choice, state, delta);
+    } else {
+      for (const delta of deltasOf(state, state.parser?.end() ?? [])) yield* opening(choice, state, delta);
+      if (!state.started) yield* opening(choice, state, { content: "" });
+      yield chunk(choice, {}, finishReason(state, part.reason));
+    }
+  }
+  if (includeUsage) yield { ...base, choices: [], usage: wireUsage(generation.usage()) };
+}
+
+export async function chatCompletion(
+  generation: Generation,
+  base: Omit<ChatCompletion, "choices" | "usage" | "object">,
+  choiceCount: number,
+  syntax: ToolSyntax | null,
+  newId: (prefix: string) => string,
+  logprobsAsked: boolean,
+): Promise<ChatCompletion> {
+  const { texts, reasons, usage, logprobs } = await collect(generation, choiceCount);
+  return {
+    ...base,
+    object: "chat.completion",
+    choices: texts.map((content, index) => {
+      const state = new ChoiceState(syntax);
+      state.parser?.push(content);
+      state.parser?.end();
+      const calls = state.parser?.mode === "calls" ? state.parser.calls : [];
+      const toolCalls: ToolCallWire[] = calls.map((call) => ({ id: newId("call_"), type: "function", function: { name: call.name, arguments: call.arguments } }));
+      return {
+        index,
+        message: { role: "assistant", content: toolCalls.length ? null : content, refusal: null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        // The content's tokens; a reply of tool calls has no content, so none.
+        logprobs: logprobsAsked ? { content: toolCalls.length ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null } : null,
+        finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
+      };
+    }),
+    usage,
+  };
+}
+

@@ -1,0 +1,18 @@
+import type { KeyRecord } from "../policy/store.js";
+import type { Outcome } from "./outcome.js";
+import type { Route } from "./router.js";
+
+/** What every handler is given: the request, and what the app learnt of it before routing. */
+export interface RequestContext {
+  request: Request;
+  url: URL;
+  requestId: string;
+  /** Epoch ms at which the request arrived. */
+  receivedAt: number;
+  /** The body's text, read from the request's arrival on (empty for GET). */
+  body: Promise<string>;
+  /** The authenticated key; every route runs after authentication. */
+  key: KeyRecord;
+}
+
+export type InferenceRoute = Route<RequestContext, Outcome>;

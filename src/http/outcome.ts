@@ -1,0 +1,39 @@
+/**
+ * What a route handler returns: its response, or the failure to answer with, together with what it
+ * produced on the way: where the request was routed (and by which upstream), and the key's
+ * rate-limit window once the request was counted. The app turns it into headers in one place.
+ */
+import type { Upstream } from "../model/entry.js";
+import type { RateLimitState } from "../policy/policy.js";
+import { nothingUsed, type Meter } from "../serve/metering.js";
+import type { Route } from "../serve/route-decision.js";
+
+export type Outcome = ({ response: Response } | { error: unknown }) & {
+  /** The key's window after this request was counted; absent when it was not (yet) counted. */
+  rate?: RateLimitState;
+  route?: Route;
+  upstream?: Upstream;
+};
+
+/** Runs a routed request's remaining steps; a failure is answered with the route it was given. */
+export async function routed(route: Route, run: () => Promise<Outcome>): Promise<Outcome> {
+  try {
+    return await run();
+  } catch (error) {
+    return { error, route };
+  }
+}
+
+/**
+ * Runs an admitted request's remaining steps; the outcome carries the admission's window, failed
+ * or not. A failure before anything was generated releases the reservation, charging nothing
+ * (a no-op where the generation or the forwarding settled it already: a meter settles once).
+ */
+export async function admitted(meter: Meter, route: Route, run: () => Promise<{ response: Response; upstream?: Upstream }>): Promise<Outcome> {
+  try {
+    return { ...(await run()), rate: meter.rate, route };
+  } catch (error) {
+    await meter.settle("failed", nothingUsed);
+    return { error, rate: meter.rate, route };
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The two ways a generation endpoint is served once its request is parsed and planned: on this
+ * device, or by the model's upstreams. Both admit through the one meter (src/serve/metering.ts),
+ * follow the client's abort, and return the outcome with the admission's window.
+ */
+import { BadRequestError } from "../errors/api.js";
+import { admit } from "../serve/metering.js";
+import { admittedTokens, startGeneration, type Generation, type GenerationPlan } from "../serve/generation.js";
+import type { ServeRequest } from "../serve/request.js";
+import { chosenEngine, type Route } from "../serve/route-decision.js";
+import { forward } from "../serve/upstream/forward.js";
+import type { ForwardPlan } from "../serve/upstream/plan.js";
+import type { RequestContext } from "./context.js";
+import type { HttpDependencies } from "./dependencies.js";
+import { admitted, type Outcome } from "./outcome.js";
+import { abortWith, respond, respondForwarded } from "./respond.js";
+
+/** OpenAI's refusal of `stream_options` without `stream`, which both generation endpoints make. */
+export function checkStreamOptions(request: { stream?: boolean | null | undefined; stream_options?: unknown }): void {
+  if (request.stream_options && request.stream !== true) {
+    throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
+  }
+}
+
+function serveRequest(context: RequestContext, signal: AbortSignal): ServeRequest {
+  return { requestId: context.requestId, receivedAt: context.receivedAt, key: context.key, signal, origin: context.url.origin };
+}
+
+/** How a generation becomes the endpoint's reply: streamed as events, or whole. */
+export interface Reply<Event> {
+  stream: boolean;
+  toEvents: (generation: Generation) => AsyncGenerator<Event>;
+  toBody: (generation: Generation) => Promise<unknown>;
+}
+
+/** Generates on this device with the engine the route chose. */
+export async function generateLocally<Event>(dependencies: HttpDependencies, context: RequestContext, route: Route, plan: GenerationPlan, reply: Reply<Event>): Promise<Outcome> {
+  const controller = abortWith(context.request);
+  const meter = await admit(dependencies, serveRequest(context, controller.signal), plan.model, admittedTokens(plan));
+  return admitted(meter, route, async () => {
+    const engine = chosenEngine(route);
+    const generation = await startGeneration(dependencies, meter, { ...plan, ...(engine ? { engine } : {}) }, controller.signal);
+    return { response: await respond(context.requestId, controller, generation, reply.stream, reply.toEvents, reply.toBody, dependencies.respond) };
+  });
+}
+
+/** Forwards to the model's upstreams, which generate; the answer is re-framed and billed here. */
+export async function forwardRemotely(dependencies: HttpDependencies, context: RequestContext, route: Route, plan: Omit<ForwardPlan, "decision">): Promise<Outcome> {
+  const controller = abortWith(context.request);
+  const request = serveRequest(context, controller.signal);
+  const meter = await admit(dependencies, request, plan.model, { promptTokens: plan.promptTokens, maxCompletionTokens: plan.maxCompletionTokens });
+  return admitted(meter, route, async () => {
+    const forwarded = await forward(dependencies, request, { ...plan, decision: route.decision }, meter);
+    return { response: respondForwarded(forwarded, context.requestId, controller), upstream: forwarded.upstream };
+  });
+}

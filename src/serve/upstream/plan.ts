@@ -1,0 +1,23 @@
+import type { ModelEntry } from "../../model/entry.js";
+import type { RouteDecision } from "../route-decision.js";
+
+/** A request to forward: the client's validated body, and what was counted and admitted for it. */
+export interface ForwardPlan {
+  model: ModelEntry;
+  decision: RouteDecision;
+  endpoint: "chat/completions" | "completions";
+  /** The client's request as validated; forwarded with the upstream's model name. */
+  body: Record<string, unknown>;
+  /**
+   * A legacy completion's several prompts: sent one call per prompt to the same upstream (Ollama
+   * takes one prompt only, llama-server answers several as an array), the choices re-indexed in
+   * prompt order and the usages summed into the request's one bill.
+   */
+  prompts?: string[];
+  stream: boolean;
+  includeUsage: boolean;
+  /** Counted here with the family tokenizer: what is admitted, and the estimate's prompt. */
+  promptTokens: number;
+  maxCompletionTokens: number;
+  countTokens(text: string): number;
+}

@@ -1,0 +1,95 @@
+/**
+ * One call to one upstream: its URL, its credential (sent only to the origin it was stored for),
+ * and the reason it gives when it refuses, as a client may read it (a credential never quoted).
+ */
+import type { Upstream } from "../../model/entry.js";
+import type { Policy } from "../../policy/policy.js";
+import type { ForwardPlan } from "./plan.js";
+
+/** How to call an upstream: the headers (with its credential) and the secret, to keep out of reasons. */
+export interface Authorised {
+  headers: Record<string, string>;
+  secret: string | undefined;
+}
+
+/**
+ * The headers for `upstream`, with its stored credential; a reason instead when the credential is
+ * missing or stored for another origin (a credential goes to the origin it was stored for and
+ * nowhere else, whatever the catalogue says now).
+ */
+export async function authorise(policy: Policy, upstream: Upstream, stream: boolean): Promise<Authorised | { refused: string }> {
+  const headers: Record<string, string> = { "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json" };
+  if (!upstream.credential) return { headers, secret: undefined };
+  const stored = await policy.upstreamSecret(upstream.credential);
+  const upstreamOrigin = new URL(upstream.baseUrl).origin;
+  if (stored === undefined) return { refused: `${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)` };
+  if (stored.origin !== upstreamOrigin) {
+    return {
+      refused: `${upstream.name}: the credential '${upstream.credential}' is stored for ${stored.origin ?? "no origin"}, not ${upstreamOrigin}, so it was not sent (store it for ${upstreamOrigin} with admin.setUpstreamCredential if that is where it belongs)`,
+    };
+  }
+  return { headers: { ...headers, authorization: `Bearer ${stored.secret}` }, secret: stored.secret };
+}
+
+/** Sends the plan's body (or one of its prompts) to `upstream`, with the upstream's model name. */
+export function send(fetcher: typeof fetch, upstream: Upstream, plan: ForwardPlan, authorised: Authorised, prompt: string | undefined, signal: AbortSignal): Promise<Response> {
+  const body = {
+    ...plan.body,
+    model: upstream.model,
+    ...(prompt !== undefined ? { prompt } : {}),
+    // A stream always asks for usage, so the bill uses the upstream's own counts.
+    ...(plan.stream ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } } : {}),
+  };
+  const url = `${upstream.baseUrl.replace(/\/+$/, "")}/${plan.endpoint}`;
+  return fetcher(url, { method: "POST", headers: authorised.headers, body: JSON.stringify(body), signal });
+}
+
+export interface Reason {
+  message: string;
+  code: string | null;
+  param: string | null;
+}
+
+/** Upstream statuses that speak of our credential: their text is never passed on. */
+const credentialRefusals = new Set([401, 403]);
+
+/**
+ * Whether `text` could carry part of `secret`: any 8 characters of it in a row (a server may echo
+ * a key whole, cut, or masked at its ends). Linear in both.
+ */
+function mayCarry(text: string, secret: string | undefined): boolean {
+  if (!secret) return false;
+  const width = Math.min(8, secret.length);
+  const slices = new Set<string>();
+  for (let start = 0; start + width <= secret.length; start++) slices.add(secret.slice(start, start + width));
+  for (let start = 0; start + width <= text.length; start++) if (slices.has(text.slice(start, start + width))) return true;
+  return false;
+}
+
+/**
+ * The reason an upstream gives for refusing, as a client may read it: a refusal of our credential
+ * (401, 403) in our own words, and any text that could carry the credential withheld.
+ */
+export async function safeReason(response: Response, upstream: Upstream, secret: string | undefined): Promise<Reason> {
+  if (credentialRefusals.has(response.status)) {
+    await response.body?.cancel().catch(() => undefined);
+    const which = upstream.credential ? `the credential stored as '${upstream.credential}'` : "no credential (this upstream has none configured)";
+    return { message: `it refused the request as unauthorised; it was sent ${which}: store a valid one with admin.setUpstreamCredential`, code: "upstream_unauthorized", param: null };
+  }
+  const reason = await upstreamReason(response);
+  return mayCarry(`${reason.message} ${reason.code ?? ""} ${reason.param ?? ""}`, secret) ? { message: "its reason is withheld: it quoted the credential", code: null, param: null } : reason;
+}
+
+/** The reason an upstream gives in its error body, in any of the shapes these servers use. */
+async function upstreamReason(response: Response): Promise<Reason> {
+  const text = (await response.text().catch(() => "")).trim();
+  try {
+    const body = JSON.parse(text) as { error?: string | { message?: string; code?: string | number | null; param?: string | null }; message?: string; detail?: string };
+    if (typeof body.error === "string") return { message: body.error, code: null, param: null };
+    if (body.error?.message) return { message: body.error.message, code: body.error.code == null ? null : String(body.error.code), param: body.error.param ?? null };
+    if (body.message ?? body.detail) return { message: String(body.message ?? body.detail), code: null, param: null };
+  } catch {
+    // Not JSON: the text itself is the reason.
+  }
+  return { message: text.slice(0, 300) || response.statusText || "no reason given", code: null, param: null };
+}

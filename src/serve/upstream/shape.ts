@@ -1,0 +1,77 @@
+/**
+ * An upstream's answer in OpenAI's exact shape: our model id, the fields some servers leave out,
+ * several answers merged into one, and the usage as billed. Upstream objects are re-framed, not
+ * rebuilt: whatever else they carry passes through.
+ */
+import type { UpstreamChoice, UpstreamUsage, Usage as WireUsage } from "../../wire/schemas.js";
+import type { Usage } from "../metering.js";
+import type { ForwardPlan } from "./plan.js";
+
+/** The usage as billed, with `estimated` when it was counted here. */
+export function wireUsageOf(usage: Usage): WireUsage & { estimated?: true } {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(usage.estimated ? { estimated: true as const } : {}),
+  };
+}
+
+/** The text a choice produced, for counting: content, text, and tool calls' names and arguments. */
+export function producedText(choice: UpstreamChoice): string {
+  const message = choice.delta ?? choice.message;
+  const calls = message?.tool_calls ?? [];
+  return (choice.text ?? "") + (message?.content ?? "") + calls.map((call) => (call.function?.name ?? "") + (call.function?.arguments ?? "")).join("");
+}
+
+/** Billed counts: the upstream's when it gave them, else ours (`estimated`), over what was produced. */
+export function billed(plan: ForwardPlan, usage: UpstreamUsage | null | undefined, produced: string[]): Usage {
+  if (usage) return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
+  return { promptTokens: plan.promptTokens, completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0), estimated: true };
+}
+
+/** Fields OpenAI always sends that some upstreams leave out, given OpenAI's values; the rest passes through. */
+export function withOpenAiDefaults<Body extends { choices: UpstreamChoice[]; system_fingerprint?: string | null | undefined }>(body: Body, modelId: string): Body & { model: string } {
+  return {
+    ...body,
+    model: modelId,
+    system_fingerprint: body.system_fingerprint ?? null,
+    choices: body.choices.map((choice) => ({
+      ...choice,
+      logprobs: choice.logprobs ?? null,
+      ...(choice.message ? { message: { refusal: null, ...choice.message } } : {}),
+    })),
+  };
+}
+
+/**
+ * Several completion objects (llama-server answers a legacy completion with several prompts as a
+ * JSON array, one object per prompt) as the one object OpenAI sends: the choices in prompt order,
+ * indexed 0..n-1, and the usage summed (none when any part has none).
+ */
+export function mergeCompletions(parts: unknown[]): unknown {
+  const objects = parts as { choices?: { index?: number }[]; usage?: UpstreamUsage | null }[];
+  const choices = objects.flatMap((part) => part.choices ?? []).map((choice, index) => ({ ...choice, index }));
+  const usage = objects.map((part) => part.usage ?? null).reduce((total, each) => sumUsage(total, each));
+  return { ...objects[0], choices, usage };
+}
+
+/** Two usages summed; none when either is missing. */
+export function sumUsage(total: UpstreamUsage | null, each: UpstreamUsage | null): UpstreamUsage | null {
+  if (!total || !each) return null;
+  return {
+    prompt_tokens: total.prompt_tokens + each.prompt_tokens,
+    completion_tokens: total.completion_tokens + each.completion_tokens,
+    total_tokens: total.prompt_tokens + each.prompt_tokens + total.completion_tokens + each.completion_tokens,
+  };
+}
+
+/** The chat deltas' first per choice carries `role`, as OpenAI's do; some upstreams (llama-server) leave it out. */
+export function withRoles(choices: UpstreamChoice[], started: Set<number>): UpstreamChoice[] {
+  return choices.map((choice) => {
+    const index = choice.index ?? 0;
+    if (started.has(index) || !choice.delta) return choice;
+    started.add(index);
+    return { ...choice, delta: { role: "assistant", ...choice.delta } };
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * A streamed answer from an upstream: each event parsed whatever its framing, given our model id,
+ * and passed on as a chunk for the one SSE writer (src/http/sse.ts); the usage sent once, last, as
+ * OpenAI does, and only when the client asked. What was streamed is billed however it ends.
+ */
+import { ServiceUnavailableError } from "../../errors/api.js";
+import type { Upstream } from "../../model/entry.js";
+import type { LedgerEntry } from "../../policy/store.js";
+import { upstreamChunkSchema, type UpstreamUsage } from "../../wire/schemas.js";
+import type { Meter } from "../metering.js";
+import type { Answering } from "./failover.js";
+import type { ForwardPlan } from "./plan.js";
+import { readSse } from "./read-sse.js";
+import { billed, producedText, sumUsage, wireUsageOf, withOpenAiDefaults, withRoles } from "./shape.js";
+
+type ChunkHead = { id?: string; object?: string; created?: number; system_fingerprint?: string | null };
+
+/** What one upstream stream yields: its chunks, then its usage (null when it sent none). */
+type StreamEvent = { chunk: ChunkHead } | { usage: UpstreamUsage | null };
+
+/** Per stream: each choice's text so far (for counting) and the chat choices whose role was sent. */
+interface StreamState {
+  produced: string[];
+  started: Set<number>;
+}
+
+/** The chunks to send, the usage chunk last when asked for; the meter settles when the stream ends. */
+export async function* streamedAnswer({ upstream, responses }: Answering, plan: ForwardPlan, meter: Meter, signal: AbortSignal): AsyncGenerator<unknown> {
+  const state: StreamState = { produced: [], started: new Set() };
+  const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
+  let status: LedgerEntry["status"] = "failed";
+  let usage: UpstreamUsage | null = null;
+  let last: ChunkHead = {};
+  try {
+    let prompt = 0;
+    for await (const response of responses) {
+      for await (const event of eventsOf(response, upstream, prompt * perPrompt, plan, meter, state)) {
+        if ("usage" in event) usage = prompt === 0 ? event.usage : sumUsage(usage, event.usage);
+        else yield (last = event.chunk);
+      }
+      prompt++;
+    }
+    status = "completed";
+    if (plan.includeUsage) {
+      yield { id: last.id, object: last.object, created: last.created, model: plan.model.id, system_fingerprint: last.system_fingerprint ?? null, choices: [], usage: wireUsageOf(billed(plan, usage, state.produced)) };
+    }
+  } finally {
+    if (signal.aborted) status = "aborted";
+    // An upstream that broke mid-stream is charged what it delivered (counted here), as a failed local generation is.
+    const delivered = state.produced.some((text) => text);
+    const bill = status === "failed" && !delivered ? { promptTokens: 0, completionTokens: 0 } : billed(plan, status === "completed" ? usage : null, state.produced);
+    await meter.settle(status, { ...bill, upstream: upstream.name });
+  }
+}
+
+/** One upstream stream's chunks, its choices indexed from `offset`, then its usage. */
+async function* eventsOf(response: Response, upstream: Upstream, offset: number, plan: ForwardPlan, meter: Meter, state: StreamState): AsyncGenerator<StreamEvent> {
+  let usage: UpstreamUsage | null = null;
+  for await (const data of readSse(response.body!)) {
+    if (data.trim() === "[DONE]") break;
+    const parsed = upstreamChunkSchema.parse(eventJson(data, upstream));
+    const chunk = { ...parsed, choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })) };
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const text = producedText(choice);
+      if (!text) continue;
+      meter.firstToken();
+      state.produced[choice.index] = (state.produced[choice.index] ?? "") + text;
+    }
+    // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
+    // a choice chunk instead, or send it unasked.
+    if (chunk.choices.length === 0) continue;
+    const { usage: _usage, ...rest } = chunk;
+    const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, state.started) : rest.choices;
+    yield { chunk: { ...withOpenAiDefaults({ ...rest, choices }, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) } };
+  }
+  yield { usage };
+}
+
+/** An event's JSON; an event that is not JSON, or that reports an error, fails the stream (503 in its body). */
+function eventJson(data: string, upstream: Upstream): unknown {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, { code: "upstream_invalid_response" });
+  }
+  const failure = (json as { error?: { message?: string } | string }).error;
+  if (failure) throw new ServiceUnavailableError(`${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`, { code: "upstream_error" });
+  return json;
+}

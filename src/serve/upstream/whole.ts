@@ -1,0 +1,43 @@
+/** A whole (non-streamed) answer from an upstream: read, checked, re-framed and billed. */
+import { ServiceUnavailableError } from "../../errors/api.js";
+import { upstreamCompletionSchema } from "../../wire/schemas.js";
+import type { Meter } from "../metering.js";
+import type { Answering } from "./failover.js";
+import type { ForwardPlan } from "./plan.js";
+import { billed, mergeCompletions, producedText, wireUsageOf, withOpenAiDefaults } from "./shape.js";
+
+/** Every answer's JSON, an array answer's objects one by one, as one completion object. */
+async function readWhole(responses: AsyncGenerator<Response>): Promise<unknown> {
+  const parts: unknown[] = [];
+  for await (const response of responses) {
+    const body = (await response.json()) as unknown;
+    parts.push(...(Array.isArray(body) ? body : [body]));
+  }
+  return parts.length === 1 ? parts[0] : mergeCompletions(parts);
+}
+
+/** The completion as OpenAI sends it, with the usage as billed; the meter settled either way. */
+export async function wholeAnswer({ upstream, responses }: Answering, plan: ForwardPlan, meter: Meter, signal: AbortSignal): Promise<unknown> {
+  const nothing = { promptTokens: 0, completionTokens: 0, upstream: upstream.name };
+  let json: unknown;
+  try {
+    json = await readWhole(responses);
+  } catch (error) {
+    if (error instanceof ServiceUnavailableError) {
+      await meter.settle("failed", nothing);
+      throw error;
+    }
+    // A client that left once the upstream had the prompt is billed the prompt, as counted here.
+    await meter.settle(signal.aborted ? "aborted" : "failed", signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing);
+    throw signal.aborted ? error : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, { code: "upstream_invalid_response" });
+  }
+  const parsed = upstreamCompletionSchema.safeParse(json);
+  if (!parsed.success) {
+    await meter.settle("failed", nothing);
+    throw new ServiceUnavailableError(`${upstream.name} sent a reply that is not a completion: ${parsed.error.issues[0]?.message ?? "unknown shape"}`, { code: "upstream_invalid_response" });
+  }
+  meter.firstToken();
+  const bill = { ...billed(plan, parsed.data.usage, parsed.data.choices.map(producedText)), upstream: upstream.name };
+  await meter.settle("completed", bill);
+  return { ...withOpenAiDefaults(parsed.data, plan.model.id), usage: wireUsageOf(bill) };
+}
