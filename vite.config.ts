@@ -35,7 +35,11 @@ export default defineConfig(({ mode }): UserConfig => {
     case "worker":
       return workerBuild(resolve(root, "sw/inference-sw.ts"), resolve(root, "dist"), "inference-sw.js");
     case "e2e-real-worker":
-      return workerBuild(resolve(root, "test/e2e/fixtures/real-engine-sw.ts"), resolve(root, ".cache/e2e"), "real-engine-sw.js");
+      return workerBuild(
+        resolve(root, "test/e2e/fixtures/real-engine-sw.ts"),
+        resolve(root, ".cache/e2e"),
+        "real-engine-sw.js",
+      );
     case "e2e":
       return {
         root: resolve(root, "test/e2e/fixtures"),
@@ -61,7 +65,13 @@ export default defineConfig(({ mode }): UserConfig => {
       return {
         root: resolve(root, "bench/page"),
         base: "./",
-        build: { outDir: resolve(root, ".cache/bench"), emptyOutDir: false, sourcemap: true, minify: false, target: "es2022" },
+        build: {
+          outDir: resolve(root, ".cache/bench"),
+          emptyOutDir: false,
+          sourcemap: true,
+          minify: false,
+          target: "es2022",
+        },
       };
     case "bench-worker":
       return workerBuild(resolve(root, "bench/page/bench-sw.ts"), resolve(root, ".cache/bench"), "bench-sw.js");
@@ -69,7 +79,10 @@ export default defineConfig(({ mode }): UserConfig => {
       return workerBuild(resolve(root, "demo/sw.ts"), resolve(root, "dist/demo"), "sw.js");
     case "e2e-demo-real-worker":
       // The demo's worker on web-llm 0.2.79, which links the offline test model library.
-      return { ...workerBuild(resolve(root, "demo/sw.ts"), resolve(root, ".cache/e2e/demo"), "real-sw.js"), resolve: { alias: { "@mlc-ai/web-llm": "webllm-offline" } } };
+      return {
+        ...workerBuild(resolve(root, "demo/sw.ts"), resolve(root, ".cache/e2e/demo"), "real-sw.js"),
+        resolve: { alias: { "@mlc-ai/web-llm": "webllm-offline" } },
+      };
     case "node":
       return {
         build: {

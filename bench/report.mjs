@@ -35,7 +35,10 @@ export function medianInterval(values) {
 
 /** Decode rate: tokens after the first over the time after the first, or the whole request's rate when not streamed. */
 function tokensPerSecond(sample, stream) {
-  if (stream) return sample.firstTokenMs === null || sample.completionTokens < 2 ? Number.NaN : ((sample.completionTokens - 1) * 1000) / (sample.totalMs - sample.firstTokenMs);
+  if (stream)
+    return sample.firstTokenMs === null || sample.completionTokens < 2
+      ? Number.NaN
+      : ((sample.completionTokens - 1) * 1000) / (sample.totalMs - sample.firstTokenMs);
   return (sample.completionTokens * 1000) / sample.totalMs;
 }
 
@@ -48,7 +51,9 @@ export function summarize(results) {
     [true, false].map((stream) => {
       const rows = byMode(stream);
       const ratios = rows.map((row) => tokensPerSecond(row.ours, stream) / tokensPerSecond(row.raw, stream));
-      const ttftDifferences = rows.map((row) => (row.ours.firstTokenMs ?? Number.NaN) - (row.raw.firstTokenMs ?? Number.NaN));
+      const ttftDifferences = rows.map(
+        (row) => (row.ours.firstTokenMs ?? Number.NaN) - (row.raw.firstTokenMs ?? Number.NaN),
+      );
       const totalRatios = rows.map((row) => row.ours.totalMs / row.raw.totalMs);
       return [
         stream ? "streamed" : "whole",
@@ -63,22 +68,40 @@ export function summarize(results) {
           ttftDifferenceInterval: medianInterval(ttftDifferences),
           ttftDifferenceP95Ms: percentile(ttftDifferences, 0.95),
           totalRatioMedian: median(totalRatios),
-          sameOutput: rows.every((row) => row.raw.text === row.ours.text && row.raw.completionTokens === row.ours.completionTokens),
+          sameOutput: rows.every(
+            (row) => row.raw.text === row.ours.text && row.raw.completionTokens === row.ours.completionTokens,
+          ),
         },
       ];
     }),
   );
-  const trips = Object.fromEntries(Object.entries(results.roundTrips).map(([name, values]) => [name, { count: values.length, p50Ms: median(values), p99Ms: percentile(values, 0.99) }]));
+  const trips = Object.fromEntries(
+    Object.entries(results.roundTrips).map(([name, values]) => [
+      name,
+      { count: values.length, p50Ms: median(values), p99Ms: percentile(values, 0.99) },
+    ]),
+  );
   const turnRows = (path) => results.turns.filter((row) => row.path === path);
-  const turnRatio = (path) => median(turnRows(path).map((row) => (row.turn2.firstTokenMs ?? Number.NaN) / (row.turn1.firstTokenMs ?? Number.NaN)));
+  const turnRatio = (path) =>
+    median(
+      turnRows(path).map((row) => (row.turn2.firstTokenMs ?? Number.NaN) / (row.turn1.firstTokenMs ?? Number.NaN)),
+    );
   const policyP50s = results.policy.map((row) => row.p50Ms);
   return {
     generation,
     trips,
     policy: { rows: results.policy, worstP50Ms: Math.max(...policyP50s), growth: policyP50s.at(-1) / policyP50s[0] },
     turns: {
-      ours: { turn1Ms: median(turnRows("ours").map((row) => row.turn1.firstTokenMs)), turn2Ms: median(turnRows("ours").map((row) => row.turn2.firstTokenMs)), ratio: turnRatio("ours") },
-      raw: { turn1Ms: median(turnRows("raw").map((row) => row.turn1.firstTokenMs)), turn2Ms: median(turnRows("raw").map((row) => row.turn2.firstTokenMs)), ratio: turnRatio("raw") },
+      ours: {
+        turn1Ms: median(turnRows("ours").map((row) => row.turn1.firstTokenMs)),
+        turn2Ms: median(turnRows("ours").map((row) => row.turn2.firstTokenMs)),
+        ratio: turnRatio("ours"),
+      },
+      raw: {
+        turn1Ms: median(turnRows("raw").map((row) => row.turn1.firstTokenMs)),
+        turn2Ms: median(turnRows("raw").map((row) => row.turn2.firstTokenMs)),
+        ratio: turnRatio("raw"),
+      },
     },
     coldStart: {
       // Quick mode times our path only.
@@ -88,7 +111,9 @@ export function summarize(results) {
     },
     engines: summarizeEngines(results.engines ?? []),
     ourCost: summarizeCost(results.ourCost ?? [], results.plan.costTokens),
-    softwareAdapter: /swiftshader|llvmpipe|lavapipe|softpipe|basic render|\bwarp\b/i.test(results.browser.adapter ?? ""),
+    softwareAdapter: /swiftshader|llvmpipe|lavapipe|softpipe|basic render|\bwarp\b/i.test(
+      results.browser.adapter ?? "",
+    ),
   };
 }
 
@@ -104,11 +129,12 @@ function summarizeCost(rows, tokens) {
   if (rows.length === 0) return null;
   const [short, long] = tokens;
   const mode = (stream) => {
-    const of = (iteration, count) => rows.find((row) => row.stream === stream && row.iteration === iteration && row.tokens === count);
+    const of = (iteration, count) =>
+      rows.find((row) => row.stream === stream && row.iteration === iteration && row.tokens === count);
     const iterations = [...new Set(rows.map((row) => row.iteration))];
     const marginalUs = iterations.map((iteration) => {
       const [a, b] = [of(iteration, short), of(iteration, long)];
-      return (((b.ours.totalMs - a.ours.totalMs) - (b.direct.totalMs - a.direct.totalMs)) / (long - short)) * 1000;
+      return ((b.ours.totalMs - a.ours.totalMs - (b.direct.totalMs - a.direct.totalMs)) / (long - short)) * 1000;
     });
     const shortRows = iterations.map((iteration) => of(iteration, short));
     const firstByteMs = shortRows.map((row) => row.ours.firstByteMs - row.direct.firstPartMs);
@@ -123,7 +149,9 @@ function summarizeCost(rows, tokens) {
       fixedP95Ms: percentile(fixedMs, 0.95),
       firstByteP50Ms: median(firstByteMs),
       echoP50Ms: median(echoMs),
-      impliedRatios: Object.fromEntries([30, 100, 300].map((rate) => [rate, 1 / (1 + (Math.max(0, marginal) / 1e6) * rate)])),
+      impliedRatios: Object.fromEntries(
+        [30, 100, 300].map((rate) => [rate, 1 / (1 + (Math.max(0, marginal) / 1e6) * rate)]),
+      ),
       complete: rows.filter((row) => row.stream === stream).every((row) => row.ours.completionTokens === row.tokens),
     };
   };
@@ -157,7 +185,11 @@ function summarizeEngines(rows) {
       requests: samples.length,
       promptTokens: median(samples.map((sample) => sample.promptTokens)),
       ttftMs: median(samples.map((sample) => sample.firstTokenMs)),
-      prefillPerSecond: median(samples.map((sample) => (sample.firstTokenMs ? (sample.promptTokens * 1000) / sample.firstTokenMs : Number.NaN))),
+      prefillPerSecond: median(
+        samples.map((sample) =>
+          sample.firstTokenMs ? (sample.promptTokens * 1000) / sample.firstTokenMs : Number.NaN,
+        ),
+      ),
       decodePerSecond: median(samples.map((sample) => tokensPerSecond(sample, true))),
     };
   };
@@ -193,34 +225,138 @@ function engineSection(results, summary) {
 export function targets(summary) {
   const streamed = summary.generation.streamed;
   const within = (value, target, atLeast) => (atLeast ? value >= target : value <= target);
-  const judgedOnValue = (row, target, atLeast) => ({ ...row, verdict: within(row.value, target, atLeast) ? "met" : "missed" });
+  const judgedOnValue = (row, target, atLeast) => ({
+    ...row,
+    verdict: within(row.value, target, atLeast) ? "met" : "missed",
+  });
   const judgedOnInterval = (row, interval, target, atLeast, digits) => {
-    if (interval === null) return { ...row, verdict: "unresolved", gap: "too few requests for an interval of the median" };
+    if (interval === null)
+      return { ...row, verdict: "unresolved", gap: "too few requests for an interval of the median" };
     const [low, high] = interval;
-    const verdict = within(atLeast ? low : high, target, atLeast) ? "met" : within(atLeast ? high : low, target, atLeast) ? "unresolved" : "missed";
-    return { ...row, verdict, gap: verdict === "unresolved" ? `the median's 95% interval, ${fixed(low, digits)} to ${fixed(high, digits)}${row.unit ? ` ${row.unit}` : ""}, spans the target` : row.gap };
+    const verdict = within(atLeast ? low : high, target, atLeast)
+      ? "met"
+      : within(atLeast ? high : low, target, atLeast)
+        ? "unresolved"
+        : "missed";
+    return {
+      ...row,
+      verdict,
+      gap:
+        verdict === "unresolved"
+          ? `the median's 95% interval, ${fixed(low, digits)} to ${fixed(high, digits)}${row.unit ? ` ${row.unit}` : ""}, spans the target`
+          : row.gap,
+    };
   };
   // On a software adapter a token takes seconds: the real engine's ratios cannot show a cost of
   // microseconds, so they are reported, and judged only on a real adapter (section 7 measures ours).
-  const onRealAdapter = (row) => (summary.softwareAdapter ? { ...row, verdict: "n/a", gap: "judged on a real adapter only" } : row);
+  const onRealAdapter = (row) =>
+    summary.softwareAdapter ? { ...row, verdict: "n/a", gap: "judged on a real adapter only" } : row;
   const modelsOverEcho = summary.trips.models.p50Ms / summary.trips.echo.p50Ms;
   const cost = summary.ourCost;
   const rows = [
-    onRealAdapter(judgedOnInterval({ goal: "Decode throughput, ours / raw (streamed, median)", target: "≥ 0.98", value: streamed.ratioMedian, gap: `${fixed((0.98 - streamed.ratioMedian) * 100, 1)} points short` }, streamed.ratioInterval, 0.98, true, 3)),
-    onRealAdapter(judgedOnInterval({ goal: "TTFT overhead, ours − raw (streamed, p50)", target: "≤ 5 ms", value: streamed.ttftDifferenceMedianMs, unit: "ms", gap: `${fixed(streamed.ttftDifferenceMedianMs - 5, 1)} ms over` }, streamed.ttftDifferenceInterval, 5, false, 1)),
+    onRealAdapter(
+      judgedOnInterval(
+        {
+          goal: "Decode throughput, ours / raw (streamed, median)",
+          target: "≥ 0.98",
+          value: streamed.ratioMedian,
+          gap: `${fixed((0.98 - streamed.ratioMedian) * 100, 1)} points short`,
+        },
+        streamed.ratioInterval,
+        0.98,
+        true,
+        3,
+      ),
+    ),
+    onRealAdapter(
+      judgedOnInterval(
+        {
+          goal: "TTFT overhead, ours − raw (streamed, p50)",
+          target: "≤ 5 ms",
+          value: streamed.ttftDifferenceMedianMs,
+          unit: "ms",
+          gap: `${fixed(streamed.ttftDifferenceMedianMs - 5, 1)} ms over`,
+        },
+        streamed.ttftDifferenceInterval,
+        5,
+        false,
+        1,
+      ),
+    ),
     ...(cost
       ? [
-          judgedOnValue({ goal: "Our marginal cost per token (streamed, p50)", target: "≤ 20 µs", value: cost.streamed.marginalP50Us, unit: "µs", gap: `${fixed(cost.streamed.marginalP50Us - 20, 1)} µs over` }, 20, false),
-          judgedOnValue({ goal: "Our fixed cost per request (streamed, p50, over the worker's echo)", target: "≤ 3 ms", value: cost.streamed.fixedP50Ms, unit: "ms", gap: `${fixed(cost.streamed.fixedP50Ms - 3)} ms over` }, 3, false),
+          judgedOnValue(
+            {
+              goal: "Our marginal cost per token (streamed, p50)",
+              target: "≤ 20 µs",
+              value: cost.streamed.marginalP50Us,
+              unit: "µs",
+              gap: `${fixed(cost.streamed.marginalP50Us - 20, 1)} µs over`,
+            },
+            20,
+            false,
+          ),
+          judgedOnValue(
+            {
+              goal: "Our fixed cost per request (streamed, p50, over the worker's echo)",
+              target: "≤ 3 ms",
+              value: cost.streamed.fixedP50Ms,
+              unit: "ms",
+              gap: `${fixed(cost.streamed.fixedP50Ms - 3)} ms over`,
+            },
+            3,
+            false,
+          ),
         ]
       : []),
-    judgedOnValue({ goal: "GET /v1/models p50 / echo route p50", target: "≤ 1.25", value: modelsOverEcho, gap: `${fixed(modelsOverEcho - 1.25)} over (${fixed(summary.trips.models.p50Ms)} ms against ${fixed(summary.trips.echo.p50Ms)} ms)` }, 1.25, false),
-    judgedOnValue({ goal: "Policy per request (worst p50 over ledger sizes)", target: "≤ 3 ms", value: summary.policy.worstP50Ms, unit: "ms", gap: `${fixed(summary.policy.worstP50Ms - 3)} ms over` }, 3, false),
-    judgedOnValue({ goal: "Policy p50, largest ledger / smallest", target: "flat (≤ 1.5)", value: summary.policy.growth, gap: `${fixed(summary.policy.growth)}× growth` }, 1.5, false),
-    judgedOnValue({ goal: "Turn-2 TTFT / turn-1 TTFT (ours)", target: "≤ 0.5", value: summary.turns.ours.ratio, gap: `${fixed(summary.turns.ours.ratio - 0.5)} over` }, 0.5, false),
+    judgedOnValue(
+      {
+        goal: "GET /v1/models p50 / echo route p50",
+        target: "≤ 1.25",
+        value: modelsOverEcho,
+        gap: `${fixed(modelsOverEcho - 1.25)} over (${fixed(summary.trips.models.p50Ms)} ms against ${fixed(summary.trips.echo.p50Ms)} ms)`,
+      },
+      1.25,
+      false,
+    ),
+    judgedOnValue(
+      {
+        goal: "Policy per request (worst p50 over ledger sizes)",
+        target: "≤ 3 ms",
+        value: summary.policy.worstP50Ms,
+        unit: "ms",
+        gap: `${fixed(summary.policy.worstP50Ms - 3)} ms over`,
+      },
+      3,
+      false,
+    ),
+    judgedOnValue(
+      {
+        goal: "Policy p50, largest ledger / smallest",
+        target: "flat (≤ 1.5)",
+        value: summary.policy.growth,
+        gap: `${fixed(summary.policy.growth)}× growth`,
+      },
+      1.5,
+      false,
+    ),
+    judgedOnValue(
+      {
+        goal: "Turn-2 TTFT / turn-1 TTFT (ours)",
+        target: "≤ 0.5",
+        value: summary.turns.ours.ratio,
+        gap: `${fixed(summary.turns.ours.ratio - 0.5)} over`,
+      },
+      0.5,
+      false,
+    ),
   ];
   // A value this run could not measure (one token per request has no decode interval) is not met.
-  return rows.map((row) => (Number.isFinite(row.value) || row.verdict === "n/a" ? row : { ...row, verdict: "missed", gap: "not measured in this run" }));
+  return rows.map((row) =>
+    Number.isFinite(row.value) || row.verdict === "n/a"
+      ? row
+      : { ...row, verdict: "missed", gap: "not measured in this run" },
+  );
 }
 
 function chart(summary, title) {
@@ -294,7 +430,13 @@ function planLine(results) {
   const count = (value) => (typeof value === "number" ? value : value.maximum);
   const iterations = new Set(results.generation.map((row) => row.iteration)).size || count(plan.iterations);
   const turns = new Set(results.turns.map((row) => row.repetition)).size;
-  const length = results.timeline ? ` The run took ${Math.round(Object.values(results.timeline).at(-1) / 60)} minutes to its last section (${Object.entries(results.timeline).map(([section, seconds]) => `${section} ${seconds} s`).join(", ")}, from the start).` : "";
+  const length = results.timeline
+    ? ` The run took ${Math.round(Object.values(results.timeline).at(-1) / 60)} minutes to its last section (${Object.entries(
+        results.timeline,
+      )
+        .map(([section, seconds]) => `${section} ${seconds} s`)
+        .join(", ")}, from the start).`
+    : "";
   return `Plan: ${iterations} requests per path and mode at max_tokens ${plan.maxTokens}, interleaved raw, ours, raw, ours; ${plan.roundTrips} round trips of each kind; policy at ${plan.ledgerSizes.join(", ")} ledger entries × ${plan.policyIterations}; ${turns} two-turn chats per path; ${results.coldStarts.length} cold starts per path. On a software adapter the real engine's sections run as many requests as their time budgets hold; on a real one, their maximum.${length}`;
 }
 
@@ -315,17 +457,22 @@ export function report(results) {
     "",
     "| Goal | Target | Measured | Met | Gap |",
     "|---|---|---|---|---|",
-    ...goals.map((row) => `| ${row.goal} | ${row.target} | ${fixed(row.value)}${row.unit ? ` ${row.unit}` : ""} | ${verdictText[row.verdict]} | ${row.verdict === "met" ? "" : row.gap} |`),
+    ...goals.map(
+      (row) =>
+        `| ${row.goal} | ${row.target} | ${fixed(row.value)}${row.unit ? ` ${row.unit}` : ""} | ${verdictText[row.verdict]} | ${row.verdict === "met" ? "" : row.gap} |`,
+    ),
     "",
     "## 1. Generation: raw `engine.chat.completions.create` in the worker vs `fetch` to /v1",
     "",
     "| Mode | Requests | Raw tok/s (median) | Ours tok/s (median) | Ratio median | Ratio p95 (low tail) | TTFT ours − raw, median | p95 | Same output |",
     "|---|---|---|---|---|---|---|---|---|",
     // A mode this run did not time (quick mode streams only) has no row.
-    ...Object.entries(g).filter(([, row]) => row.requests > 0).map(
-      ([mode, row]) =>
-        `| ${mode} | ${row.requests} | ${fixed(row.rawTokensPerSecond, 3)} | ${fixed(row.oursTokensPerSecond, 3)} | ${fixed(row.ratioMedian, 3)} | ${fixed(row.ratioP95Low, 3)} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceMedianMs, 1)} ms` : "—"} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceP95Ms, 1)} ms` : "—"} | ${row.sameOutput ? "yes" : "no"} |`,
-    ),
+    ...Object.entries(g)
+      .filter(([, row]) => row.requests > 0)
+      .map(
+        ([mode, row]) =>
+          `| ${mode} | ${row.requests} | ${fixed(row.rawTokensPerSecond, 3)} | ${fixed(row.oursTokensPerSecond, 3)} | ${fixed(row.ratioMedian, 3)} | ${fixed(row.ratioP95Low, 3)} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceMedianMs, 1)} ms` : "—"} | ${mode === "streamed" ? `${fixed(row.ttftDifferenceP95Ms, 1)} ms` : "—"} | ${row.sameOutput ? "yes" : "no"} |`,
+      ),
     "",
     "## 2. Round trips with no engine (sequential, from the page)",
     "",
@@ -335,19 +482,27 @@ export function report(results) {
       ["Trivial worker echo (baseline)", "echo"],
       ["GET /v1/models (valid key)", "models"],
       ["GET /v1/models (unknown key: 401)", "unauthorized"],
-    ].map(([label, name]) => `| ${label} | ${summary.trips[name].count} | ${fixed(summary.trips[name].p50Ms)} ms | ${fixed(summary.trips[name].p99Ms)} ms | ${name === "echo" ? "—" : `${fixed(summary.trips[name].p50Ms - summary.trips.echo.p50Ms)} ms`} |`),
+    ].map(
+      ([label, name]) =>
+        `| ${label} | ${summary.trips[name].count} | ${fixed(summary.trips[name].p50Ms)} ms | ${fixed(summary.trips[name].p99Ms)} ms | ${name === "echo" ? "—" : `${fixed(summary.trips[name].p50Ms - summary.trips.echo.p50Ms)} ms`} |`,
+    ),
     "",
     "## 3. Policy per request (authenticate, limit check, reserve, settle with its ledger write), in the worker",
     "",
     "| Ledger entries | p50 | p95 |",
     "|---|---|---|",
-    ...summary.policy.rows.map((row) => `| ${row.ledgerEntries.toLocaleString("en-US")} | ${fixed(row.p50Ms)} ms | ${fixed(row.p95Ms)} ms |`),
+    ...summary.policy.rows.map(
+      (row) => `| ${row.ledgerEntries.toLocaleString("en-US")} | ${fixed(row.p50Ms)} ms | ${fixed(row.p95Ms)} ms |`,
+    ),
     "",
     "## 4. Multi-turn: TTFT of turn 2 (turn 1 re-sent) against turn 1",
     "",
     "| Path | Turn 1 TTFT (median) | Turn 2 TTFT (median) | Turn 2 / turn 1 |",
     "|---|---|---|---|",
-    ...["raw", "ours"].map((path) => `| ${path} | ${fixed(summary.turns[path].turn1Ms, 0)} ms | ${fixed(summary.turns[path].turn2Ms, 0)} ms | ${fixed(summary.turns[path].ratio)} |`),
+    ...["raw", "ours"].map(
+      (path) =>
+        `| ${path} | ${fixed(summary.turns[path].turn1Ms, 0)} ms | ${fixed(summary.turns[path].turn2Ms, 0)} ms | ${fixed(summary.turns[path].ratio)} |`,
+    ),
     "",
     "## 5. Cold start with the weights cached",
     "",
@@ -363,10 +518,17 @@ export function report(results) {
   const missed = goals.filter((row) => row.verdict !== "met" && row.verdict !== "n/a");
   if (missed.length && !results.quick) {
     lines.push("## Targets missed or not resolved, and why", "");
-    for (const row of missed) lines.push(`- **${row.goal}**: ${row.gap}. ${explanations[row.goal]?.(summary) ?? "No explanation recorded for this run."}`);
+    for (const row of missed)
+      lines.push(
+        `- **${row.goal}**: ${row.gap}. ${explanations[row.goal]?.(summary) ?? "No explanation recorded for this run."}`,
+      );
     lines.push("");
   }
-  return { summary, markdown: `${lines.join("\n")}\n`, chartHtml: chart(summary, `webgpu-inference vs raw WebLLM — ${results.model.id}`) };
+  return {
+    summary,
+    markdown: `${lines.join("\n")}\n`,
+    chartHtml: chart(summary, `webgpu-inference vs raw WebLLM — ${results.model.id}`),
+  };
 }
 
 // Re-report a saved run: node bench/report.mjs bench/results/latest.json

@@ -48,7 +48,11 @@ const exactly = (count) => ({ minimum: count, maximum: count, budgetMs: 0 });
  * The results say how many ran.
  */
 const plan = {
-  iterations: options.iterations ? exactly(Number(options.iterations)) : quick ? exactly(1) : { minimum: 2, maximum: 10, budgetMs: minutes(9) },
+  iterations: options.iterations
+    ? exactly(Number(options.iterations))
+    : quick
+      ? exactly(1)
+      : { minimum: 2, maximum: 10, budgetMs: minutes(9) },
   // Quick mode checks the harness in about four minutes: the streamed mode only, the raw path in
   // section 1 only, and its request shared with turn 1 and the engines' comparison.
   modes: quick ? [true] : [true, false],
@@ -96,7 +100,8 @@ const timeline = {};
 const mark = (section) => (timeline[section] = Math.round((performance.now() - runStarted) / 1000));
 
 for (const required of [".cache/bench/index.html", ".cache/bench/bench-sw.js", "dist/tokenizers/qwen2.json.gz"]) {
-  if (!existsSync(resolve(root, required))) throw new Error(`${required} is missing: run 'npm run bench', which builds it first.`);
+  if (!existsSync(resolve(root, required)))
+    throw new Error(`${required} is missing: run 'npm run bench', which builds it first.`);
 }
 
 const mounts = [
@@ -117,7 +122,11 @@ if (!options.gguf) {
 const server = await startStaticServer(mounts);
 const model = options.model
   ? JSON.parse(readFileSync(resolve(options.model), "utf8"))
-  : JSON.parse(readFileSync(resolve(root, "scripts/test-model-entry.json"), "utf8").replaceAll("{origin}", server.origin).replaceAll("{weights}", "test-model"));
+  : JSON.parse(
+      readFileSync(resolve(root, "scripts/test-model-entry.json"), "utf8")
+        .replaceAll("{origin}", server.origin)
+        .replaceAll("{weights}", "test-model"),
+    );
 const buildId = model.builds[0].modelId;
 /** Random weights in Qwen2-0.5B's shapes with the Llama 3 vocabulary (128,256 tokens against Qwen's 151,936), pinned to llama.cpp. */
 const benchGguf = ggufVariants.bench;
@@ -129,31 +138,71 @@ const ggufModel = options.gguf
       contextWindow: 4_096,
       price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
       engine: "llamacpp",
-      gguf: [{ modelId: "qwen2-0.5b-shape-q4_0", file: `${server.origin}/test-gguf/${benchGguf.file}`, quantization: "Q4_0", sizeMB: statSync(resolve(root, ".cache/test-gguf", benchGguf.file)).size / 2 ** 20, kvCache: { layers: benchGguf.layers, kvHeads: benchGguf.kvHeads, headDim: benchGguf.embedding / benchGguf.heads } }],
+      gguf: [
+        {
+          modelId: "qwen2-0.5b-shape-q4_0",
+          file: `${server.origin}/test-gguf/${benchGguf.file}`,
+          quantization: "Q4_0",
+          sizeMB: statSync(resolve(root, ".cache/test-gguf", benchGguf.file)).size / 2 ** 20,
+          kvCache: {
+            layers: benchGguf.layers,
+            kvHeads: benchGguf.kvHeads,
+            headDim: benchGguf.embedding / benchGguf.heads,
+          },
+        },
+      ],
     };
 
 const profile = mkdtempSync(join(tmpdir(), "webgpu-inference-bench-"));
-const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, args: chromiumArgs, headless: true });
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: chromiumPath,
+  args: chromiumArgs,
+  headless: true,
+});
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 try {
   const page = context.pages()[0] ?? (await context.newPage());
   // The 401s are the point of one round-trip series; other console errors are worth seeing.
-  page.on("console", (message) => message.type() === "error" && !message.text().includes("status of 401") && console.log(`[page] ${message.text()}`));
+  page.on(
+    "console",
+    (message) =>
+      message.type() === "error" &&
+      !message.text().includes("status of 401") &&
+      console.log(`[page] ${message.text()}`),
+  );
   await page.goto(`${server.origin}/index.html`);
   await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
   const account = await page.evaluate(
-    ([entry, gguf]) => window.bench.start({ serviceWorkerUrl: "/bench-sw.js", engine: "webllm", models: [entry, gguf], databaseName: "webgpu-inference-bench" }, true),
+    ([entry, gguf]) =>
+      window.bench.start(
+        {
+          serviceWorkerUrl: "/bench-sw.js",
+          engine: "webllm",
+          models: [entry, gguf],
+          databaseName: "webgpu-inference-bench",
+        },
+        true,
+      ),
     [model, ggufModel],
   );
 
   const prompt = "Write one short sentence about the sea.";
-  const request = (modelName, stream, extra = {}) => ({ model: modelName, messages: [{ role: "user", content: prompt }], max_tokens: plan.maxTokens, temperature: 0, stream, ...extra });
+  const request = (modelName, stream, extra = {}) => ({
+    model: modelName,
+    messages: [{ role: "user", content: prompt }],
+    max_tokens: plan.maxTokens,
+    temperature: 0,
+    stream,
+    ...extra,
+  });
   const browserInfo = await page.evaluate(async () => {
     const adapter = await navigator.gpu?.requestAdapter();
     return {
       userAgent: navigator.userAgent,
-      adapter: adapter?.info ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : "none",
+      adapter: adapter?.info
+        ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim()
+        : "none",
       shaderF16: adapter?.features.has("shader-f16") ?? false,
     };
   });
@@ -166,10 +215,16 @@ try {
     : await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: 1 }));
   mark("load");
 
-  const system = "You are a patient assistant who answers questions about the sea, ships, weather and navigation. ".repeat(plan.systemRepeats).trim();
-  const firstTurn = (repetition) => [...(system ? [{ role: "system", content: system }] : []), { role: "user", content: `Question ${repetition}: what is a tide?` }];
+  const system = "You are a patient assistant who answers questions about the sea, ships, weather and navigation. "
+    .repeat(plan.systemRepeats)
+    .trim();
+  const firstTurn = (repetition) => [
+    ...(system ? [{ role: "system", content: system }] : []),
+    { role: "user", content: `Question ${repetition}: what is a tide?` },
+  ];
   // In quick mode section 1's request is turn 1 of section 4.
-  const generationRequest = (modelName, stream) => (quick ? { ...request(modelName, stream), messages: firstTurn(0) } : request(modelName, stream));
+  const generationRequest = (modelName, stream) =>
+    quick ? { ...request(modelName, stream), messages: firstTurn(0) } : request(modelName, stream);
 
   // 1. Decode throughput and TTFT: raw and ours interleaved, A B A B, streaming and not.
   const generation = [];
@@ -178,7 +233,9 @@ try {
       const raw = await page.evaluate((body) => window.bench.raw(body), generationRequest(buildId, stream));
       const ours = await page.evaluate((body) => window.bench.ours(body), generationRequest(model.id, stream));
       generation.push({ iteration, stream, raw, ours });
-      log(`generation ${iteration + 1} ${stream ? "streamed" : "whole"}: raw ${Math.round(raw.totalMs)} ms, ours ${Math.round(ours.totalMs)} ms`);
+      log(
+        `generation ${iteration + 1} ${stream ? "streamed" : "whole"}: raw ${Math.round(raw.totalMs)} ms, ours ${Math.round(ours.totalMs)} ms`,
+      );
     }
   });
   mark("generation");
@@ -188,9 +245,21 @@ try {
   const roundTrips = { echo: [], models: [], unauthorized: [] };
   const block = Math.min(100, plan.roundTrips);
   for (let done = 0; done < plan.roundTrips; done += block) {
-    roundTrips.echo.push(...(await page.evaluate(([count]) => window.bench.roundTrips("/bench/echo", count, null, 200), [block])));
-    roundTrips.models.push(...(await page.evaluate(([count, key, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer ${key}`, 200), [block, account.key, account.baseURL])));
-    roundTrips.unauthorized.push(...(await page.evaluate(([count, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer sk-${"0".repeat(40)}`, 401), [block, account.baseURL])));
+    roundTrips.echo.push(
+      ...(await page.evaluate(([count]) => window.bench.roundTrips("/bench/echo", count, null, 200), [block])),
+    );
+    roundTrips.models.push(
+      ...(await page.evaluate(
+        ([count, key, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer ${key}`, 200),
+        [block, account.key, account.baseURL],
+      )),
+    );
+    roundTrips.unauthorized.push(
+      ...(await page.evaluate(
+        ([count, base]) => window.bench.roundTrips(`${base}/models`, count, `Bearer sk-${"0".repeat(40)}`, 401),
+        [block, account.baseURL],
+      )),
+    );
   }
   log(`round trips: ${roundTrips.echo.length} of each`);
   mark("roundTrips");
@@ -200,7 +269,8 @@ try {
   // interleaved, short and long replies, streamed and whole.
   await page.evaluate(() => window.bench.zeroSetup());
   // Unmeasured: the first request fetches the zero model's tokenizer.
-  for (const stream of [true, false]) await page.evaluate(([count, streamed]) => window.bench.zero(count, streamed), [plan.costTokens[0], stream]);
+  for (const stream of [true, false])
+    await page.evaluate(([count, streamed]) => window.bench.zero(count, streamed), [plan.costTokens[0], stream]);
   const ourCost = [];
   for (let iteration = 0; iteration < plan.costIterations; iteration++) {
     for (const stream of [true, false]) {
@@ -218,7 +288,10 @@ try {
   mark("ourCost");
 
   // 3. The policy's cost per request as the ledger grows.
-  const policy = await page.evaluate(([sizes, iterations]) => window.bench.policy(sizes, iterations), [plan.ledgerSizes, plan.policyIterations]);
+  const policy = await page.evaluate(
+    ([sizes, iterations]) => window.bench.policy(sizes, iterations),
+    [plan.ledgerSizes, plan.policyIterations],
+  );
   log(`policy: ${policy.map((row) => `${row.ledgerEntries} entries ${row.p50Ms.toFixed(2)} ms`).join(", ")}`);
   mark("policy");
 
@@ -229,11 +302,25 @@ try {
       const modelName = path === "raw" ? buildId : model.id;
       const first = firstTurn(repetition);
       const shared = quick ? generation.find((row) => row.stream)?.[path] : undefined;
-      const turn1 = shared ?? (await page.evaluate(([which, body]) => window.bench[which](body), [path, { model: modelName, messages: first, max_tokens: plan.maxTokens, temperature: 0, stream: true }]));
-      const second = [...first, { role: "assistant", content: turn1.text }, { role: "user", content: "And a current?" }];
-      const turn2 = await page.evaluate(([which, body]) => window.bench[which](body), [path, { model: modelName, messages: second, max_tokens: plan.maxTokens, temperature: 0, stream: true }]);
+      const turn1 =
+        shared ??
+        (await page.evaluate(
+          ([which, body]) => window.bench[which](body),
+          [path, { model: modelName, messages: first, max_tokens: plan.maxTokens, temperature: 0, stream: true }],
+        ));
+      const second = [
+        ...first,
+        { role: "assistant", content: turn1.text },
+        { role: "user", content: "And a current?" },
+      ];
+      const turn2 = await page.evaluate(
+        ([which, body]) => window.bench[which](body),
+        [path, { model: modelName, messages: second, max_tokens: plan.maxTokens, temperature: 0, stream: true }],
+      );
       turns.push({ repetition, path, turn1, turn2 });
-      log(`turns ${path}: turn 1 TTFT ${Math.round(turn1.firstTokenMs ?? Number.NaN)} ms, turn 2 ${Math.round(turn2.firstTokenMs ?? Number.NaN)} ms`);
+      log(
+        `turns ${path}: turn 1 TTFT ${Math.round(turn1.firstTokenMs ?? Number.NaN)} ms, turn 2 ${Math.round(turn2.firstTokenMs ?? Number.NaN)} ms`,
+      );
     }
   });
   mark("turns");
@@ -243,24 +330,44 @@ try {
   const cdp = await context.newCDPSession(page);
   await cdp.send("ServiceWorker.enable");
   await repeatWithin(plan.coldStarts, async (repetition) => {
-    const raw = plan.coldStartPaths.includes("raw") ? await page.evaluate(([id, body]) => window.bench.rawReload(id, body), [buildId, request(buildId, true, { max_tokens: 1 })]) : null;
+    const raw = plan.coldStartPaths.includes("raw")
+      ? await page.evaluate(
+          ([id, body]) => window.bench.rawReload(id, body),
+          [buildId, request(buildId, true, { max_tokens: 1 })],
+        )
+      : null;
     await cdp.send("ServiceWorker.stopAllWorkers");
     const ours = await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: 1 }));
     coldStarts.push({ repetition, raw, ours });
-    log(`cold start: raw reload ${Math.round(raw?.sample.firstTokenMs ?? Number.NaN)} ms to first token, ours ${Math.round(ours.firstTokenMs ?? Number.NaN)} ms`);
+    log(
+      `cold start: raw reload ${Math.round(raw?.sample.firstTokenMs ?? Number.NaN)} ms to first token, ours ${Math.round(ours.firstTokenMs ?? Number.NaN)} ms`,
+    );
   });
   mark("coldStarts");
 
   // 6. The engines side by side, interleaved: web-llm and llama.cpp, each through /v1.
   log(`loading ${ggufModel.id} (${ggufModel.gguf[0].modelId}) on llama.cpp through /v1`);
-  const ggufWarmup = await page.evaluate((body) => window.bench.ours(body), request(ggufModel.id, true, { max_tokens: 1 }));
+  const ggufWarmup = await page.evaluate(
+    (body) => window.bench.ours(body),
+    request(ggufModel.id, true, { max_tokens: 1 }),
+  );
   const engines = [];
   await repeatWithin(plan.engineIterations, async (iteration) => {
     const shared = quick ? generation.find((row) => row.stream)?.ours : undefined;
-    const webllm = shared ?? (await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: plan.engineMaxTokens.webllm })));
-    const llamacpp = await page.evaluate((body) => window.bench.ours(body), { ...(quick ? generationRequest(ggufModel.id, true) : request(ggufModel.id, true)), max_tokens: plan.engineMaxTokens.llamacpp });
+    const webllm =
+      shared ??
+      (await page.evaluate(
+        (body) => window.bench.ours(body),
+        request(model.id, true, { max_tokens: plan.engineMaxTokens.webllm }),
+      ));
+    const llamacpp = await page.evaluate((body) => window.bench.ours(body), {
+      ...(quick ? generationRequest(ggufModel.id, true) : request(ggufModel.id, true)),
+      max_tokens: plan.engineMaxTokens.llamacpp,
+    });
     engines.push({ iteration, webllm, llamacpp });
-    log(`engines ${iteration + 1}: web-llm TTFT ${Math.round(webllm.firstTokenMs ?? Number.NaN)} ms, llama.cpp ${Math.round(llamacpp.firstTokenMs ?? Number.NaN)} ms`);
+    log(
+      `engines ${iteration + 1}: web-llm TTFT ${Math.round(webllm.firstTokenMs ?? Number.NaN)} ms, llama.cpp ${Math.round(llamacpp.firstTokenMs ?? Number.NaN)} ms`,
+    );
   });
   mark("engines");
 
@@ -279,7 +386,10 @@ try {
     policy,
     turns,
     coldStarts,
-    engineModels: { webllm: { id: model.id, build: buildId }, llamacpp: { id: ggufModel.id, build: ggufModel.gguf[0].modelId, warmupMs: ggufWarmup.totalMs } },
+    engineModels: {
+      webllm: { id: model.id, build: buildId },
+      llamacpp: { id: ggufModel.id, build: ggufModel.gguf[0].modelId, warmupMs: ggufWarmup.totalMs },
+    },
     engines,
     ourCost,
   };

@@ -27,4 +27,7 @@ const cpuModel: ModelEntryInput = {
 
 const seedIds = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
 
-export const demoModels: NonNullable<StartInferenceOptions["models"]> = [...seedIds.map((id) => ({ id, gguf: [] })), cpuModel];
+export const demoModels: NonNullable<StartInferenceOptions["models"]> = [
+  ...seedIds.map((id) => ({ id, gguf: [] })),
+  cpuModel,
+];

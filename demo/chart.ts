@@ -19,14 +19,22 @@ function perDay(charges: readonly LedgerEntry[]) {
   const days = [...new Set(charges.map(day))].sort((a, b) => a - b).slice(-14);
   const models = [...new Set(charges.map((entry) => entry.model!))];
   const tokensOf = (model: string, date: number) =>
-    charges.filter((entry) => entry.model === model && day(entry) === date).reduce((sum, entry) => sum + (entry.promptTokens ?? 0) + (entry.completionTokens ?? 0), 0);
+    charges
+      .filter((entry) => entry.model === model && day(entry) === date)
+      .reduce((sum, entry) => sum + (entry.promptTokens ?? 0) + (entry.completionTokens ?? 0), 0);
   const tokens = models.map((model) => days.map((date) => tokensOf(model, date)));
-  const cost = charges.filter((entry) => days.includes(day(entry))).reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
+  const cost = charges
+    .filter((entry) => days.includes(day(entry)))
+    .reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
   return { days, models, tokens, cost };
 }
 
 /** Draws into `figure`, replacing what was there; returns the chart so the caller can destroy it. */
-export function renderUsageChart(figure: HTMLElement, ledger: readonly LedgerEntry[], previous?: uPlot): uPlot | undefined {
+export function renderUsageChart(
+  figure: HTMLElement,
+  ledger: readonly LedgerEntry[],
+  previous?: uPlot,
+): uPlot | undefined {
   previous?.destroy();
   const charges = ledger.filter((entry) => entry.kind === "charge" && entry.model);
   if (charges.length === 0) {
@@ -35,7 +43,9 @@ export function renderUsageChart(figure: HTMLElement, ledger: readonly LedgerEnt
   }
   const { days, models, tokens, cost } = perDay(charges);
   // Stacked: each model is drawn at its running total, the last model first, so every bar shows.
-  const running = tokens.map((_, index) => days.map((__, day) => tokens.slice(0, index + 1).reduce((sum, series) => sum + series[day]!, 0)));
+  const running = tokens.map((_, index) =>
+    days.map((__, day) => tokens.slice(0, index + 1).reduce((sum, series) => sum + series[day]!, 0)),
+  );
   const total = running.at(-1)!.reduce((sum, value) => sum + value, 0);
   const caption = document.createElement("figcaption");
   caption.textContent = `${total.toLocaleString("en-US")} tokens and $${(cost / 1e9).toFixed(9)} over the last ${days.length} day(s) with usage, by model.`;
@@ -48,13 +58,32 @@ export function renderUsageChart(figure: HTMLElement, ledger: readonly LedgerEnt
       width: Math.max(280, figure.clientWidth || 640),
       height: 260,
       // Days are evenly spaced slots (a day without usage has no slot), labelled with their date.
-      scales: { x: { time: false, range: () => [-0.6, days.length - 0.4] }, y: { range: (_, __, max) => [0, Math.max(10, max * 1.1)] } },
+      scales: {
+        x: { time: false, range: () => [-0.6, days.length - 0.4] },
+        y: { range: (_, __, max) => [0, Math.max(10, max * 1.1)] },
+      },
       axes: [
-        { stroke: "currentColor", grid: { show: false }, incrs: [1], values: (_, splits) => splits.map((split) => (Number.isInteger(split) && days[split] !== undefined ? isoDay(days[split]!).slice(5) : "")) },
-        { stroke: "currentColor", label: "Tokens", size: 64, values: (_, splits) => splits.map((split) => split.toLocaleString("en-US")) },
+        {
+          stroke: "currentColor",
+          grid: { show: false },
+          incrs: [1],
+          values: (_, splits) =>
+            splits.map((split) =>
+              Number.isInteger(split) && days[split] !== undefined ? isoDay(days[split]!).slice(5) : "",
+            ),
+        },
+        {
+          stroke: "currentColor",
+          label: "Tokens",
+          size: 64,
+          values: (_, splits) => splits.map((split) => split.toLocaleString("en-US")),
+        },
       ],
       series: [
-        { label: "Day (UTC)", value: (_, value) => (value === null || days[value] === undefined ? "—" : isoDay(days[value]!)) },
+        {
+          label: "Day (UTC)",
+          value: (_, value) => (value === null || days[value] === undefined ? "—" : isoDay(days[value]!)),
+        },
         ...order.map((index) => ({
           label: models[index]!,
           stroke: palette[index % palette.length]!,
@@ -62,7 +91,8 @@ export function renderUsageChart(figure: HTMLElement, ledger: readonly LedgerEnt
           paths: bars,
           points: { show: false },
           // The legend reads out this model's own tokens, not the running total it is drawn at.
-          value: (_: uPlot, __: number | null, ___: number, dataIndex: number | null) => (dataIndex === null ? "—" : `${tokens[index]![dataIndex]!.toLocaleString("en-US")} tokens`),
+          value: (_: uPlot, __: number | null, ___: number, dataIndex: number | null) =>
+            dataIndex === null ? "—" : `${tokens[index]![dataIndex]!.toLocaleString("en-US")} tokens`,
         })),
       ],
     },

@@ -20,7 +20,33 @@ const prompt = () => element<HTMLTextAreaElement>("prompt");
  * handlers; links http(s) or mailto only, opening apart from this page.
  */
 const replyMarkup = {
-  ALLOWED_TAGS: ["p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"],
+  ALLOWED_TAGS: [
+    "p",
+    "br",
+    "hr",
+    "strong",
+    "em",
+    "del",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+  ],
   ALLOWED_ATTR: ["href", "title", "start", "align", "class"],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
 };
@@ -52,7 +78,9 @@ function renderReply(body: HTMLElement, content: string, json: boolean): void {
   if (json) {
     try {
       const pre = document.createElement("pre");
-      pre.append(Object.assign(document.createElement("code"), { textContent: JSON.stringify(JSON.parse(content), null, 2) }));
+      pre.append(
+        Object.assign(document.createElement("code"), { textContent: JSON.stringify(JSON.parse(content), null, 2) }),
+      );
       body.replaceChildren(pre);
       return;
     } catch {
@@ -85,8 +113,17 @@ function assistantBubble(): { li: HTMLLIElement; body: HTMLDivElement; stats: HT
 
 function showDetails(stats: HTMLElement, details: NonNullable<Message["details"]>): void {
   stats.replaceChildren();
-  if (details.simulated) stats.append(Object.assign(document.createElement("span"), { className: "tag", textContent: "Simulated reply (deterministic engine)" }));
-  if (details.cut) stats.append(Object.assign(document.createElement("span"), { className: "tag warn", textContent: "Cut at max tokens" }));
+  if (details.simulated)
+    stats.append(
+      Object.assign(document.createElement("span"), {
+        className: "tag",
+        textContent: "Simulated reply (deterministic engine)",
+      }),
+    );
+  if (details.cut)
+    stats.append(
+      Object.assign(document.createElement("span"), { className: "tag warn", textContent: "Cut at max tokens" }),
+    );
   stats.append(`${details.model}${details.stats ? ` · ${details.stats}` : ""}`);
 }
 
@@ -95,7 +132,10 @@ export interface ChatView {
   setReady(ready: boolean): void;
 }
 
-export function setupChat(state: DemoState, options: { show: (view: "keys" | "models") => void; modelId: () => string }): ChatView {
+export function setupChat(
+  state: DemoState,
+  options: { show: (view: "keys" | "models") => void; modelId: () => string },
+): ChatView {
   const sendButton = element<HTMLButtonElement>("send");
   const stopButton = element<HTMLButtonElement>("stop");
   const settingsFeedback = element("settings-feedback");
@@ -131,9 +171,13 @@ export function setupChat(state: DemoState, options: { show: (view: "keys" | "mo
     const maxTokens = Number(maxTokensInput.value);
     const window = state.models.find((model) => model.id === options.modelId())?.context_window ?? 4_096;
     temperatureInput.setAttribute("aria-invalid", String(!(temperature >= 0 && temperature <= 2)));
-    maxTokensInput.setAttribute("aria-invalid", String(!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window)));
+    maxTokensInput.setAttribute(
+      "aria-invalid",
+      String(!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window)),
+    );
     if (!(temperature >= 0 && temperature <= 2)) return "Temperature must be a number from 0 to 2.";
-    if (!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window)) return `Max tokens must be a whole number from 1 to ${window.toLocaleString("en-US")} (this model's context window).`;
+    if (!(Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= window))
+      return `Max tokens must be a whole number from 1 to ${window.toLocaleString("en-US")} (this model's context window).`;
     return { temperature, maxTokens };
   }
 
@@ -193,7 +237,13 @@ export function setupChat(state: DemoState, options: { show: (view: "keys" | "mo
       }
       // The SDK ends an aborted stream quietly; the person pressed Stop.
       if (controller.signal.aborted) throw new DOMException("Stopped.", "AbortError");
-      const details = { model, stats: statsText(state, model, usage, started, firstToken), cut: finish === "length", simulated, json: jsonMode };
+      const details = {
+        model,
+        stats: statsText(state, model, usage, started, firstToken),
+        cut: finish === "length",
+        simulated,
+        json: jsonMode,
+      };
       renderReply(reply.body, content, jsonMode);
       showDetails(reply.stats, details);
       state.history.push({ role: "assistant", content, details });
@@ -202,7 +252,13 @@ export function setupChat(state: DemoState, options: { show: (view: "keys" | "mo
       const described = describeError(error);
       if (described.stopped && content) {
         renderReply(reply.body, content, false);
-        const details = { model, stats: `stopped · ${statsText(state, model, usage, started, firstToken)}`, cut: false, simulated, json: false };
+        const details = {
+          model,
+          stats: `stopped · ${statsText(state, model, usage, started, firstToken)}`,
+          cut: false,
+          simulated,
+          json: false,
+        };
         showDetails(reply.stats, details);
         state.history.push({ role: "assistant", content, details });
       } else {
@@ -283,10 +339,20 @@ export function setupChat(state: DemoState, options: { show: (view: "keys" | "mo
   };
 }
 
-function statsText(state: DemoState, model: string, usage: OpenAI.CompletionUsage | undefined, started: number, firstToken: number | undefined): string {
+function statsText(
+  state: DemoState,
+  model: string,
+  usage: OpenAI.CompletionUsage | undefined,
+  started: number,
+  firstToken: number | undefined,
+): string {
   const seconds = (performance.now() - (firstToken ?? started)) / 1000;
   const price = state.models.find((candidate) => candidate.id === model)?.pricing;
-  const cost = usage && price ? (usage.prompt_tokens * price.input_per_1m_tokens + usage.completion_tokens * price.output_per_1m_tokens) / 1_000_000 : undefined;
+  const cost =
+    usage && price
+      ? (usage.prompt_tokens * price.input_per_1m_tokens + usage.completion_tokens * price.output_per_1m_tokens) /
+        1_000_000
+      : undefined;
   return [
     usage ? `${usage.prompt_tokens} + ${usage.completion_tokens} tokens` : "",
     firstToken ? `TTFT ${Math.round(firstToken - started)} ms` : "",
@@ -298,7 +364,14 @@ function statsText(state: DemoState, model: string, usage: OpenAI.CompletionUsag
 }
 
 export function rememberRate(state: DemoState, headers: Headers): void {
-  const names = ["limit-requests", "remaining-requests", "reset-requests", "limit-tokens", "remaining-tokens", "reset-tokens"];
+  const names = [
+    "limit-requests",
+    "remaining-requests",
+    "reset-requests",
+    "limit-tokens",
+    "remaining-tokens",
+    "reset-tokens",
+  ];
   if (!headers.get("x-ratelimit-limit-requests")) return;
   state.rate = Object.fromEntries(names.map((name) => [name, headers.get(`x-ratelimit-${name}`) ?? ""]));
   announce(state, "rate");

@@ -12,7 +12,10 @@ import { dropKept, keepKey, keepOnly, keptKeys, storageKeys, type DemoState } fr
  * The account and key Chat uses. The account is remembered; a revoked or lost chat key is replaced
  * by another this browser keeps for the same account, or a new key on it, never a new account.
  */
-export async function chatKey(state: DemoState, handle: InferenceHandle): Promise<{ key: string; note: string | null }> {
+export async function chatKey(
+  state: DemoState,
+  handle: InferenceHandle,
+): Promise<{ key: string; note: string | null }> {
   const keys = await handle.admin.listKeys();
   keepOnly(new Set(keys.filter((key) => key.status === "active").map((key) => key.id)));
   const remembered = localStorage.getItem(storageKeys.account);
@@ -24,15 +27,23 @@ export async function chatKey(state: DemoState, handle: InferenceHandle): Promis
     return { key: await newChatKey(handle, created.id), note: null };
   }
   state.accountId = account.id;
-  const active = new Set(keys.filter((key) => key.status === "active" && key.accountId === account.id).map((key) => key.id));
+  const active = new Set(
+    keys.filter((key) => key.status === "active" && key.accountId === account.id).map((key) => key.id),
+  );
   const chosen = localStorage.getItem(storageKeys.chatKey);
   const usable = keptKeys().filter((kept) => active.has(kept.id));
   const current = usable.find((kept) => kept.id === chosen) ?? usable[0];
   if (current) {
     localStorage.setItem(storageKeys.chatKey, current.id);
-    return { key: current.key, note: current.id === chosen ? null : `The chat key was revoked; Chat now uses ${current.prefix}.` };
+    return {
+      key: current.key,
+      note: current.id === chosen ? null : `The chat key was revoked; Chat now uses ${current.prefix}.`,
+    };
   }
-  return { key: await newChatKey(handle, account.id), note: "The chat key was revoked; Chat now uses a new key on the same account." };
+  return {
+    key: await newChatKey(handle, account.id),
+    note: "The chat key was revoked; Chat now uses a new key on the same account.",
+  };
 }
 
 async function newChatKey(handle: InferenceHandle, accountId: string): Promise<string> {
@@ -51,7 +62,11 @@ function snippets(baseURL: string, key: string, model: string, relayed: boolean)
   return {
     "openai SDK": `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: "${baseURL}", apiKey: "${key}", dangerouslyAllowBrowser: true });\nconst reply = await client.chat.completions.create({ model: "${model}", messages: [{ role: "user", content: "Hello!" }] });\nconsole.log(reply.choices[0].message.content);`,
     fetch: `const response = await fetch("${baseURL}/chat/completions", {\n  method: "POST",\n  headers: { "content-type": "application/json", authorization: "Bearer ${key}" },\n  body: JSON.stringify(${body}),\n});\nconsole.log((await response.json()).choices[0].message.content);`,
-    ...(relayed ? { curl: `curl ${baseURL}/chat/completions \\\n  -H "Content-Type: application/json" \\\n  -H "Authorization: Bearer ${key}" \\\n  -d '${body.replace(/'/g, "'\\''")}'` } : {}),
+    ...(relayed
+      ? {
+          curl: `curl ${baseURL}/chat/completions \\\n  -H "Content-Type: application/json" \\\n  -H "Authorization: Bearer ${key}" \\\n  -d '${body.replace(/'/g, "'\\''")}'`,
+        }
+      : {}),
   };
 }
 
@@ -65,18 +80,34 @@ function reachText(relayed: boolean): string {
 function csv(rows: readonly LedgerEntry[], keyName: (id: string | undefined) => string): string {
   const quote = (value: string) => (/[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
   const lines = rows.map((entry) =>
-    [new Date(entry.createdAt).toISOString(), entry.kind, entry.status, keyName(entry.keyId), entry.model ?? "", String(entry.promptTokens ?? ""), String(entry.completionTokens ?? ""), ((entry.kind === "credit" ? 1 : -1) * entry.amountNanoUsd / 1e9).toFixed(9), entry.requestId ?? ""].map(quote).join(","),
+    [
+      new Date(entry.createdAt).toISOString(),
+      entry.kind,
+      entry.status,
+      keyName(entry.keyId),
+      entry.model ?? "",
+      String(entry.promptTokens ?? ""),
+      String(entry.completionTokens ?? ""),
+      (((entry.kind === "credit" ? 1 : -1) * entry.amountNanoUsd) / 1e9).toFixed(9),
+      entry.requestId ?? "",
+    ]
+      .map(quote)
+      .join(","),
   );
   return ["time,kind,status,key,model,prompt_tokens,completion_tokens,usd,request_id", ...lines].join("\n") + "\n";
 }
 
-export function setupKeys(state: DemoState, options: { useKey: (key: string) => void; modelId: () => string }): { render(): Promise<void> } {
+export function setupKeys(
+  state: DemoState,
+  options: { useKey: (key: string) => void; modelId: () => string },
+): { render(): Promise<void> } {
   let shown: LedgerEntry[] = [];
   let chart: ReturnType<typeof renderUsageChart>;
   // The chart is drawn at its figure's width: a new width (a turned phone, a resized window) redraws it.
   new ResizeObserver(() => {
     const width = element("chart").clientWidth;
-    if (chart && width > 0 && Math.abs(chart.width - width) > 8) chart.setSize({ width: Math.max(280, width), height: chart.height });
+    if (chart && width > 0 && Math.abs(chart.width - width) > 8)
+      chart.setSize({ width: Math.max(280, width), height: chart.height });
   }).observe(element("chart"));
   let keyNames = new Map<string, string>();
   const keyName = (id: string | undefined) => (id ? (keyNames.get(id) ?? id) : "");
@@ -98,13 +129,28 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
     const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
     note.setAttribute("role", "status");
     if (key.status === "active") {
-      const rpm = Object.assign(document.createElement("input"), { type: "number", min: "1", step: "1", value: String(key.rpm) });
+      const rpm = Object.assign(document.createElement("input"), {
+        type: "number",
+        min: "1",
+        step: "1",
+        value: String(key.rpm),
+      });
       rpm.setAttribute("aria-label", `Requests per minute for ${key.prefix}`);
-      const tpm = Object.assign(document.createElement("input"), { type: "number", min: "1", step: "1", value: String(key.tpm) });
+      const tpm = Object.assign(document.createElement("input"), {
+        type: "number",
+        min: "1",
+        step: "1",
+        value: String(key.tpm),
+      });
       tpm.setAttribute("aria-label", `Tokens per minute for ${key.prefix}`);
       const save = button("Save", () => {
         const limitsChosen = { rpm: Number(rpm.value), tpm: Number(tpm.value) };
-        if (!Number.isInteger(limitsChosen.rpm) || !Number.isInteger(limitsChosen.tpm) || limitsChosen.rpm < 1 || limitsChosen.tpm < 1) {
+        if (
+          !Number.isInteger(limitsChosen.rpm) ||
+          !Number.isInteger(limitsChosen.tpm) ||
+          limitsChosen.rpm < 1 ||
+          limitsChosen.tpm < 1
+        ) {
           feedback(note, "Limits are whole numbers of at least 1.", true);
           return;
         }
@@ -116,12 +162,28 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
       const row = Object.assign(document.createElement("div"), { className: "limits" });
       row.append(rpm, "rpm", tpm, "tpm", save);
       limits.append(row, note);
-      actions.append(button("Revoke", () => void handle.admin.revokeKey(key.id).then(() => dropKept(key.id)).then(render)));
+      actions.append(
+        button(
+          "Revoke",
+          () =>
+            void handle.admin
+              .revokeKey(key.id)
+              .then(() => dropKept(key.id))
+              .then(render),
+        ),
+      );
       const kept = keptKeys().find((candidate) => candidate.id === key.id);
       if (kept && key.id !== chat) actions.append(button("Use for chat", () => void useForChat(kept.id)));
     } else limits.append(`${key.rpm} rpm, ${key.tpm} tpm`);
     const label = `${key.prefix}${key.id === chat ? " (chat)" : ""}`;
-    row.append(cell(label), cell(key.name ?? ""), cell(key.status), limits, cell(key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : "never"), actions);
+    row.append(
+      cell(label),
+      cell(key.name ?? ""),
+      cell(key.status),
+      limits,
+      cell(key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : "never"),
+      actions,
+    );
     return row;
   }
 
@@ -138,12 +200,16 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
     const handle = state.handle;
     if (!handle || !state.accountId) return;
     const account = await handle.admin.getAccount(state.accountId);
-    element("balance").textContent = account ? `Balance ${usd(account.balanceNanoUsd)}, of which ${usd(account.reservedNanoUsd)} is reserved by requests in progress.` : "No account.";
+    element("balance").textContent = account
+      ? `Balance ${usd(account.balanceNanoUsd)}, of which ${usd(account.reservedNanoUsd)} is reserved by requests in progress.`
+      : "No account.";
     renderRate();
     const keys = await handle.admin.listKeys(state.accountId);
     keyNames = new Map(keys.map((key) => [key.id, key.name ? `${key.name} (${key.prefix})` : key.prefix]));
     const chat = localStorage.getItem(storageKeys.chatKey);
-    element<HTMLTableElement>("keys-table").tBodies[0]!.replaceChildren(...keys.map((key) => keyRow(handle, key, chat)));
+    element<HTMLTableElement>("keys-table").tBodies[0]!.replaceChildren(
+      ...keys.map((key) => keyRow(handle, key, chat)),
+    );
     labelCells(element("keys-table"));
     const filterKey = element<HTMLSelectElement>("filter-key");
     const filterModel = element<HTMLSelectElement>("filter-model");
@@ -155,7 +221,11 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
     const models = [...new Set(ledger.flatMap((entry) => (entry.model ? [entry.model] : [])))];
     filterModel.replaceChildren(new Option("All models", ""), ...models.map((model) => new Option(model, model)));
     filterModel.value = models.includes(chosenModel) ? chosenModel : "";
-    shown = ledger.filter((entry) => (!filterKey.value || entry.keyId === filterKey.value) && (!filterModel.value || entry.model === filterModel.value));
+    shown = ledger.filter(
+      (entry) =>
+        (!filterKey.value || entry.keyId === filterKey.value) &&
+        (!filterModel.value || entry.model === filterModel.value),
+    );
     element<HTMLTableElement>("ledger-table").tBodies[0]!.replaceChildren(...shown.slice(0, 200).map(ledgerRow));
     labelCells(element("ledger-table"));
     chart = renderUsageChart(element("chart"), ledger, chart);
@@ -218,7 +288,12 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
         const pre = document.createElement("pre");
         pre.append(Object.assign(document.createElement("code"), { textContent: code }));
         const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
-        block.append(Object.assign(document.createElement("h3"), { textContent: title }), pre, button(`Copy ${title}`, () => void copy(code, note)), note);
+        block.append(
+          Object.assign(document.createElement("h3"), { textContent: title }),
+          pre,
+          button(`Copy ${title}`, () => void copy(code, note)),
+          note,
+        );
         return block;
       }),
     );
@@ -232,7 +307,10 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
     );
   }
 
-  element("copy-key").addEventListener("click", () => void copy(element("new-key-value").textContent ?? "", element("copy-key-feedback")));
+  element("copy-key").addEventListener(
+    "click",
+    () => void copy(element("new-key-value").textContent ?? "", element("copy-key-feedback")),
+  );
   element("new-key-done").addEventListener("click", () => {
     element("new-key").hidden = true;
     element("new-key-value").textContent = "";
@@ -253,7 +331,10 @@ export function setupKeys(state: DemoState, options: { useKey: (key: string) => 
   });
   for (const id of ["filter-key", "filter-model"]) element(id).addEventListener("change", () => void render());
   element("export").addEventListener("click", () => {
-    const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(new Blob([csv(shown, keyName)], { type: "text/csv" })), download: "ledger.csv" });
+    const link = Object.assign(document.createElement("a"), {
+      href: URL.createObjectURL(new Blob([csv(shown, keyName)], { type: "text/csv" })),
+      download: "ledger.csv",
+    });
     link.click();
     URL.revokeObjectURL(link.href);
   });

@@ -17,7 +17,9 @@ import { announce, createState, type Engine } from "./state.js";
 const query = new URLSearchParams(location.search);
 const engineNames: Record<Engine, string> = { auto: "automatic", webllm: "WebLLM", deterministic: "deterministic" };
 const requested = query.get("engine");
-const state = createState(requested === "deterministic" || requested === "webllm" || requested === "auto" ? requested : "auto");
+const state = createState(
+  requested === "deterministic" || requested === "webllm" || requested === "auto" ? requested : "auto",
+);
 
 const status = element<HTMLParagraphElement>("status");
 const banner = element<HTMLDivElement>("banner");
@@ -69,7 +71,13 @@ views.forEach((name, index) => {
 // ------------------------------------------------------------------ start-up
 
 function useKey(key: string): void {
-  if (state.handle) state.client = new OpenAI({ baseURL: state.handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
+  if (state.handle)
+    state.client = new OpenAI({
+      baseURL: state.handle.baseURL,
+      apiKey: key,
+      dangerouslyAllowBrowser: true,
+      maxRetries: 0,
+    });
   void refreshModels();
 }
 
@@ -83,15 +91,20 @@ async function deploymentOptions(): Promise<StartInferenceOptions> {
   // A configuration routes every prompt (upstreams, model files): configuration is code, so a
   // link may name this site's own files only, never another's (nor a data: URL).
   if (new URL(url, location.href).origin !== location.origin) {
-    throw new Error(`The demo takes ?config= from this site only, and ${url} is elsewhere: a configuration decides where every prompt goes, so a link must not choose it. Put the file on this site and link to its path.`);
+    throw new Error(
+      `The demo takes ?config= from this site only, and ${url} is elsewhere: a configuration decides where every prompt goes, so a link must not choose it. Put the file on this site and link to its path.`,
+    );
   }
   // The last copy is kept, so the demo starts offline as it did online.
   const kept = `webgpu-inference-demo-config:${url}`;
   const response = await fetch(new URL(url, location.href)).catch((error: unknown) => {
     if (localStorage.getItem(kept) !== null) return null;
-    throw new Error(`The demo configuration ${url} could not be loaded, and no copy is kept from an earlier visit: ${(error as Error).message}.`);
+    throw new Error(
+      `The demo configuration ${url} could not be loaded, and no copy is kept from an earlier visit: ${(error as Error).message}.`,
+    );
   });
-  if (response && !response.ok) throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
+  if (response && !response.ok)
+    throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
   if (response) localStorage.setItem(kept, await response.text());
   const options = JSON.parse(localStorage.getItem(kept)!) as StartInferenceOptions;
   // The deployment's entries come after the demo's, so they override them field by field.
@@ -117,9 +130,12 @@ async function start(engine: Engine): Promise<void> {
   state.handle = handle;
   state.relay ??= connectRelay(new URL(handle.baseUrl).pathname, () => announce(state, "relay"));
   handle.workbox.addEventListener("controlling", (event) => {
-    if (event.isUpdate) showBanner("A new version of this app has taken over.", { label: "Reload", run: () => location.reload() });
+    if (event.isUpdate)
+      showBanner("A new version of this app has taken over.", { label: "Reload", run: () => location.reload() });
   });
-  handle.workbox.addEventListener("waiting", () => showBanner("An update is available.", { label: "Update", run: () => handle.workbox.messageSkipWaiting() }));
+  handle.workbox.addEventListener("waiting", () =>
+    showBanner("An update is available.", { label: "Update", run: () => handle.workbox.messageSkipWaiting() }),
+  );
   const { key, note } = await chatKey(state, handle);
   state.client = new OpenAI({ baseURL: handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
   await refreshModels();
@@ -151,13 +167,20 @@ async function refreshModels(): Promise<void> {
 
 /** Under `auto`, says plainly when no model runs on the GPU here, and why. */
 function explainDevice(): void {
-  if (state.engine !== "auto" || state.models.length === 0 || state.models.some((model) => model.engine === "webllm")) return;
-  const reason = "gpu" in navigator ? state.models.find((model) => model.builds.length > 0)?.engine_reason.match(/web-llm: ([^;]+)/)?.[1] : "this browser has no WebGPU";
+  if (state.engine !== "auto" || state.models.length === 0 || state.models.some((model) => model.engine === "webllm"))
+    return;
+  const reason =
+    "gpu" in navigator
+      ? state.models.find((model) => model.builds.length > 0)?.engine_reason.match(/web-llm: ([^;]+)/)?.[1]
+      : "this browser has no WebGPU";
   const cpu = state.models.some((model) => model.engine === "llamacpp" && model.runnable.ok);
-  const browsers = "For the GPU, use Chrome or Edge 113 or later on desktop, or Chrome 121 or later on Android; on Linux, enable chrome://flags/#enable-unsafe-webgpu.";
+  const browsers =
+    "For the GPU, use Chrome or Edge 113 or later on desktop, or Chrome 121 or later on Android; on Linux, enable chrome://flags/#enable-unsafe-webgpu.";
   showBanner(
     `No model runs on a GPU here${reason ? ` (${reason})` : ""}. ` +
-      (cpu ? "Models run on the CPU with llama.cpp instead: slower, but real. " : "No model in this catalogue runs on the CPU either: choose the deterministic engine to try the app. ") +
+      (cpu
+        ? "Models run on the CPU with llama.cpp instead: slower, but real. "
+        : "No model in this catalogue runs on the CPU either: choose the deterministic engine to try the app. ") +
       browsers,
   );
 }
@@ -182,7 +205,11 @@ void start(state.engine).catch((error: unknown) => say(describeError(error).text
 state.changed.addEventListener("rate", () => {
   if (status.textContent?.startsWith("Loading ")) say("Ready.");
 });
-navigator.serviceWorker?.addEventListener("message", (event: MessageEvent<{ type?: string; modelId?: string; progress?: LoadProgress }>) => {
-  const { type, modelId, progress } = event.data ?? {};
-  if (type === "webgpu-inference:progress" && progress && modelId && !state.failedDownloads.has(modelId)) say(`Loading ${modelId}: ${progressText(progress)} — ${progress.text}`);
-});
+navigator.serviceWorker?.addEventListener(
+  "message",
+  (event: MessageEvent<{ type?: string; modelId?: string; progress?: LoadProgress }>) => {
+    const { type, modelId, progress } = event.data ?? {};
+    if (type === "webgpu-inference:progress" && progress && modelId && !state.failedDownloads.has(modelId))
+      say(`Loading ${modelId}: ${progressText(progress)} — ${progress.text}`);
+  },
+);

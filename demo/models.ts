@@ -11,9 +11,18 @@ import { announce, type DemoState, type ModelRow } from "./state.js";
 
 export function progressText(progress: LoadProgress): string {
   const percent = Math.round(progress.progress * 100);
-  const left = progress.elapsedSeconds && progress.progress > 0 && progress.progress < 1 ? Math.round((progress.elapsedSeconds * (1 - progress.progress)) / progress.progress) : undefined;
+  const left =
+    progress.elapsedSeconds && progress.progress > 0 && progress.progress < 1
+      ? Math.round((progress.elapsedSeconds * (1 - progress.progress)) / progress.progress)
+      : undefined;
   const of = progress.totalBytes ? ` of ${megabytes(progress.totalBytes)}` : "";
-  return [progress.loadedBytes !== undefined ? `${megabytes(progress.loadedBytes)}${of}` : "", `${percent}%`, left !== undefined ? `about ${left} s left` : ""].filter(Boolean).join(" · ");
+  return [
+    progress.loadedBytes !== undefined ? `${megabytes(progress.loadedBytes)}${of}` : "",
+    `${percent}%`,
+    left !== undefined ? `about ${left} s left` : "",
+  ]
+    .filter(Boolean)
+    .join(" · ");
 }
 
 /** The catalogue as `/v1/models` and `/v1/model/info` give it, through the SDK's client. */
@@ -22,7 +31,9 @@ export async function readModels(state: DemoState, client: OpenAI, key: string):
   rememberRate(state, response.headers);
   state.models = await Promise.all(
     list.data.map(async (model) => {
-      const info = await fetch(`${state.handle!.baseURL}/model/info?model=${encodeURIComponent(model.id)}`, { headers: { authorization: `Bearer ${key}` } });
+      const info = await fetch(`${state.handle!.baseURL}/model/info?model=${encodeURIComponent(model.id)}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       return (await info.json()) as ModelRow;
     }),
   );
@@ -33,7 +44,13 @@ export async function readModels(state: DemoState, client: OpenAI, key: string):
 export function preferredModel(models: readonly ModelRow[], previous: string): string {
   const runnable = models.filter((model) => model.runnable.ok);
   if (runnable.some((model) => model.id === previous)) return previous;
-  return (runnable.find((model) => model.engine === "webllm") ?? runnable.find((model) => model.id === cpuModelId) ?? runnable[0])?.id ?? "";
+  return (
+    (
+      runnable.find((model) => model.engine === "webllm") ??
+      runnable.find((model) => model.id === cpuModelId) ??
+      runnable[0]
+    )?.id ?? ""
+  );
 }
 
 function engineLabel(model: ModelRow): string {
@@ -46,12 +63,20 @@ function engineLabel(model: ModelRow): string {
 /** Where a download failed, in plain words, and what is true about what was kept. */
 function downloadFailure(model: ModelRow, error: unknown, last: LoadProgress | undefined): string {
   const fetched = last?.loadedBytes ?? 0;
-  const total = last?.totalBytes ? ` of ${megabytes(last.totalBytes)}` : model.build?.download_mb ? ` of ${gigabytes(model.build.download_mb)}` : "";
-  const kept = fetched > 0 && model.engine === "webllm" ? " The finished parts are kept: Retry resumes from there." : " Nothing was kept: Retry starts again.";
+  const total = last?.totalBytes
+    ? ` of ${megabytes(last.totalBytes)}`
+    : model.build?.download_mb
+      ? ` of ${gigabytes(model.build.download_mb)}`
+      : "";
+  const kept =
+    fetched > 0 && model.engine === "webllm"
+      ? " The finished parts are kept: Retry resumes from there."
+      : " Nothing was kept: Retry starts again.";
   if (!navigator.onLine) return `This device is offline: ${megabytes(fetched)}${total} downloaded.${kept}`;
   const text = describeError(error).text;
   const host = /https?:\/\/([^/\s]+)/.exec(text)?.[1];
-  if (/failed to fetch|network/i.test(text)) return `Couldn't reach ${host ?? "the model's host"}: ${megabytes(fetched)}${total} downloaded.${kept}`;
+  if (/failed to fetch|network/i.test(text))
+    return `Couldn't reach ${host ?? "the model's host"}: ${megabytes(fetched)}${total} downloaded.${kept}`;
   return `${text}${kept}`;
 }
 
@@ -76,14 +101,22 @@ export function setupModels(state: DemoState, refresh: () => Promise<void>): { r
       await render();
     } catch (error) {
       state.failedDownloads.add(model.id);
-      const failure = Object.assign(document.createElement("span"), { className: "progress-text error", textContent: downloadFailure(model, error, last) });
-      slot.replaceChildren(failure, button("Retry", () => void download(model, slot)));
+      const failure = Object.assign(document.createElement("span"), {
+        className: "progress-text error",
+        textContent: downloadFailure(model, error, last),
+      });
+      slot.replaceChildren(
+        failure,
+        button("Retry", () => void download(model, slot)),
+      );
     }
   }
 
   async function render(): Promise<void> {
     const estimate = await navigator.storage?.estimate?.();
-    element("storage-usage").textContent = estimate?.quota ? `Using ${megabytes(estimate.usage ?? 0)} of ${megabytes(estimate.quota)} this browser allows.` : "This browser does not report storage use.";
+    element("storage-usage").textContent = estimate?.quota
+      ? `Using ${megabytes(estimate.usage ?? 0)} of ${megabytes(estimate.quota)} this browser allows.`
+      : "This browser does not report storage use.";
     element("offline-state").hidden = navigator.onLine;
     const body = element<HTMLTableElement>("models-table").tBodies[0]!;
     body.replaceChildren(
@@ -91,10 +124,18 @@ export function setupModels(state: DemoState, refresh: () => Promise<void>): { r
         const row = document.createElement("tr");
         const name = document.createElement("span");
         name.append(Object.assign(document.createElement("strong"), { textContent: model.id }));
-        if (model.build) name.append(Object.assign(document.createElement("small"), { className: "build", textContent: model.build.model_id }));
+        if (model.build)
+          name.append(
+            Object.assign(document.createElement("small"), { className: "build", textContent: model.build.model_id }),
+          );
         const engine = document.createElement("span");
         engine.append(model.runnable.ok ? engineLabel(model) : "Cannot run here");
-        engine.append(Object.assign(document.createElement("small"), { className: "reason", textContent: model.runnable.ok ? model.engine_reason : (model.runnable.reason ?? "") }));
+        engine.append(
+          Object.assign(document.createElement("small"), {
+            className: "reason",
+            textContent: model.runnable.ok ? model.engine_reason : (model.runnable.reason ?? ""),
+          }),
+        );
         row.append(
           cell(name),
           cell(model.context_window.toLocaleString("en-US"), "number"),
@@ -128,7 +169,13 @@ export function setupModels(state: DemoState, refresh: () => Promise<void>): { r
 
   element("persist").addEventListener("click", async () => {
     const kept = await navigator.storage?.persist?.();
-    feedback(status, kept ? "Downloaded models will be kept when space runs low." : "The browser did not grant persistent storage; it may evict models when space runs low.", !kept);
+    feedback(
+      status,
+      kept
+        ? "Downloaded models will be kept when space runs low."
+        : "The browser did not grant persistent storage; it may evict models when space runs low.",
+      !kept,
+    );
   });
   return { render };
 }

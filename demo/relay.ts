@@ -13,7 +13,9 @@ const relayPath = "/__relay";
 const relayedHeader = "x-webgpu-inference-relayed";
 const retryMs = 3_000;
 
-type ServerMessage = { type: "request"; id: number; method: string; path: string; headers: Record<string, string>; body: string | null } | { type: "abort"; id: number };
+type ServerMessage =
+  | { type: "request"; id: number; method: string; path: string; headers: Record<string, string>; body: string | null }
+  | { type: "abort"; id: number };
 
 export interface Relay {
   /** Whether the server is relaying to this tab now. */
@@ -51,7 +53,11 @@ export function connectRelay(basePath: string, onChange: () => void): Relay {
   return relay;
 }
 
-async function answer(socket: WebSocket, request: Extract<ServerMessage, { type: "request" }>, running: Map<number, AbortController>): Promise<void> {
+async function answer(
+  socket: WebSocket,
+  request: Extract<ServerMessage, { type: "request" }>,
+  running: Map<number, AbortController>,
+): Promise<void> {
   const { id } = request;
   const controller = new AbortController();
   running.set(id, controller);
@@ -62,7 +68,9 @@ async function answer(socket: WebSocket, request: Extract<ServerMessage, { type:
       ...(request.body !== null ? { body: request.body } : {}),
       signal: controller.signal,
     });
-    socket.send(JSON.stringify({ type: "head", id, status: response.status, headers: Object.fromEntries(response.headers) }));
+    socket.send(
+      JSON.stringify({ type: "head", id, status: response.status, headers: Object.fromEntries(response.headers) }),
+    );
     const reader = response.body?.getReader();
     for (let next = await reader?.read(); next && !next.done; next = await reader!.read()) {
       const frame = new Uint8Array(4 + next.value.byteLength);
@@ -72,7 +80,8 @@ async function answer(socket: WebSocket, request: Extract<ServerMessage, { type:
     }
     socket.send(JSON.stringify({ type: "end", id }));
   } catch (error) {
-    if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "error", id, message: (error as Error).message }));
+    if (socket.readyState === WebSocket.OPEN)
+      socket.send(JSON.stringify({ type: "error", id, message: (error as Error).message }));
   } finally {
     running.delete(id);
   }

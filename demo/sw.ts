@@ -20,7 +20,9 @@ const inference = installInference(self, {
 });
 
 async function precache(): Promise<void> {
-  const list = (await (await fetch(new URL("precache.json", self.location.href), { cache: "no-store" })).json()) as string[];
+  const list = (await (
+    await fetch(new URL("precache.json", self.location.href), { cache: "no-store" })
+  ).json()) as string[];
   const cache = await caches.open(shellCache);
   await cache.addAll(list.map((path) => new URL(path, self.location.href).href));
 }
@@ -63,7 +65,8 @@ self.addEventListener("fetch", (event) => {
   event.respondWith(
     (async () => {
       const cache = await caches.open(shellCache);
-      const key = event.request.mode === "navigate" ? new URL("index.html", self.location.href).href : event.request.url;
+      const key =
+        event.request.mode === "navigate" ? new URL("index.html", self.location.href).href : event.request.url;
       const cached = await cache.match(key, { ignoreSearch: event.request.mode === "navigate" });
       return cached ?? fetch(event.request);
     })(),

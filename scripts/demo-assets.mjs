@@ -26,7 +26,8 @@ export function icon(size) {
       const u = x / size;
       const v = y / size;
       const chip = u > 0.3 && u < 0.7 && v > 0.3 && v < 0.7 && !(u > 0.4 && u < 0.6 && v > 0.4 && v < 0.6);
-      const pin = ((u > 0.36 && u < 0.42) || (u > 0.58 && u < 0.64)) && ((v > 0.18 && v < 0.3) || (v > 0.7 && v < 0.82));
+      const pin =
+        ((u > 0.36 && u < 0.42) || (u > 0.58 && u < 0.64)) && ((v > 0.18 && v < 0.3) || (v > 0.7 && v < 0.82));
       const [red, green, blue] = chip || pin ? [255, 255, 255] : [59, 108, 246];
       row.set([red, green, blue, inside ? 255 : 0], 1 + x * 4);
     }
@@ -36,13 +37,19 @@ export function icon(size) {
   header.writeUInt32BE(size, 0);
   header.writeUInt32BE(size, 4);
   header.set([8, 6, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", header), chunk("IDAT", deflateSync(Buffer.concat(rows))), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(Buffer.concat(rows))),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 export const manifest = {
   name: "webgpu-inference chat",
   short_name: "Local chat",
-  description: "Chat with language models on your own GPU, offline, through an OpenAI-compatible API in a service worker.",
+  description:
+    "Chat with language models on your own GPU, offline, through an OpenAI-compatible API in a service worker.",
   start_url: "./index.html",
   scope: "./",
   display: "standalone",
@@ -63,8 +70,22 @@ export function demoAssets() {
       this.emitFile({ type: "asset", fileName: "icon-512.png", source: icon(512) });
       this.emitFile({ type: "asset", fileName: "manifest.webmanifest", source: JSON.stringify(manifest, null, 2) });
       // index.html is emitted after this hook runs; the demo always has one.
-      const files = [...Object.keys(bundle), "index.html", "icon-192.png", "icon-512.png", "manifest.webmanifest"].filter((file) => !file.endsWith(".map"));
-      this.emitFile({ type: "asset", fileName: "precache.json", source: JSON.stringify([...new Set(files)].map((file) => `./${file}`), null, 2) });
+      const files = [
+        ...Object.keys(bundle),
+        "index.html",
+        "icon-192.png",
+        "icon-512.png",
+        "manifest.webmanifest",
+      ].filter((file) => !file.endsWith(".map"));
+      this.emitFile({
+        type: "asset",
+        fileName: "precache.json",
+        source: JSON.stringify(
+          [...new Set(files)].map((file) => `./${file}`),
+          null,
+          2,
+        ),
+      });
     },
   };
 }

@@ -23,4 +23,8 @@ const contentSecurityPolicy = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-export const demoHeaders = { "content-security-policy": contentSecurityPolicy, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
+export const demoHeaders = {
+  "content-security-policy": contentSecurityPolicy,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};

@@ -26,7 +26,9 @@ export async function measurePageEntry(root = resolve(import.meta.dirname, "..")
       root: directory,
       build: { write: false, minify: true, target: "es2022", lib: { entry, formats: ["es"], fileName: "entry" } },
     });
-    const chunks = (Array.isArray(output) ? output : [output]).flatMap((result) => result.output).filter((file) => file.type === "chunk");
+    const chunks = (Array.isArray(output) ? output : [output])
+      .flatMap((result) => result.output)
+      .filter((file) => file.type === "chunk");
     const byName = new Map(chunks.map((chunk) => [chunk.fileName, chunk]));
     const eager = new Set();
     const visit = (chunk) => {
@@ -37,7 +39,11 @@ export async function measurePageEntry(root = resolve(import.meta.dirname, "..")
     visit(chunks.find((chunk) => chunk.isEntry));
     const measure = (list) => {
       const code = list.map((chunk) => chunk.code).join("\n");
-      return { bytes: Buffer.byteLength(code), gzipBytes: gzipSync(code, { level: 9 }).length, chunks: list.map((chunk) => chunk.fileName) };
+      return {
+        bytes: Buffer.byteLength(code),
+        gzipBytes: gzipSync(code, { level: 9 }).length,
+        chunks: list.map((chunk) => chunk.fileName),
+      };
     };
     return { eager: measure([...eager]), lazy: measure(chunks.filter((chunk) => !eager.has(chunk))) };
   } finally {

@@ -30,15 +30,26 @@ const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]"]);
 /** Marks a request the tab makes for the relay: one the worker passes on to the network is not relayed again. */
 const relayedHeader = "x-webgpu-inference-relayed";
 
-const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "upgrade", "host"]);
+const hopByHop = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "content-length",
+  "content-encoding",
+  "upgrade",
+  "host",
+]);
 
 /** OpenAI's error object, as the worker itself writes it. */
 function sendError(response, status, code, message) {
   const type = status === 404 || status === 413 || status === 403 ? "invalid_request_error" : "service_unavailable";
-  response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message, type, code, param: null } }));
+  response
+    .writeHead(status, { "content-type": "application/json" })
+    .end(JSON.stringify({ error: { message, type, code, param: null } }));
 }
 
-const withoutHopByHop = (headers) => Object.fromEntries(Object.entries(headers).filter(([name]) => !hopByHop.has(name)));
+const withoutHopByHop = (headers) =>
+  Object.fromEntries(Object.entries(headers).filter(([name]) => !hopByHop.has(name)));
 
 /** A request's response as it has gone so far: ended now, with an error if nothing was sent yet. */
 function fail(response, status, code, message) {
@@ -88,20 +99,32 @@ class Relay {
       socket.destroy();
       return;
     }
-    this.#sockets.handleUpgrade(request, socket, head, (websocket) => this.#sockets.emit("connection", websocket, request));
+    this.#sockets.handleUpgrade(request, socket, head, (websocket) =>
+      this.#sockets.emit("connection", websocket, request),
+    );
   }
 
   /** Relays a request under the API's path to the newest tab; false for any other path (the page's files). */
   handle(request, response) {
     if (!this.#fromLoopback(request)) {
-      sendError(response, 403, "host_not_allowed", "This server answers requests addressed to localhost, 127.0.0.1 or [::1] only.");
+      sendError(
+        response,
+        403,
+        "host_not_allowed",
+        "This server answers requests addressed to localhost, 127.0.0.1 or [::1] only.",
+      );
       return true;
     }
     const url = new URL(request.url ?? "/", this.#origin);
     if (url.pathname !== apiPath && !url.pathname.startsWith(`${apiPath}/`)) return false;
     const tab = this.#tabs.at(-1);
     if (!tab) {
-      sendError(response, 503, "no_open_tab", `The API runs in the browser, in the demo's service worker: open ${this.#origin}/ and keep the tab open. This server relays requests to it while it is open.`);
+      sendError(
+        response,
+        503,
+        "no_open_tab",
+        `The API runs in the browser, in the demo's service worker: open ${this.#origin}/ and keep the tab open. This server relays requests to it while it is open.`,
+      );
     } else if (request.headers[relayedHeader]) {
       sendError(response, 404, "not_found", `The demo's service worker does not answer ${url.pathname}.`);
     } else if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
@@ -114,7 +137,8 @@ class Relay {
         if (size <= maxBodyBytes) chunks.push(chunk);
       });
       request.on("end", () => {
-        if (size > maxBodyBytes) sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
+        if (size > maxBodyBytes)
+          sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
         else this.#send(tab, request, response, `${url.pathname}${url.search}`, Buffer.concat(chunks));
       });
     }
@@ -129,7 +153,16 @@ class Relay {
       if (this.#pending.delete(id)) tab.socket.send(JSON.stringify({ type: "abort", id }));
     });
     const headers = withoutHopByHop(request.headers);
-    tab.socket.send(JSON.stringify({ type: "request", id, method: request.method, path, headers, body: body.length ? body.toString("utf8") : null }));
+    tab.socket.send(
+      JSON.stringify({
+        type: "request",
+        id,
+        method: request.method,
+        path,
+        headers,
+        body: body.length ? body.toString("utf8") : null,
+      }),
+    );
   }
 
   /** A tab's hello, or its answer to a request: head, body bytes, end or error. */
@@ -158,8 +191,17 @@ class Relay {
     const entry = this.#pending.get(message?.id);
     if (!entry || entry.tab !== tab) return;
     if (message.type === "head") {
-      if (entry.response.headersSent || !Number.isInteger(message.status) || message.status < 100 || message.status > 599) return;
-      entry.response.writeHead(message.status, { ...withoutHopByHop(message.headers ?? {}), "x-webgpu-inference-relay-tab": String(tab.number) });
+      if (
+        entry.response.headersSent ||
+        !Number.isInteger(message.status) ||
+        message.status < 100 ||
+        message.status > 599
+      )
+        return;
+      entry.response.writeHead(message.status, {
+        ...withoutHopByHop(message.headers ?? {}),
+        "x-webgpu-inference-relay-tab": String(tab.number),
+      });
       entry.response.flushHeaders();
       return;
     }
@@ -174,7 +216,12 @@ class Relay {
     for (const [id, entry] of this.#pending) {
       if (entry.tab !== tab) continue;
       this.#pending.delete(id);
-      fail(entry.response, 503, "tab_closed", "The demo tab that was answering this request closed. Open the demo again and retry.");
+      fail(
+        entry.response,
+        503,
+        "tab_closed",
+        "The demo tab that was answering this request closed. Open the demo again and retry.",
+      );
     }
   }
 }

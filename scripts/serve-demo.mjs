@@ -24,4 +24,6 @@ const server = await startStaticServer([{ prefix: "/", directory: resolve(root, 
   headers: demoHeaders,
 });
 console.log(`webgpu-inference demo: ${server.origin}/`);
-console.log(`While a tab of it is open, curl and servers reach its API at ${server.origin}/openai/v1 (relayed to the tab).`);
+console.log(
+  `While a tab of it is open, curl and servers reach its API at ${server.origin}/openai/v1 (relayed to the tab).`,
+);

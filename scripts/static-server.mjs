@@ -41,7 +41,8 @@ function fileFor(mounts, pathname) {
     try {
       const stat = statSync(candidate);
       if (stat.isFile()) return { file: candidate, mount };
-      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile()) return { file: join(candidate, "index.html"), mount };
+      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile())
+        return { file: join(candidate, "index.html"), mount };
     } catch {
       // Not in this mount; try the next.
     }
@@ -57,7 +58,10 @@ function fileFor(mounts, pathname) {
  *   go with every file served.
  * @returns {Promise<StaticServer>}
  */
-export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", control = false, extend, headers = {} } = {}) {
+export function startStaticServer(
+  mounts,
+  { port = 0, host = "127.0.0.1", control = false, extend, headers = {} } = {},
+) {
   /** @type {ReturnType<NonNullable<typeof extend>> | undefined} */
   let extension;
   let faults = true;
@@ -89,7 +93,9 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
     } catch (error) {
       // A malformed escape ("/%", "/%zz") is the request's fault, never the server's end.
       if (!(error instanceof URIError)) throw error;
-      response.writeHead(400, { "content-type": "text/plain" }).end(`bad request: ${url.pathname} has a malformed %-escape`);
+      response
+        .writeHead(400, { "content-type": "text/plain" })
+        .end(`bad request: ${url.pathname} has a malformed %-escape`);
       return;
     }
     if (!found || (request.method !== "GET" && request.method !== "HEAD")) {
@@ -104,11 +110,15 @@ export function startStaticServer(mounts, { port = 0, host = "127.0.0.1", contro
       "cache-control": "no-cache",
       ...headers,
       ...mount.headers,
-      ...(control && url.searchParams.has("isolated") ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" } : {}),
+      ...(control && url.searchParams.has("isolated")
+        ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
+        : {}),
     });
     if (request.method === "HEAD") response.end();
     else if (faults && mount.interrupt?.test(file)) {
-      createReadStream(file, { end: Math.floor(size / 2) }).on("end", () => response.destroy()).pipe(response, { end: false });
+      createReadStream(file, { end: Math.floor(size / 2) })
+        .on("end", () => response.destroy())
+        .pipe(response, { end: false });
     } else createReadStream(file).pipe(response);
   });
   return new Promise((resolvePromise, reject) => {

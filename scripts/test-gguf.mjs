@@ -22,8 +22,26 @@ const alignment = 32;
 
 /** Each variant's shape and weight format; both use the real Llama 3 vocabulary. */
 export const ggufVariants = {
-  test: { file: "llama3-test-q8_0.gguf", embedding: 256, layers: 4, heads: 4, kvHeads: 2, feedForward: 512, contextLength: 8_192, type: "q8_0" },
-  bench: { file: "qwen2-0.5b-shape-q4_0.gguf", embedding: 896, layers: 24, heads: 14, kvHeads: 2, feedForward: 4_864, contextLength: 4_096, type: "q4_0" },
+  test: {
+    file: "llama3-test-q8_0.gguf",
+    embedding: 256,
+    layers: 4,
+    heads: 4,
+    kvHeads: 2,
+    feedForward: 512,
+    contextLength: 8_192,
+    type: "q8_0",
+  },
+  bench: {
+    file: "qwen2-0.5b-shape-q4_0.gguf",
+    embedding: 896,
+    layers: 24,
+    heads: 14,
+    kvHeads: 2,
+    feedForward: 4_864,
+    contextLength: 4_096,
+    type: "q4_0",
+  },
 };
 export const ggufName = ggufVariants.test.file;
 
@@ -133,7 +151,8 @@ function q8Weights(count, next) {
     data.writeUInt16LE(scale, offset);
     for (let index = 0; index < 32; index += 4) {
       const word = next();
-      for (let byte = 0; byte < 4; byte++) data.writeInt8((((word >>> (byte * 8)) & 0xff) % 255) - 127, offset + 2 + index + byte);
+      for (let byte = 0; byte < 4; byte++)
+        data.writeInt8((((word >>> (byte * 8)) & 0xff) % 255) - 127, offset + 2 + index + byte);
     }
   }
   return data;
@@ -187,9 +206,17 @@ function tensors(shape, vocabularySize, next) {
   const headDimension = embedding / heads;
   const kvWidth = headDimension * kvHeads;
   const { type } = shape;
-  const list = [{ name: "token_embd.weight", dims: [embedding, vocabularySize], type, data: quantized[type](embedding * vocabularySize, next) }];
+  const list = [
+    {
+      name: "token_embd.weight",
+      dims: [embedding, vocabularySize],
+      type,
+      data: quantized[type](embedding * vocabularySize, next),
+    },
+  ];
   for (let layer = 0; layer < layers; layer++) {
-    const weight = (name, dims) => list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
+    const weight = (name, dims) =>
+      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
     list.push({ name: `blk.${layer}.attn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
     weight("attn_q", [embedding, embedding]);
     weight("attn_k", [embedding, kvWidth]);

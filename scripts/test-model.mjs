@@ -107,7 +107,7 @@ function fill(parameter, next) {
     // Zero-filled already.
   } else {
     const view = new Float32Array(buffer.buffer, buffer.byteOffset, count);
-    for (let index = 0; index < count; index++) view[index] = ((next() / 4_294_967_296) - 0.5) * 0.07;
+    for (let index = 0; index < count; index++) view[index] = (next() / 4_294_967_296 - 0.5) * 0.07;
   }
   return buffer;
 }
@@ -147,7 +147,11 @@ function chatConfig(metadata) {
     repetition_penalty: 1,
     top_p: 0.8,
     tokenizer_files: ["tokenizer.json"],
-    tokenizer_info: { token_postproc_method: "byte_level", prepend_space_in_encode: false, strip_space_in_decode: false },
+    tokenizer_info: {
+      token_postproc_method: "byte_level",
+      prepend_space_in_encode: false,
+      strip_space_in_decode: false,
+    },
     conv_template: {
       name: "qwen2",
       system_template: "<|im_start|>system\n{system_message}<|im_end|>\n",
@@ -178,7 +182,8 @@ export async function buildTestModel(outDirectory) {
   if (existsSync(stamp)) return JSON.parse(readFileSync(stamp, "utf8"));
 
   const library = await findLibrary();
-  if (sha256(library) !== librarySha256) throw new Error(`${libraryName} has sha256 ${sha256(library)}, expected ${librarySha256}`);
+  if (sha256(library) !== librarySha256)
+    throw new Error(`${libraryName} has sha256 ${sha256(library)}, expected ${librarySha256}`);
   const metadata = embeddedMetadata(library);
   mkdirSync(modelDirectory, { recursive: true });
   mkdirSync(libraryDirectory, { recursive: true });
@@ -202,18 +207,35 @@ export async function buildTestModel(outDirectory) {
     const bytes = fill(parameter, next);
     if (byteOffset > 0 && byteOffset + bytes.length > shardBytes) startShard();
     writeSync(descriptor, bytes);
-    current.records.push({ name: parameter.name, shape: parameter.shape, dtype: parameter.dtype, format: "raw", nbytes: bytes.length, byteOffset });
+    current.records.push({
+      name: parameter.name,
+      shape: parameter.shape,
+      dtype: parameter.dtype,
+      format: "raw",
+      nbytes: bytes.length,
+      byteOffset,
+    });
     byteOffset += bytes.length;
     current.nbytes = byteOffset;
   }
   closeSync(descriptor);
-  const cache = { metadata: { ParamSize: metadata.params.length, ParamBytes: shards.reduce((sum, shard) => sum + shard.nbytes, 0), BitsPerParam: 4.5 }, records: shards };
+  const cache = {
+    metadata: {
+      ParamSize: metadata.params.length,
+      ParamBytes: shards.reduce((sum, shard) => sum + shard.nbytes, 0),
+      BitsPerParam: 4.5,
+    },
+    records: shards,
+  };
   writeFileSync(join(modelDirectory, "ndarray-cache.json"), JSON.stringify(cache));
   writeFileSync(join(modelDirectory, "tensor-cache.json"), JSON.stringify(cache));
   writeFileSync(join(modelDirectory, "mlc-chat-config.json"), JSON.stringify(chatConfig(metadata), null, 2));
   const tokenizerDirectory = writeTokenizer("qwen2", join(outDirectory, "tokenizers"));
   writeFileSync(join(modelDirectory, "tokenizer.json"), readFileSync(join(tokenizerDirectory, "tokenizer.json")));
-  writeFileSync(join(modelDirectory, "tokenizer_config.json"), readFileSync(join(tokenizerDirectory, "tokenizer_config.json")));
+  writeFileSync(
+    join(modelDirectory, "tokenizer_config.json"),
+    readFileSync(join(tokenizerDirectory, "tokenizer_config.json")),
+  );
 
   const summary = {
     library: libraryName,

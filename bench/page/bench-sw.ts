@@ -17,7 +17,12 @@
  */
 import * as webllm from "webllm-offline";
 import { installInference } from "../../src/worker.js";
-import { verbatimConversation, verbatimMessages, type WebLlmEngineInstance, type WebLlmModule } from "../../src/engine/webllm.js";
+import {
+  verbatimConversation,
+  verbatimMessages,
+  type WebLlmEngineInstance,
+  type WebLlmModule,
+} from "../../src/engine/webllm.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { renderChatSegments } from "../../src/prompt/templates.js";
 import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
@@ -42,7 +47,8 @@ const recording: WebLlmModule = {
 const inference = installInference(self, { webllm: recording });
 
 let zero: ZeroPath | undefined;
-const zeroPath = () => (zero ??= createZeroPath(self.location.href, new URL("/bench/zero/v1", self.location.origin).href));
+const zeroPath = () =>
+  (zero ??= createZeroPath(self.location.href, new URL("/bench/zero/v1", self.location.origin).href));
 
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
@@ -63,12 +69,18 @@ function engine(): WebLlmEngineInstance {
   return current;
 }
 
-type Chunk = { choices: { delta?: { content?: string | null } }[]; usage?: { prompt_tokens: number; completion_tokens: number } | null };
+type Chunk = {
+  choices: { delta?: { content?: string | null } }[];
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+};
 
 /** web-llm's own chat completion, each chunk posted as it comes. The benchmark's model is the Qwen2-shaped test model. */
 async function raw(request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
   // web-llm tokenizes these texts itself here: the benchmark's prompts hold no control-token strings.
-  const segments = renderChatSegments("qwen2", request.messages as EngineMessage[]).map((segment) => ({ ...segment, tokens: [] }));
+  const segments = renderChatSegments("qwen2", request.messages as EngineMessage[]).map((segment) => ({
+    ...segment,
+    tokens: [],
+  }));
   const messages = verbatimMessages(segments).map(({ role, content }) => ({ role, content }));
   const result = await engine().chat.completions.create(<never>{ ...request, messages });
   if (!request.stream) {
@@ -78,7 +90,11 @@ async function raw(request: Record<string, unknown>, reply: (message: BenchReply
   for await (const chunk of result as AsyncIterable<Chunk>) reply({ kind: "chunk", body: chunk });
 }
 
-async function reload(modelId: string, request: Record<string, unknown>, reply: (message: BenchReply) => void): Promise<void> {
+async function reload(
+  modelId: string,
+  request: Record<string, unknown>,
+  reply: (message: BenchReply) => void,
+): Promise<void> {
   const current = engine();
   await current.unload();
   const started = performance.now();
@@ -97,7 +113,9 @@ function percentile(values: number[], fraction: number): number {
  * The policy's work for one request, as the HTTP surface does it, timed at each ledger size.
  * Filler entries go in one transaction per 10,000, the shape real charges have.
  */
-async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]> {
+async function policy(
+  request: Extract<BenchRequest, { type: "bench:policy" }>,
+): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]> {
   const installed = await inference.ready;
   if (!installed) throw new Error("no page has configured the benchmark's worker");
   const database = await openPolicyStore(installed.config.databaseName);
@@ -133,11 +151,23 @@ async function policy(request: Extract<BenchRequest, { type: "bench:policy" }>):
       const started = performance.now();
       // What the HTTP surface does for a generation: admit counts the request itself.
       const key = await installed.policy.authenticate(`Bearer ${request.key}`);
-      const admission = await installed.policy.admit({ keyId: key.id, key, requestId: `bench_${size}_${iteration}_${Date.now()}`, model: "filler", price, promptTokens: 10, maxCompletionTokens: 10 });
+      const admission = await installed.policy.admit({
+        keyId: key.id,
+        key,
+        requestId: `bench_${size}_${iteration}_${Date.now()}`,
+        model: "filler",
+        price,
+        promptTokens: 10,
+        maxCompletionTokens: 10,
+      });
       await installed.policy.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
       durations.push(performance.now() - started);
     }
-    results.push({ ledgerEntries: await database.count("ledger"), p50Ms: percentile(durations, 0.5), p95Ms: percentile(durations, 0.95) });
+    results.push({
+      ledgerEntries: await database.count("ledger"),
+      p50Ms: percentile(durations, 0.5),
+      p95Ms: percentile(durations, 0.95),
+    });
   }
   database.close();
   return results;
@@ -152,7 +182,8 @@ self.addEventListener("message", (event) => {
     if (request.type === "bench:raw") await raw(request.request, reply);
     else if (request.type === "bench:reload") await reload(request.modelId, request.request, reply);
     else if (request.type === "bench:zero-setup") reply({ kind: "result", body: await zeroSetup() });
-    else if (request.type === "bench:zero-direct") reply({ kind: "result", body: await consumeDirectly(zeroPath(), request.tokens) });
+    else if (request.type === "bench:zero-direct")
+      reply({ kind: "result", body: await consumeDirectly(zeroPath(), request.tokens) });
     else reply({ kind: "result", body: await policy(request) });
   })();
   event.waitUntil(

@@ -19,7 +19,10 @@ export interface Sample {
 
 export interface Bench {
   /** With `llamacpp`, this page also hosts llama.cpp (wllama), for the engines' comparison. */
-  start(options: StartInferenceOptions, llamacpp?: boolean): Promise<{ key: string; keyId: string; accountId: string; baseURL: string }>;
+  start(
+    options: StartInferenceOptions,
+    llamacpp?: boolean,
+  ): Promise<{ key: string; keyId: string; accountId: string; baseURL: string }>;
   /** web-llm's own chat.completions.create, in the worker, on the engine our adapter loaded. */
   raw(request: Record<string, unknown>): Promise<Sample>;
   /** The same request through fetch() and our /v1. */
@@ -90,14 +93,20 @@ function collector(started: number) {
 async function raw(request: Record<string, unknown>): Promise<Sample> {
   const started = performance.now();
   const { sample, chunk } = collector(started);
-  await ask({ type: "bench:raw", request: { ...request, ...(request.stream ? { stream_options: { include_usage: true } } : {}) } }, (reply) => {
-    if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
-    else if (reply.kind === "result") {
-      const body = reply.body as ResultBody;
-      sample.text = body.choices[0]?.message.content ?? "";
-      sample.completionTokens = producedTokens(body.usage);
-    }
-  });
+  await ask(
+    {
+      type: "bench:raw",
+      request: { ...request, ...(request.stream ? { stream_options: { include_usage: true } } : {}) },
+    },
+    (reply) => {
+      if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
+      else if (reply.kind === "result") {
+        const body = reply.body as ResultBody;
+        sample.text = body.choices[0]?.message.content ?? "";
+        sample.completionTokens = producedTokens(body.usage);
+      }
+    },
+  );
   sample.totalMs = performance.now() - started;
   return sample;
 }
@@ -113,7 +122,8 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
   if (request.stream) {
-    for await (const data of readSse(response.body!)) if (data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
+    for await (const data of readSse(response.body!))
+      if (data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
   } else {
     const body = (await response.json()) as ResultBody;
     sample.text = body.choices[0]?.message.content ?? "";
@@ -126,7 +136,9 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
 
 window.bench = {
   async start(options, llamacpp = false) {
-    handle = await startInference(llamacpp ? { ...options, pageEngine: { wllama: await import("@wllama/wllama/esm/index.js") } } : options);
+    handle = await startInference(
+      llamacpp ? { ...options, pageEngine: { wllama: await import("@wllama/wllama/esm/index.js") } } : options,
+    );
     const created = await handle.admin.createAccount({ name: "bench", creditUsd: 1_000 });
     // High limits: the benchmark measures the policy, not its refusals.
     const key = await handle.admin.createKey({ accountId: created.id, rpm: 10_000_000, tpm: 1_000_000_000 });
@@ -145,10 +157,13 @@ window.bench = {
     const started = performance.now();
     let reloadMs = 0;
     const { sample, chunk } = collector(started);
-    await ask({ type: "bench:reload", modelId, request: { ...request, stream_options: { include_usage: true } } }, (reply) => {
-      if (reply.kind === "result") reloadMs = (reply.body as { reloadMs: number }).reloadMs;
-      else if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
-    });
+    await ask(
+      { type: "bench:reload", modelId, request: { ...request, stream_options: { include_usage: true } } },
+      (reply) => {
+        if (reply.kind === "result") reloadMs = (reply.body as { reloadMs: number }).reloadMs;
+        else if (reply.kind === "chunk") chunk(reply.body as ChunkBody, true);
+      },
+    );
     sample.totalMs = performance.now() - started;
     return { reloadMs, sample };
   },
@@ -181,7 +196,13 @@ window.bench = {
     const response = await fetch("/bench/zero/v1/chat/completions", {
       method: "POST",
       headers: { authorization: `Bearer ${zeroAccount.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: zeroAccount.model, messages: [{ role: "user", content: "Hi" }], max_tokens: tokens, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+      body: JSON.stringify({
+        model: zeroAccount.model,
+        messages: [{ role: "user", content: "Hi" }],
+        max_tokens: tokens,
+        stream,
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
+      }),
     });
     if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
     const reader = response.body!.getReader();
@@ -194,7 +215,17 @@ window.bench = {
     const totalMs = performance.now() - started;
     // Checked after the clock stops: the reply must be the whole reply.
     const text = new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
-    const usage = stream ? (JSON.parse(text.split("\n\n").filter((frame) => frame.startsWith("data: {")).at(-1)!.slice(6)) as { usage: { completion_tokens: number } }).usage : (JSON.parse(text) as { usage: { completion_tokens: number } }).usage;
+    const usage = stream
+      ? (
+          JSON.parse(
+            text
+              .split("\n\n")
+              .filter((frame) => frame.startsWith("data: {"))
+              .at(-1)!
+              .slice(6),
+          ) as { usage: { completion_tokens: number } }
+        ).usage
+      : (JSON.parse(text) as { usage: { completion_tokens: number } }).usage;
     return { firstByteMs: firstByteMs ?? totalMs, totalMs, completionTokens: usage.completion_tokens };
   },
   async zeroDirect(tokens) {

@@ -6,4 +6,8 @@ export type BenchRequest =
   | { type: "bench:zero-setup" }
   | { type: "bench:zero-direct"; tokens: number };
 
-export type BenchReply = { kind: "chunk"; body: unknown } | { kind: "result"; body: unknown } | { kind: "done" } | { kind: "error"; message: string };
+export type BenchReply =
+  | { kind: "chunk"; body: unknown }
+  | { kind: "result"; body: unknown }
+  | { kind: "done" }
+  | { kind: "error"; message: string };

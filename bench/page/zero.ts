@@ -38,7 +38,11 @@ export class ReplayEngine implements Engine {
       produced++;
       yield { type: "text-delta", text: " word" };
     }
-    yield { type: "finish", reason: signal.aborted ? "abort" : "length", usage: { promptTokens: null, completionTokens: produced } };
+    yield {
+      type: "finish",
+      reason: signal.aborted ? "abort" : "length",
+      usage: { promptTokens: null, completionTokens: produced },
+    };
   }
 }
 
@@ -65,11 +69,19 @@ export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
     newId: randomId,
     fetch: (input, init) => fetch(input, init),
   });
-  return { app, engine, model: catalogue.get(zeroModel)!, admin: new Admin({ database, defaults: { rpm: 10_000_000, tpm: 1_000_000_000 } }) };
+  return {
+    app,
+    engine,
+    model: catalogue.get(zeroModel)!,
+    admin: new Admin({ database, defaults: { rpm: 10_000_000, tpm: 1_000_000_000 } }),
+  };
 }
 
 /** The engine alone, in the worker: ms to its first part and to its last, for `tokens` tokens. */
-export async function consumeDirectly(path: ZeroPath, tokens: number): Promise<{ firstPartMs: number; totalMs: number }> {
+export async function consumeDirectly(
+  path: ZeroPath,
+  tokens: number,
+): Promise<{ firstPartMs: number; totalMs: number }> {
   const request: GenerationRequest = {
     model: path.model,
     input: { kind: "text", prompt: "Hi" },

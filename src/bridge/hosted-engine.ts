@@ -22,7 +22,6 @@ export const hostAnnouncement = `${prefix}host`;
 export const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
 
-
 type Call = { engine: string } & (
   | { type: `${typeof prefix}device` }
   | { type: `${typeof prefix}status`; model: ModelEntry }
@@ -47,12 +46,23 @@ type Reply = { ok: true; value: unknown } | { ok: false; error: WireError };
 type StreamMessage = { part: GenerationPart } | { error: WireError };
 
 function toWireError(error: unknown): WireError {
-  if (error instanceof EngineError) return { kind: error.kind, message: error.message, ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}) };
+  if (error instanceof EngineError)
+    return {
+      kind: error.kind,
+      message: error.message,
+      ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+    };
   return { kind: null, message: error instanceof Error ? error.message : String(error) };
 }
 
 function fromWireError(error: WireError): Error {
-  return error.kind ? new EngineError(error.kind, error.message, error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}) : new Error(error.message);
+  return error.kind
+    ? new EngineError(
+        error.kind,
+        error.message,
+        error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {},
+      )
+    : new Error(error.message);
 }
 
 interface SerializedDevice {
@@ -215,7 +225,10 @@ export class PageHostedEngine implements Engine {
 function engineFor(engines: Readonly<Record<string, Engine>>, name: string): Engine {
   const engine = Object.hasOwn(engines, name) ? engines[name] : undefined;
   if (engine) return engine;
-  throw new EngineError("device", `This page hosts ${Object.keys(engines).join(", ") || "no engine"}, not ${name}: pass it in startInference({ pageEngine }).`);
+  throw new EngineError(
+    "device",
+    `This page hosts ${Object.keys(engines).join(", ") || "no engine"}, not ${name}: pass it in startInference({ pageEngine }).`,
+  );
 }
 
 async function answerCall(engine: Engine, call: Call): Promise<unknown> {
@@ -239,8 +252,15 @@ async function answerCall(engine: Engine, call: Call): Promise<unknown> {
  * Page side: runs `engines` (by name) for the worker. Returns a function that stops hosting.
  * The page announces itself to the worker now and whenever a new worker takes control.
  */
-export function hostEngine(engines: Readonly<Record<string, Engine>>, container: ServiceWorkerContainer = navigator.serviceWorker): () => void {
-  const announce = () => container.controller?.postMessage({ type: hostAnnouncement, engines: Object.keys(engines) } satisfies HostAnnouncement);
+export function hostEngine(
+  engines: Readonly<Record<string, Engine>>,
+  container: ServiceWorkerContainer = navigator.serviceWorker,
+): () => void {
+  const announce = () =>
+    container.controller?.postMessage({
+      type: hostAnnouncement,
+      engines: Object.keys(engines),
+    } satisfies HostAnnouncement);
   const onMessage = (event: MessageEvent<Call>) => {
     const port = event.ports[0];
     const call = event.data;
@@ -272,13 +292,18 @@ export function hostEngine(engines: Readonly<Record<string, Engine>>, container:
   };
 }
 
-async function serveGeneration(engines: Readonly<Record<string, Engine>>, call: Call & { request: GenerationRequest }, port: MessagePort): Promise<void> {
+async function serveGeneration(
+  engines: Readonly<Record<string, Engine>>,
+  call: Call & { request: GenerationRequest },
+  port: MessagePort,
+): Promise<void> {
   const controller = new AbortController();
   port.onmessage = (event: MessageEvent<{ abort?: boolean }>) => {
     if (event.data?.abort) controller.abort();
   };
   try {
-    for await (const part of engineFor(engines, call.engine).generate(call.request, controller.signal)) port.postMessage({ part } satisfies StreamMessage);
+    for await (const part of engineFor(engines, call.engine).generate(call.request, controller.signal))
+      port.postMessage({ part } satisfies StreamMessage);
   } catch (error) {
     port.postMessage({ error: toWireError(error) } satisfies StreamMessage);
   } finally {

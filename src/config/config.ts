@@ -36,7 +36,9 @@ export const inferenceConfigSchema = z.strictObject({
     })
     .default({}),
   /** Default per-key limits, per minute; each key may set its own. */
-  limits: z.strictObject({ rpm: z.number().int().min(1).default(60), tpm: z.number().int().min(1).default(150_000) }).default({ rpm: 60, tpm: 150_000 }),
+  limits: z
+    .strictObject({ rpm: z.number().int().min(1).default(60), tpm: z.number().int().min(1).default(150_000) })
+    .default({ rpm: 60, tpm: 150_000 }),
   /** The IndexedDB database that holds keys, balances and the ledger. */
   databaseName: z.string().min(1).default("webgpu-inference-policy"),
   /**
@@ -59,7 +61,9 @@ export function resolveConfig(config: InferenceConfig): ResolvedConfig {
   const parsed = inferenceConfigSchema.safeParse(config);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`webgpu-inference: the option \`${issue.path.join(".") || "(options)"}\` is invalid: ${issue.message}.`);
+    throw new Error(
+      `webgpu-inference: the option \`${issue.path.join(".") || "(options)"}\` is invalid: ${issue.message}.`,
+    );
   }
   assertSecureUrl(parsed.data.baseUrl);
   return parsed.data;
@@ -69,7 +73,13 @@ export function resolveConfig(config: InferenceConfig): ResolvedConfig {
  * The top-level options whose values differ between two configurations, as
  * "name: a → b", for an error a person reads. Only `keys` are compared when given.
  */
-export function differingOptions(current: Record<string, unknown>, wanted: Record<string, unknown>, keys: string[] = [...new Set([...Object.keys(current), ...Object.keys(wanted)])]): string[] {
+export function differingOptions(
+  current: Record<string, unknown>,
+  wanted: Record<string, unknown>,
+  keys: string[] = [...new Set([...Object.keys(current), ...Object.keys(wanted)])],
+): string[] {
   const show = (value: unknown) => (value === undefined ? "unset" : JSON.stringify(value));
-  return keys.filter((key) => JSON.stringify(current[key]) !== JSON.stringify(wanted[key])).map((key) => `${key}: ${show(current[key])} → ${show(wanted[key])}`);
+  return keys
+    .filter((key) => JSON.stringify(current[key]) !== JSON.stringify(wanted[key]))
+    .map((key) => `${key}: ${show(current[key])} → ${show(wanted[key])}`);
 }

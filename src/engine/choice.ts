@@ -47,8 +47,12 @@ export class ChoosingEngine implements Engine {
     const pinned = model.engine ?? (this.#policy === "auto" ? undefined : this.#policy);
     if (pinned) {
       const engine = this.#engines[pinned];
-      const why = model.engine ? `${model.id} is pinned to ${pinned} in the catalogue` : `the configuration's engine is '${pinned}'`;
-      return engine ? { engine, name: pinned, reason: why } : { engine: null, reason: `${why}, but no ${pinned} engine is configured` };
+      const why = model.engine
+        ? `${model.id} is pinned to ${pinned} in the catalogue`
+        : `the configuration's engine is '${pinned}'`;
+      return engine
+        ? { engine, name: pinned, reason: why }
+        : { engine: null, reason: `${why}, but no ${pinned} engine is configured` };
     }
     const reasons: string[] = [];
     const webllm = await this.#webllm(model, reasons);
@@ -80,7 +84,8 @@ export class ChoosingEngine implements Engine {
     const build = chooseBuild(model, device);
     if (!device.webgpu) reasons.push("web-llm: WebGPU gives no adapter here");
     else if (!build.ok) reasons.push(`web-llm: ${build.reason}`);
-    else if (device.softwareAdapter) reasons.push("web-llm: the WebGPU adapter is a software one, which runs on the CPU");
+    else if (device.softwareAdapter)
+      reasons.push("web-llm: the WebGPU adapter is a software one, which runs on the CPU");
     else return { engine, name: "webllm", reason: "web-llm on the WebGPU adapter" };
     return null;
   }
@@ -116,7 +121,14 @@ export class ChoosingEngine implements Engine {
 
   async status(model: ModelEntry): Promise<ModelStatus> {
     const choice = await this.choose(model);
-    if (!choice.engine) return { downloaded: false, loaded: false, runnable: { ok: false, reason: choice.reason }, build: null, engine: { name: "none", reason: choice.reason } };
+    if (!choice.engine)
+      return {
+        downloaded: false,
+        loaded: false,
+        runnable: { ok: false, reason: choice.reason },
+        build: null,
+        engine: { name: "none", reason: choice.reason },
+      };
     return { ...(await choice.engine.status(model)), engine: { name: choice.name, reason: choice.reason } };
   }
 

@@ -110,7 +110,9 @@ function tokenLogprob(tokenizer: Tokenizer, id: number, position: number, altern
     return { token, logprob: Math.log(chance), bytes: [...utf8.encode(token)] };
   };
   const emitted = entry(id, probability);
-  const others = Array.from({ length: Math.max(0, alternatives - 1) }, (_, rank) => entry((id + rank + 1) % tokenizer.size, (1 - probability) / 2 ** (rank + 1)));
+  const others = Array.from({ length: Math.max(0, alternatives - 1) }, (_, rank) =>
+    entry((id + rank + 1) % tokenizer.size, (1 - probability) / 2 ** (rank + 1)),
+  );
   return { ...emitted, alternatives: alternatives > 0 ? [emitted, ...others] : [] };
 }
 
@@ -158,10 +160,18 @@ export class DeterministicEngine implements Engine {
       case "tools": {
         const { tools, choice } = constraint;
         if (choice === "auto" && constraint.afterToolResult) return prose;
-        const first = typeof choice === "object" ? tools.find((tool) => tool.name === choice.name) : tools[Math.floor(random() * tools.length)];
+        const first =
+          typeof choice === "object"
+            ? tools.find((tool) => tool.name === choice.name)
+            : tools[Math.floor(random() * tools.length)];
         if (!first) throw new EngineError("unsupported", "tool_choice names no given tool.");
-        const chosen = constraint.parallel && choice === "required" && tools.length > 1 ? [first, tools.find((tool) => tool !== first)!] : [first];
-        return toolSyntax[request.model.family].write(chosen.map((tool) => ({ name: tool.name, arguments: sampleSchema(tool.parameters as JsonSchema, random) })));
+        const chosen =
+          constraint.parallel && choice === "required" && tools.length > 1
+            ? [first, tools.find((tool) => tool !== first)!]
+            : [first];
+        return toolSyntax[request.model.family].write(
+          chosen.map((tool) => ({ name: tool.name, arguments: sampleSchema(tool.parameters as JsonSchema, random) })),
+        );
       }
     }
   }
@@ -169,7 +179,10 @@ export class DeterministicEngine implements Engine {
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
     // logit_bias is accepted and not applied: the reply is composed, not sampled from logits.
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
-    const prompt = request.input.kind === "chat" ? request.input.segments.map((segment) => segment.text).join("") : request.input.prompt;
+    const prompt =
+      request.input.kind === "chat"
+        ? request.input.segments.map((segment) => segment.text).join("")
+        : request.input.prompt;
     // Our rendering's ids where the request has them (a message's text is text), else the raw prompt's.
     const promptTokens = request.input.tokens?.length ?? tokenizer.encode(prompt).length;
     const ids = tokenizer.encode(this.compose(request, prompt));
@@ -203,11 +216,13 @@ export class DeterministicEngine implements Engine {
         break;
       }
       produced++;
-      if (alternatives !== undefined) pending.push(tokenLogprob(tokenizer, ids[produced - 1] ?? 0, produced, alternatives));
+      if (alternatives !== undefined)
+        pending.push(tokenLogprob(tokenizer, ids[produced - 1] ?? 0, produced, alternatives));
       const text = tokenizer.decode(ids.slice(0, produced));
       const stopAt = firstStop(text, stop);
       // Hold back a trailing partial UTF-8 sequence or a possible start of a stop sequence.
-      const visible = stopAt >= 0 ? text.slice(0, stopAt) : text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
+      const visible =
+        stopAt >= 0 ? text.slice(0, stopAt) : text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
       if (visible.length > sent.length && visible.startsWith(sent)) {
         yield { type: "text-delta", text: visible.slice(sent.length), ...flush() };
         sent = visible;

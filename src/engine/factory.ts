@@ -17,9 +17,15 @@ export interface EngineFactoryOptions {
 
 export function createEngine({ config, tokenizers, webllm, onProgress }: EngineFactoryOptions): Engine {
   if (config.engine === "deterministic") {
-    return new DeterministicEngine({ tokenizers, ...(config.tokenDelayMs !== undefined ? { tokenDelayMs: config.tokenDelayMs } : {}) });
+    return new DeterministicEngine({
+      tokenizers,
+      ...(config.tokenDelayMs !== undefined ? { tokenDelayMs: config.tokenDelayMs } : {}),
+    });
   }
-  if (!webllm) throw new Error("webgpu-inference: engine 'webllm' needs the web-llm module: pass { webllm } (import * as webllm from '@mlc-ai/web-llm').");
+  if (!webllm)
+    throw new Error(
+      "webgpu-inference: engine 'webllm' needs the web-llm module: pass { webllm } (import * as webllm from '@mlc-ai/web-llm').",
+    );
   return new WebLlmEngine({
     webllm,
     ...(config.artifacts.modelBaseUrl ? { modelBaseUrl: config.artifacts.modelBaseUrl } : {}),

@@ -15,7 +15,16 @@ import { EngineError, fetchAsset, networkRetrySeconds } from "../errors/engine.j
 import { toGbnf } from "../grammar/gbnf.js";
 import { resolveUrl } from "./urls.js";
 import { isSoftwareAdapter } from "./adapter.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./contract.js";
+import type {
+  Engine,
+  FinishReason,
+  GenerationPart,
+  GenerationRequest,
+  LoadProgress,
+  ModelStatus,
+  TokenLogprob,
+  TokenUsage,
+} from "./contract.js";
 
 interface WllamaLogprob {
   token: string;
@@ -27,14 +36,20 @@ interface WllamaLogprob {
 /** One streamed chunk of wllama's raw completion (llama.cpp server's OpenAI-style `text_completion`). */
 export interface WllamaChunk {
   choices: { text: string; finish_reason: string | null; logprobs?: { content?: WllamaLogprob[] | null } | null }[];
-  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens?: number };
+  } | null;
 }
 
 /** The part of a `Wllama` instance this adapter uses (wllama 3.x). */
 export interface WllamaInstance {
   setCompat(compat: null): void;
   loadModelFromUrl(url: string, params: Record<string, unknown>): Promise<void>;
-  createCompletion(options: { prompt: string; stream: true } & Record<string, unknown>): Promise<AsyncIterable<WllamaChunk>>;
+  createCompletion(
+    options: { prompt: string; stream: true } & Record<string, unknown>,
+  ): Promise<AsyncIterable<WllamaChunk>>;
   mustAddBosToken(): boolean;
   getNumThreads(): number;
   exit(): Promise<void>;
@@ -46,7 +61,11 @@ export interface WllamaInstance {
 export interface WllamaModule {
   Wllama: new (
     paths: { default: string },
-    config: { suppressNativeLog?: boolean; allowOffline?: boolean; logger?: Record<"debug" | "log" | "warn" | "error", (...data: unknown[]) => void> },
+    config: {
+      suppressNativeLog?: boolean;
+      allowOffline?: boolean;
+      logger?: Record<"debug" | "log" | "warn" | "error", (...data: unknown[]) => void>;
+    },
   ) => WllamaInstance;
 }
 
@@ -90,7 +109,11 @@ function toTokenLogprob(entry: WllamaLogprob): TokenLogprob {
     token: entry.token,
     logprob: entry.logprob,
     bytes: bytesOf(entry.token, entry.bytes),
-    alternatives: (entry.top_logprobs ?? []).map((alternative) => ({ token: alternative.token, logprob: alternative.logprob, bytes: bytesOf(alternative.token, alternative.bytes) })),
+    alternatives: (entry.top_logprobs ?? []).map((alternative) => ({
+      token: alternative.token,
+      logprob: alternative.logprob,
+      bytes: bytesOf(alternative.token, alternative.bytes),
+    })),
   };
 }
 
@@ -131,11 +154,19 @@ export class LlamaCppEngine implements Engine {
   async #wasmObjectUrl(): Promise<string> {
     this.#wasm ??= (async () => {
       const url = this.#options.wasmUrl;
-      const fix = "serve wllama/wllama.wasm beside the worker script (the Vite plugin and `npx webgpu-inference copy-assets` copy it from @wllama/wllama), or set `pageEngine.wllamaWasmUrl` to where it is";
-      const response = await fetchAsset(url, "llama.cpp's WebAssembly (wllama.wasm)", fix, { kind: "load_failed", ...(this.#options.fetch ? { fetcher: this.#options.fetch } : {}) });
+      const fix =
+        "serve wllama/wllama.wasm beside the worker script (the Vite plugin and `npx webgpu-inference copy-assets` copy it from @wllama/wllama), or set `pageEngine.wllamaWasmUrl` to where it is";
+      const response = await fetchAsset(url, "llama.cpp's WebAssembly (wllama.wasm)", fix, {
+        kind: "load_failed",
+        ...(this.#options.fetch ? { fetcher: this.#options.fetch } : {}),
+      });
       const bytes = await response.arrayBuffer();
       const magic = new Uint8Array(bytes, 0, Math.min(4, bytes.byteLength));
-      if (magic.join(",") !== "0,97,115,109") throw new EngineError("load_failed", `Could not load llama.cpp's WebAssembly from ${url}: the file there is not WebAssembly. ${fix[0]!.toUpperCase()}${fix.slice(1)}.`);
+      if (magic.join(",") !== "0,97,115,109")
+        throw new EngineError(
+          "load_failed",
+          `Could not load llama.cpp's WebAssembly from ${url}: the file there is not WebAssembly. ${fix[0]!.toUpperCase()}${fix.slice(1)}.`,
+        );
       return URL.createObjectURL(new Blob([bytes], { type: "application/wasm" }));
     })();
     return this.#wasm.catch((error: unknown) => {
@@ -156,7 +187,16 @@ export class LlamaCppEngine implements Engine {
       this.#wllamaWasm = wasmUrl ?? this.#options.wasmUrl;
       this.#wllama = new this.#options.wllama.Wllama(
         { default: this.#wllamaWasm },
-        { suppressNativeLog: true, allowOffline: true, logger: { debug: quiet, log: quiet, warn: (...data) => console.warn(...data), error: (...data) => console.error(...data) } },
+        {
+          suppressNativeLog: true,
+          allowOffline: true,
+          logger: {
+            debug: quiet,
+            log: quiet,
+            warn: (...data) => console.warn(...data),
+            error: (...data) => console.error(...data),
+          },
+        },
       );
       // The compatibility build is fetched from a CDN by default: never at run time, offline included.
       this.#wllama.setCompat(null);
@@ -170,14 +210,19 @@ export class LlamaCppEngine implements Engine {
 
   async #choose(model: ModelEntry): Promise<GgufBuild> {
     const choice = chooseGgufBuild(model, (await this.device()).memoryBudgetMB);
-    if (!choice.ok) throw new EngineError("device", `${model.id} cannot run on llama.cpp on this device: ${choice.reason}.`);
+    if (!choice.ok)
+      throw new EngineError("device", `${model.id} cannot run on llama.cpp on this device: ${choice.reason}.`);
     return choice.build;
   }
 
   async status(model: ModelEntry): Promise<ModelStatus> {
     const choice = chooseGgufBuild(model, (await this.device()).memoryBudgetMB);
     const url = choice.build ? this.#urlOf(choice.build) : null;
-    const cached = url ? await this.#instance().modelManager.getModels().catch(() => []) : [];
+    const cached = url
+      ? await this.#instance()
+          .modelManager.getModels()
+          .catch(() => [])
+      : [];
     const loaded = url !== null && this.#loaded?.url === url;
     return {
       downloaded: url !== null && cached.some((entry) => entry.url === url),
@@ -224,7 +269,12 @@ export class LlamaCppEngine implements Engine {
       await wllama.exit().catch(() => {});
       throw await this.#diagnose(build, url, error);
     }
-    this.#loaded = { url, contextWindow: model.contextWindow, addsBos: wllama.mustAddBosToken(), threads: wllama.getNumThreads() };
+    this.#loaded = {
+      url,
+      contextWindow: model.contextWindow,
+      addsBos: wllama.mustAddBosToken(),
+      threads: wllama.getNumThreads(),
+    };
   }
 
   /** A failed load names the file it could not fetch and the option that points at it. */
@@ -232,12 +282,21 @@ export class LlamaCppEngine implements Engine {
     const detail = (error as Error)?.message ?? String(error);
     const fetcher = this.#options.fetch ?? ((input, init) => fetch(input, init));
     try {
-      await fetchAsset(url, `the GGUF weights of ${build.modelId}`, "set `artifacts.ggufBaseUrl` to a folder that holds the model's GGUF files, split into files of at most 2 GB (llama-gguf-split --split --split-max-size 2G)", {
-        kind: "load_failed",
-        fetcher: (input) => fetcher(input, { method: "HEAD" }),
-      });
+      await fetchAsset(
+        url,
+        `the GGUF weights of ${build.modelId}`,
+        "set `artifacts.ggufBaseUrl` to a folder that holds the model's GGUF files, split into files of at most 2 GB (llama-gguf-split --split --split-max-size 2G)",
+        {
+          kind: "load_failed",
+          fetcher: (input) => fetcher(input, { method: "HEAD" }),
+        },
+      );
     } catch (diagnosis) {
-      if (diagnosis instanceof EngineError) return new EngineError("load_failed", `${diagnosis.message} (llama.cpp said: ${detail})`, { cause: error, ...(diagnosis.retryAfterSeconds ? { retryAfterSeconds: diagnosis.retryAfterSeconds } : {}) });
+      if (diagnosis instanceof EngineError)
+        return new EngineError("load_failed", `${diagnosis.message} (llama.cpp said: ${detail})`, {
+          cause: error,
+          ...(diagnosis.retryAfterSeconds ? { retryAfterSeconds: diagnosis.retryAfterSeconds } : {}),
+        });
       throw diagnosis;
     }
     const network = /failed to fetch|network/i.test(detail);
@@ -272,7 +331,10 @@ export class LlamaCppEngine implements Engine {
    * string in a message is still read as that token (see the README's Security section).
    */
   #prompt(request: GenerationRequest): string {
-    const text = request.input.kind === "chat" ? request.input.segments.map((segment) => segment.text).join("") : request.input.prompt;
+    const text =
+      request.input.kind === "chat"
+        ? request.input.segments.map((segment) => segment.text).join("")
+        : request.input.prompt;
     if (request.input.kind !== "chat" || !this.#loaded?.addsBos) return text;
     const bos = bosTexts.find((candidate) => text.startsWith(candidate));
     return bos ? text.slice(bos.length) : text;
@@ -290,8 +352,14 @@ export class LlamaCppEngine implements Engine {
       ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
       // llama.cpp reports a token's log probability only with at least one alternative.
       ...(sampling.logprobs !== undefined ? { n_probs: Math.max(1, sampling.logprobs) } : {}),
-      ...(sampling.logitBias ? { logit_bias: Object.entries(sampling.logitBias).map(([token, bias]) => [Number(token), bias]) } : {}),
-      ...(constraint?.grammar !== undefined ? { grammar: toGbnf(constraint.grammar) } : constraint ? { response_format: { type: "json_object" } } : { grammar: anyText }),
+      ...(sampling.logitBias
+        ? { logit_bias: Object.entries(sampling.logitBias).map(([token, bias]) => [Number(token), bias]) }
+        : {}),
+      ...(constraint?.grammar !== undefined
+        ? { grammar: toGbnf(constraint.grammar) }
+        : constraint
+          ? { response_format: { type: "json_object" } }
+          : { grammar: anyText }),
     };
   }
 
@@ -316,15 +384,32 @@ export class LlamaCppEngine implements Engine {
       });
       for await (const chunk of chunks) {
         const choice = chunk.choices[0];
-        const logprobs = request.sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
+        const logprobs =
+          request.sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
         // llama.cpp streams one chunk per token (its text may be empty while a character or a
         // possible stop string is incomplete).
         if (choice && choice.finish_reason === null) tokens++;
-        if (choice?.text || logprobs.length) yield { type: "text-delta", text: choice?.text ?? "", ...(logprobs.length ? { logprobs: request.sampling.logprobs === 0 ? logprobs.map((entry) => ({ ...entry, alternatives: [] })) : logprobs } : {}) };
+        if (choice?.text || logprobs.length)
+          yield {
+            type: "text-delta",
+            text: choice?.text ?? "",
+            ...(logprobs.length
+              ? {
+                  logprobs:
+                    request.sampling.logprobs === 0
+                      ? logprobs.map((entry) => ({ ...entry, alternatives: [] }))
+                      : logprobs,
+                }
+              : {}),
+          };
         if (choice?.finish_reason) reason = choice.finish_reason === "length" ? "length" : "stop";
         if (chunk.usage) {
           const cached = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
-          usage = { promptTokens: chunk.usage.prompt_tokens - cached, cachedPromptTokens: cached, completionTokens: chunk.usage.completion_tokens };
+          usage = {
+            promptTokens: chunk.usage.prompt_tokens - cached,
+            cachedPromptTokens: cached,
+            completionTokens: chunk.usage.completion_tokens,
+          };
         }
       }
     } catch (error) {
@@ -352,13 +437,17 @@ const wllamaActionFailed = /Invalid typed array length: 1163217991/;
  */
 function classify(error: unknown, request: GenerationRequest): unknown {
   if (!(error instanceof Error)) return error;
-  if (/context size|n_ctx|exceeds the available context/i.test(error.message)) return new EngineError("context_length", error.message, { cause: error });
+  if (/context size|n_ctx|exceeds the available context/i.test(error.message))
+    return new EngineError("context_length", error.message, { cause: error });
   if (wllamaActionFailed.test(error.message)) {
     const why =
       request.sampling.logprobs !== undefined
         ? " With logprobs this is an alternative token that is not valid UTF-8 on its own (a byte of a longer character), which wllama cannot return; retry, or ask without logprobs."
         : "";
-    return new Error(`llama.cpp failed inside wllama (${error.message}: wllama's way of reporting an exception in llama.cpp).${why}`, { cause: error });
+    return new Error(
+      `llama.cpp failed inside wllama (${error.message}: wllama's way of reporting an exception in llama.cpp).${why}`,
+      { cause: error },
+    );
   }
   return error;
 }

@@ -7,7 +7,17 @@ import { type MlcBuild, type ModelEntry } from "../model/entry.js";
 import { EngineError, fetchAsset, networkRetrySeconds } from "../errors/engine.js";
 import { resolveUrl } from "./urls.js";
 import { isSoftwareAdapter } from "./adapter.js";
-import type { Engine, PromptSegment, FinishReason, GenerationPart, GenerationRequest, LoadProgress, ModelStatus, TokenLogprob, TokenUsage } from "./contract.js";
+import type {
+  Engine,
+  PromptSegment,
+  FinishReason,
+  GenerationPart,
+  GenerationRequest,
+  LoadProgress,
+  ModelStatus,
+  TokenLogprob,
+  TokenUsage,
+} from "./contract.js";
 
 interface WebLlmProgressReport {
   progress: number;
@@ -23,7 +33,12 @@ export interface WebLlmLogprob {
 }
 
 interface WebLlmChunk {
-  choices: { delta?: { content?: string | null }; text?: string; finish_reason?: string | null; logprobs?: { content?: WebLlmLogprob[] | null } | null }[];
+  choices: {
+    delta?: { content?: string | null };
+    text?: string;
+    finish_reason?: string | null;
+    logprobs?: { content?: WebLlmLogprob[] | null } | null;
+  }[];
   usage?: { prompt_tokens: number; completion_tokens: number } | null;
 }
 
@@ -40,7 +55,14 @@ export interface WebLlmEngineInstance {
   chat: { completions: { create(request: never): Promise<unknown> } };
   completions: { create(request: never): Promise<unknown> };
   /** Public in web-llm's declarations; the streaming paths of both create() methods end here. */
-  asyncGenerate(request: unknown, model: string, pipeline: unknown, chatConfig: unknown, genConfig: Record<string, unknown>, ...rest: unknown[]): AsyncGenerator<unknown>;
+  asyncGenerate(
+    request: unknown,
+    model: string,
+    pipeline: unknown,
+    chatConfig: unknown,
+    genConfig: Record<string, unknown>,
+    ...rest: unknown[]
+  ): AsyncGenerator<unknown>;
 }
 
 /**
@@ -55,7 +77,10 @@ export function keepCompletionGrammar(engine: WebLlmEngineInstance): void {
   engine.asyncGenerate = function (request, model, pipeline, chatConfig, genConfig, ...rest) {
     const format = (request as { prompt?: unknown; response_format?: unknown }).response_format;
     const isCompletion = typeof (request as { prompt?: unknown }).prompt === "string";
-    const restored = isCompletion && format && genConfig.response_format === undefined ? { ...genConfig, response_format: format } : genConfig;
+    const restored =
+      isCompletion && format && genConfig.response_format === undefined
+        ? { ...genConfig, response_format: format }
+        : genConfig;
     return original.call(this, request, model, pipeline, chatConfig, restored, ...rest);
   };
 }
@@ -178,7 +203,9 @@ export const verbatimConversation = {
 };
 
 /** Our prompt's pieces as web-llm messages: replies as assistant turns, what lies between as user turns. */
-export function verbatimMessages(segments: readonly PromptSegment[]): { role: "user" | "assistant"; content: string; tokens: number[] }[] {
+export function verbatimMessages(
+  segments: readonly PromptSegment[],
+): { role: "user" | "assistant"; content: string; tokens: number[] }[] {
   const messages: { role: "user" | "assistant"; content: string; tokens: number[] }[] = [];
   for (const segment of segments) {
     const role = segment.reply ? "assistant" : "user";
@@ -202,12 +229,17 @@ const noChance = -9999;
 
 export function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
   const bytesOf = (token: string, bytes: number[] | null) => bytes ?? [...utf8.encode(token)];
-  const finite = (logprob: number | null) => (typeof logprob === "number" && Number.isFinite(logprob) ? logprob : noChance);
+  const finite = (logprob: number | null) =>
+    typeof logprob === "number" && Number.isFinite(logprob) ? logprob : noChance;
   return {
     token: entry.token,
     logprob: finite(entry.logprob),
     bytes: bytesOf(entry.token, entry.bytes),
-    alternatives: entry.top_logprobs.map((alternative) => ({ token: alternative.token, logprob: finite(alternative.logprob), bytes: bytesOf(alternative.token, alternative.bytes) })),
+    alternatives: entry.top_logprobs.map((alternative) => ({
+      token: alternative.token,
+      logprob: finite(alternative.logprob),
+      bytes: bytesOf(alternative.token, alternative.bytes),
+    })),
   };
 }
 
@@ -241,7 +273,8 @@ export class WebLlmEngine implements Engine {
   async #probeDevice(): Promise<DeviceFeatures> {
     const gpu = this.#options.gpu ?? (typeof navigator !== "undefined" ? navigator.gpu : undefined);
     const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
-    const deviceMemory = typeof navigator !== "undefined" ? (navigator as { deviceMemory?: number }).deviceMemory : undefined;
+    const deviceMemory =
+      typeof navigator !== "undefined" ? (navigator as { deviceMemory?: number }).deviceMemory : undefined;
     const memoryBudgetMB = this.#options.memoryBudgetMB ?? (deviceMemory ? deviceMemory * 1024 : undefined);
     return {
       webgpu: adapter !== null,
@@ -256,7 +289,10 @@ export class WebLlmEngine implements Engine {
     return {
       model: resolveUrl(build.model, this.#options.modelBaseUrl ?? "https://huggingface.co/mlc-ai/"),
       model_id: build.modelId,
-      model_lib: resolveUrl(build.modelLib, this.#options.modelLibBaseUrl ?? webllm.modelLibURLPrefix + webllm.modelVersion),
+      model_lib: resolveUrl(
+        build.modelLib,
+        this.#options.modelLibBaseUrl ?? webllm.modelLibURLPrefix + webllm.modelVersion,
+      ),
       required_features: build.requiredFeatures,
       vram_required_MB: memoryEstimateMB(model, build),
       overrides: { ...build.overrides, context_window_size: model.contextWindow },
@@ -270,7 +306,9 @@ export class WebLlmEngine implements Engine {
   async status(model: ModelEntry): Promise<ModelStatus> {
     const choice = chooseBuild(model, await this.device());
     const build = choice.build;
-    const downloaded = build ? await this.#options.webllm.hasModelInCache(build.modelId, this.#appConfig(model, build)).catch(() => false) : false;
+    const downloaded = build
+      ? await this.#options.webllm.hasModelInCache(build.modelId, this.#appConfig(model, build)).catch(() => false)
+      : false;
     return {
       downloaded,
       loaded: build !== null && this.#loaded?.modelId === build.modelId,
@@ -315,20 +353,37 @@ export class WebLlmEngine implements Engine {
   async #diagnose(model: ModelEntry, build: MlcBuild, error: unknown): Promise<EngineError> {
     const record = this.#record(model, build);
     const weights = record.model.endsWith("/") ? record.model : `${record.model}/`;
-    const configUrl = new URL("mlc-chat-config.json", /\/resolve\/.+\//.test(weights) ? weights : `${weights}resolve/main/`).href;
+    const configUrl = new URL(
+      "mlc-chat-config.json",
+      /\/resolve\/.+\//.test(weights) ? weights : `${weights}resolve/main/`,
+    ).href;
     const fetcher = this.#options.fetch ?? ((input, init) => fetch(input, init));
     const detail = (error as Error).message ?? String(error);
     try {
-      await fetchAsset(configUrl, `the weights of ${build.modelId} (mlc-chat-config.json)`, "set `artifacts.modelBaseUrl` to a folder that holds the model's MLC weights (the default is MLC's Hugging Face organisation)", {
-        kind: "load_failed",
-        fetcher,
-      });
-      await fetchAsset(record.model_lib, `the model library of ${build.modelId}`, "set `artifacts.modelLibBaseUrl` to a folder that holds the model libraries built for this web-llm version", {
-        kind: "load_failed",
-        fetcher: (input) => fetcher(input, { method: "HEAD" }),
-      });
+      await fetchAsset(
+        configUrl,
+        `the weights of ${build.modelId} (mlc-chat-config.json)`,
+        "set `artifacts.modelBaseUrl` to a folder that holds the model's MLC weights (the default is MLC's Hugging Face organisation)",
+        {
+          kind: "load_failed",
+          fetcher,
+        },
+      );
+      await fetchAsset(
+        record.model_lib,
+        `the model library of ${build.modelId}`,
+        "set `artifacts.modelLibBaseUrl` to a folder that holds the model libraries built for this web-llm version",
+        {
+          kind: "load_failed",
+          fetcher: (input) => fetcher(input, { method: "HEAD" }),
+        },
+      );
     } catch (diagnosis) {
-      if (diagnosis instanceof EngineError) return new EngineError("load_failed", `${diagnosis.message} (web-llm said: ${detail})`, { cause: error, ...(diagnosis.retryAfterSeconds ? { retryAfterSeconds: diagnosis.retryAfterSeconds } : {}) });
+      if (diagnosis instanceof EngineError)
+        return new EngineError("load_failed", `${diagnosis.message} (web-llm said: ${detail})`, {
+          cause: error,
+          ...(diagnosis.retryAfterSeconds ? { retryAfterSeconds: diagnosis.retryAfterSeconds } : {}),
+        });
       throw diagnosis;
     }
     const network = error instanceof TypeError || /failed to fetch|network/i.test(detail);
@@ -378,14 +433,27 @@ export class WebLlmEngine implements Engine {
         ? {}
         : constraint.grammar !== undefined
           ? { response_format: { type: "grammar", grammar: constraint.grammar } }
-          : { response_format: { type: "json_object", ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}) } }),
+          : {
+              response_format: {
+                type: "json_object",
+                ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}),
+              },
+            }),
     };
     let chunks: AsyncIterable<WebLlmChunk>;
     const messages = input.kind === "chat" ? verbatimMessages(input.segments) : [];
-    this.#lookup = input.kind === "chat" ? promptTokenLookup(messages) : input.tokens ? promptTokenLookup([{ content: input.prompt, tokens: input.tokens }]) : undefined;
+    this.#lookup =
+      input.kind === "chat"
+        ? promptTokenLookup(messages)
+        : input.tokens
+          ? promptTokenLookup([{ content: input.prompt, tokens: input.tokens }])
+          : undefined;
     try {
       chunks = (await (input.kind === "chat"
-        ? engine.chat.completions.create(<never>{ ...common, messages: messages.map(({ role, content }) => ({ role, content })) })
+        ? engine.chat.completions.create(<never>{
+            ...common,
+            messages: messages.map(({ role, content }) => ({ role, content })),
+          })
         : engine.completions.create(<never>{ ...common, prompt: input.prompt }))) as AsyncIterable<WebLlmChunk>;
     } catch (error) {
       this.#lookup = undefined;
@@ -406,11 +474,13 @@ export class WebLlmEngine implements Engine {
         const logprobs = sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
         if (text) deltas++;
         if (text || logprobs.length) yield { type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) };
-        if (choice?.finish_reason) reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
+        if (choice?.finish_reason)
+          reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
         // web-llm's completion_tokens counts decode steps only; the token sampled at the end of
         // prefill is one more (its output is decode steps + 1 tokens, and max_tokens bounds that
         // total), as in web-llm 0.2.79 through 0.2.86. A usage chunk means prefill ran.
-        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens + 1 };
+        if (chunk.usage)
+          usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens + 1 };
       }
     } finally {
       signal.removeEventListener("abort", interrupt);

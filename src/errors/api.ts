@@ -69,7 +69,11 @@ export class PermissionDeniedError extends ApiError {
 
 export class NotFoundError extends ApiError {
   constructor(message: string, options: { code?: string; param?: string | null } = {}) {
-    super(404, message, { type: "invalid_request_error", code: options.code ?? "not_found", param: options.param ?? null });
+    super(404, message, {
+      type: "invalid_request_error",
+      code: options.code ?? "not_found",
+      param: options.param ?? null,
+    });
   }
 }
 
@@ -99,21 +103,29 @@ export class ServiceUnavailableError extends ApiError {
     super(503, message, {
       type: "service_unavailable",
       code: options.code ?? "service_unavailable",
-      headers: options.retryAfterSeconds ? { "retry-after": String(options.retryAfterSeconds) } : options.permanent ? { "x-should-retry": "false" } : {},
+      headers: options.retryAfterSeconds
+        ? { "retry-after": String(options.retryAfterSeconds) }
+        : options.permanent
+          ? { "x-should-retry": "false" }
+          : {},
     });
   }
 }
 
 /** The status, code and retry advice of each failure an engine or an asset fetch can name. */
 export function engineErrorToApi(error: EngineError): ApiError {
-  const retry = error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : { permanent: true };
+  const retry =
+    error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : { permanent: true };
   switch (error.kind) {
     case "unsupported":
       return new BadRequestError(error.message, { code: "unsupported_request" });
     case "context_length":
       return new BadRequestError(error.message, { code: "context_length_exceeded", param: "messages" });
     case "busy":
-      return new ServiceUnavailableError(error.message, { code: "engine_busy", retryAfterSeconds: error.retryAfterSeconds ?? 1 });
+      return new ServiceUnavailableError(error.message, {
+        code: "engine_busy",
+        retryAfterSeconds: error.retryAfterSeconds ?? 1,
+      });
     case "device":
       return new ServiceUnavailableError(error.message, { code: "model_not_runnable", permanent: true });
     case "load_failed":
@@ -131,5 +143,7 @@ export function toApiError(error: unknown, requestId: string): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof EngineError) return engineErrorToApi(error);
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new InternalServerError(`The server had an error while processing your request (request id ${requestId}): ${detail}`);
+  return new InternalServerError(
+    `The server had an error while processing your request (request id ${requestId}): ${detail}`,
+  );
 }

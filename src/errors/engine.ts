@@ -43,19 +43,31 @@ export async function fetchAsset(
   url: string,
   what: string,
   fix: string,
-  options: { kind?: "asset" | "load_failed"; fetcher?: typeof fetch; expect?: (response: Response) => string | null } = {},
+  options: {
+    kind?: "asset" | "load_failed";
+    fetcher?: typeof fetch;
+    expect?: (response: Response) => string | null;
+  } = {},
 ): Promise<Response> {
   const { kind = "asset", fetcher = (input, init) => fetch(input, init), expect } = options;
   let response: Response;
   try {
     response = await fetcher(url);
   } catch (error) {
-    throw new EngineError(kind, `Could not fetch ${what} from ${url}: the network request failed (${(error as Error).message ?? String(error)}). Check the connection, or ${fix}.`, {
-      cause: error,
-      retryAfterSeconds: networkRetrySeconds,
-    });
+    throw new EngineError(
+      kind,
+      `Could not fetch ${what} from ${url}: the network request failed (${(error as Error).message ?? String(error)}). Check the connection, or ${fix}.`,
+      {
+        cause: error,
+        retryAfterSeconds: networkRetrySeconds,
+      },
+    );
   }
   const problem = response.ok ? (expect?.(response) ?? null) : `HTTP ${response.status}`;
-  if (problem) throw new EngineError(kind, `Could not fetch ${what} from ${url}: ${problem}. ${fix[0]!.toUpperCase()}${fix.slice(1)}.`);
+  if (problem)
+    throw new EngineError(
+      kind,
+      `Could not fetch ${what} from ${url}: ${problem}. ${fix[0]!.toUpperCase()}${fix.slice(1)}.`,
+    );
   return response;
 }

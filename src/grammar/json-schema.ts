@@ -21,8 +21,32 @@ export class UnsupportedSchemaError extends Error {
   }
 }
 
-const annotations = ["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly", "strict"];
-const structural = ["type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs", "definitions"];
+const annotations = [
+  "title",
+  "description",
+  "default",
+  "examples",
+  "$schema",
+  "$id",
+  "$comment",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "strict",
+];
+const structural = [
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "enum",
+  "const",
+  "anyOf",
+  "$ref",
+  "$defs",
+  "definitions",
+];
 const known = new Set([...annotations, ...structural]);
 const types = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
 
@@ -51,7 +75,11 @@ function resolveReference(root: SchemaObject, reference: string, pointer: string
   const definitions = match ? own(root, match[1] as string) : undefined;
   const name = match ? pointerToken(match[2] as string) : undefined;
   const target = name !== undefined && isObject(definitions) ? own(definitions, name) : undefined;
-  if (target === undefined) throw new UnsupportedSchemaError(`'$ref' ${JSON.stringify(reference)} does not point into this schema's '$defs'`, pointer);
+  if (target === undefined)
+    throw new UnsupportedSchemaError(
+      `'$ref' ${JSON.stringify(reference)} does not point into this schema's '$defs'`,
+      pointer,
+    );
   return target as JsonSchema;
 }
 
@@ -60,54 +88,74 @@ export const maxSchemaDepth = 32;
 
 /** Refuses any keyword or form outside the supported subset, naming it and where it is. */
 export function checkSchema(schema: unknown, root: unknown = schema, pointer = "", depth = 0): void {
-  if (depth > maxSchemaDepth) throw new UnsupportedSchemaError(`the schema nests deeper than ${maxSchemaDepth} levels`, pointer);
+  if (depth > maxSchemaDepth)
+    throw new UnsupportedSchemaError(`the schema nests deeper than ${maxSchemaDepth} levels`, pointer);
   if (typeof schema === "boolean") {
     if (!schema) throw new UnsupportedSchemaError("the schema 'false' admits no value", pointer);
     return;
   }
   if (!isObject(schema)) throw new UnsupportedSchemaError("a schema must be an object", pointer);
   for (const keyword of Object.keys(schema)) {
-    if (!known.has(keyword)) throw new UnsupportedSchemaError(`the JSON Schema keyword '${keyword}' is not supported`, `${pointer}/${keyword}`);
+    if (!known.has(keyword))
+      throw new UnsupportedSchemaError(
+        `the JSON Schema keyword '${keyword}' is not supported`,
+        `${pointer}/${keyword}`,
+      );
   }
   const listed = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
   for (const type of listed) {
-    if (typeof type !== "string" || !types.has(type)) throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(type)}`, `${pointer}/type`);
+    if (typeof type !== "string" || !types.has(type))
+      throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(type)}`, `${pointer}/type`);
   }
   if (schema.properties !== undefined) {
-    if (!isObject(schema.properties)) throw new UnsupportedSchemaError("'properties' must be an object", `${pointer}/properties`);
-    for (const [name, child] of Object.entries(schema.properties)) checkSchema(child, root, `${pointer}/properties/${name}`, depth + 1);
+    if (!isObject(schema.properties))
+      throw new UnsupportedSchemaError("'properties' must be an object", `${pointer}/properties`);
+    for (const [name, child] of Object.entries(schema.properties))
+      checkSchema(child, root, `${pointer}/properties/${name}`, depth + 1);
   }
   if (schema.required !== undefined) {
     const properties = isObject(schema.properties) ? schema.properties : {};
-    if (!Array.isArray(schema.required)) throw new UnsupportedSchemaError("'required' must be a list of names", `${pointer}/required`);
+    if (!Array.isArray(schema.required))
+      throw new UnsupportedSchemaError("'required' must be a list of names", `${pointer}/required`);
     for (const name of schema.required) {
       if (typeof name !== "string" || !Object.hasOwn(properties, name)) {
-        throw new UnsupportedSchemaError(`required property ${JSON.stringify(name)} is not declared in 'properties'`, `${pointer}/required`);
+        throw new UnsupportedSchemaError(
+          `required property ${JSON.stringify(name)} is not declared in 'properties'`,
+          `${pointer}/required`,
+        );
       }
     }
   }
   if (schema.additionalProperties !== undefined && typeof schema.additionalProperties !== "boolean") {
-    throw new UnsupportedSchemaError("'additionalProperties' as a schema is not supported (use true or false)", `${pointer}/additionalProperties`);
+    throw new UnsupportedSchemaError(
+      "'additionalProperties' as a schema is not supported (use true or false)",
+      `${pointer}/additionalProperties`,
+    );
   }
   if (schema.items !== undefined) {
-    if (Array.isArray(schema.items)) throw new UnsupportedSchemaError("tuple 'items' (a list of schemas) is not supported", `${pointer}/items`);
+    if (Array.isArray(schema.items))
+      throw new UnsupportedSchemaError("tuple 'items' (a list of schemas) is not supported", `${pointer}/items`);
     checkSchema(schema.items, root, `${pointer}/items`, depth + 1);
   }
   if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) {
     throw new UnsupportedSchemaError("'enum' must be a non-empty list", `${pointer}/enum`);
   }
   if (schema.anyOf !== undefined) {
-    if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0) throw new UnsupportedSchemaError("'anyOf' must be a non-empty list", `${pointer}/anyOf`);
+    if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0)
+      throw new UnsupportedSchemaError("'anyOf' must be a non-empty list", `${pointer}/anyOf`);
     schema.anyOf.forEach((child, index) => checkSchema(child, root, `${pointer}/anyOf/${index}`, depth + 1));
   }
   for (const container of ["$defs", "definitions"] as const) {
     const definitions = schema[container];
     if (definitions === undefined) continue;
-    if (!isObject(definitions)) throw new UnsupportedSchemaError(`'${container}' must be an object`, `${pointer}/${container}`);
-    for (const [name, child] of Object.entries(definitions)) checkSchema(child, root, `${pointer}/${container}/${name}`, depth + 1);
+    if (!isObject(definitions))
+      throw new UnsupportedSchemaError(`'${container}' must be an object`, `${pointer}/${container}`);
+    for (const [name, child] of Object.entries(definitions))
+      checkSchema(child, root, `${pointer}/${container}/${name}`, depth + 1);
   }
   if (schema.$ref !== undefined) {
-    if (typeof schema.$ref !== "string" || !isObject(root)) throw new UnsupportedSchemaError("'$ref' must be a string", `${pointer}/$ref`);
+    if (typeof schema.$ref !== "string" || !isObject(root))
+      throw new UnsupportedSchemaError("'$ref' must be a string", `${pointer}/$ref`);
     resolveReference(root, schema.$ref, `${pointer}/$ref`);
   }
 }
@@ -173,7 +221,13 @@ export class GrammarBuilder {
 
   /** An expression matching exactly the compact JSON of the instances we generate for `schema`. */
   schema(schema: JsonSchema, root: JsonSchema, name: string): string {
-    if (schema === true || (isObject(schema) && Object.keys(schema).every((keyword) => annotations.includes(keyword) || keyword === "$defs" || keyword === "definitions"))) {
+    if (
+      schema === true ||
+      (isObject(schema) &&
+        Object.keys(schema).every(
+          (keyword) => annotations.includes(keyword) || keyword === "$defs" || keyword === "definitions",
+        ))
+    ) {
       return "json_value";
     }
     if (!isObject(schema) || !isObject(root)) throw new UnsupportedSchemaError("a schema must be an object", "");
@@ -186,11 +240,22 @@ export class GrammarBuilder {
       return ruleName;
     }
     if (schema.const !== undefined) return literal(JSON.stringify(schema.const));
-    if (Array.isArray(schema.enum)) return `(${schema.enum.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
+    if (Array.isArray(schema.enum))
+      return `(${schema.enum.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
     if (Array.isArray(schema.anyOf)) {
       return `(${schema.anyOf.map((child, index) => this.#named(child as JsonSchema, root, `${name}_any${index}`)).join(" | ")})`;
     }
-    const listed = (schema.type === undefined ? (schema.properties ? ["object"] : schema.items ? ["array"] : []) : Array.isArray(schema.type) ? schema.type : [schema.type]) as string[];
+    const listed = (
+      schema.type === undefined
+        ? schema.properties
+          ? ["object"]
+          : schema.items
+            ? ["array"]
+            : []
+        : Array.isArray(schema.type)
+          ? schema.type
+          : [schema.type]
+    ) as string[];
     if (listed.length === 0) return "json_value";
     return `(${listed.map((type) => this.#typed(type, schema, root, name)).join(" | ")})`;
   }
@@ -221,7 +286,8 @@ export class GrammarBuilder {
         const properties = isObject(schema.properties) ? Object.entries(schema.properties) : [];
         if (properties.length === 0) return schema.additionalProperties === false ? '"{}"' : "json_object";
         const members = properties.map(
-          ([property, child], index) => `${index === 0 ? "" : `${this.comma} `}${literal(JSON.stringify(property))} ${this.colon} ${this.#named(child as JsonSchema, root, `${name}_${property}`)}`,
+          ([property, child], index) =>
+            `${index === 0 ? "" : `${this.comma} `}${literal(JSON.stringify(property))} ${this.colon} ${this.#named(child as JsonSchema, root, `${name}_${property}`)}`,
         );
         return `("{" ${members.join(" ")} "}")`;
       }
@@ -246,11 +312,28 @@ export function schemaToGrammar(schema: JsonSchema): string {
 /** A valid instance of `schema`, chosen by `random` (in [0, 1)). */
 export function sampleSchema(schema: JsonSchema, random: () => number, root: JsonSchema = schema, depth = 0): unknown {
   if (schema === true || !isObject(schema)) return depth > 3 ? null : { note: "any" };
-  if (typeof schema.$ref === "string" && isObject(root)) return depth > 6 ? null : sampleSchema(resolveReference(root, schema.$ref, ""), random, root, depth + 1);
+  if (typeof schema.$ref === "string" && isObject(root))
+    return depth > 6 ? null : sampleSchema(resolveReference(root, schema.$ref, ""), random, root, depth + 1);
   if (schema.const !== undefined) return schema.const;
   if (Array.isArray(schema.enum)) return schema.enum[Math.floor(random() * schema.enum.length)];
-  if (Array.isArray(schema.anyOf)) return sampleSchema(schema.anyOf[Math.floor(random() * schema.anyOf.length)] as JsonSchema, random, root, depth + 1);
-  const listed = (schema.type === undefined ? (schema.properties ? ["object"] : schema.items ? ["array"] : ["string"]) : Array.isArray(schema.type) ? schema.type : [schema.type]) as string[];
+  if (Array.isArray(schema.anyOf))
+    return sampleSchema(
+      schema.anyOf[Math.floor(random() * schema.anyOf.length)] as JsonSchema,
+      random,
+      root,
+      depth + 1,
+    );
+  const listed = (
+    schema.type === undefined
+      ? schema.properties
+        ? ["object"]
+        : schema.items
+          ? ["array"]
+          : ["string"]
+      : Array.isArray(schema.type)
+        ? schema.type
+        : [schema.type]
+  ) as string[];
   // Prefer a non-null type, so optional-looking values still say something.
   const type = listed.find((candidate) => candidate !== "null") ?? "null";
   const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
@@ -267,7 +350,9 @@ export function sampleSchema(schema: JsonSchema, random: () => number, root: Jso
       return null;
     case "array": {
       const count = depth > 4 ? 0 : 1 + Math.floor(random() * 3);
-      return Array.from({ length: count }, () => sampleSchema((schema.items as JsonSchema | undefined) ?? true, random, root, depth + 1));
+      return Array.from({ length: count }, () =>
+        sampleSchema((schema.items as JsonSchema | undefined) ?? true, random, root, depth + 1),
+      );
     }
     default: {
       const result: Record<string, unknown> = {};

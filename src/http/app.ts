@@ -18,12 +18,15 @@ import type { InferenceRoute, RequestContext } from "./context.js";
 import { endsInRoute, Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
-
 /** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
 const endpointPaths = [chatPath, completionsPath, ...Object.values(modelPaths)];
 
 function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
-  return [chatRoute(dependencies), completionsRoute(dependencies), ...modelRoutes(dependencies).map((route) => countedFirst(dependencies.policy, route))];
+  return [
+    chatRoute(dependencies),
+    completionsRoute(dependencies),
+    ...modelRoutes(dependencies).map((route) => countedFirst(dependencies.policy, route)),
+  ];
 }
 
 /**
@@ -73,7 +76,8 @@ export class InferenceApp {
     const requestId = newId("req_");
     const receivedAt = clock();
     // Read while the key is checked: both wait on the browser, not on each other.
-    const body = request.method === "GET" || request.method === "HEAD" ? Promise.resolve("") : startReadingBody(request);
+    const body =
+      request.method === "GET" || request.method === "HEAD" ? Promise.resolve("") : startReadingBody(request);
     let key: KeyRecord | undefined;
     let outcome: Outcome;
     try {
@@ -90,7 +94,12 @@ export class InferenceApp {
     const found = this.#router.match(context.request.method, context.url);
     if (found.route) return found.route.handler(context, found.params);
     const rate = await this.#dependencies.policy.countRequest(context.key);
-    return { error: new NotFoundError(`Invalid URL (${context.request.method} ${context.url.pathname})`, { code: "unknown_url" }), rate };
+    return {
+      error: new NotFoundError(`Invalid URL (${context.request.method} ${context.url.pathname})`, {
+        code: "unknown_url",
+      }),
+      rate,
+    };
   }
 
   /** The outcome as a response: a failure serialised, and every header it implies. */
@@ -103,8 +112,11 @@ export class InferenceApp {
       response = errorResponse(apiError);
     }
     // A request refused before it was counted (bad input, a limit reached) reports the window as it stands.
-    const rate = outcome.rate ?? (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
-    for (const [name, value] of Object.entries(outcomeHeaders(outcome.route, outcome.upstream, rate))) response.headers.set(name, value);
+    const rate =
+      outcome.rate ??
+      (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
+    for (const [name, value] of Object.entries(outcomeHeaders(outcome.route, outcome.upstream, rate)))
+      response.headers.set(name, value);
     response.headers.set("x-request-id", requestId);
     return response;
   }

@@ -14,20 +14,30 @@ function text(content: ChatMessage["content"]): string {
  */
 export function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
   for (const name of ["reasoning_effort", "audio", "verbosity"] as const) {
-    if (request[name] != null) throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, { param: name, code: "unsupported_parameter" });
+    if (request[name] != null)
+      throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, {
+        param: name,
+        code: "unsupported_parameter",
+      });
   }
   if (request.web_search_options != null) {
-    throw new BadRequestError("Web search options not supported with this model.", { param: "web_search_options", code: "unsupported_parameter" });
+    throw new BadRequestError("Web search options not supported with this model.", {
+      param: "web_search_options",
+      code: "unsupported_parameter",
+    });
   }
   request.messages.forEach((message, index) => {
     if (!Array.isArray(message.content)) return;
     message.content.forEach((part, position) => {
       if (part.type === "text") return;
       const what = part.type === "image_url" ? "images" : part.type === "input_audio" ? "audio" : "files";
-      throw new BadRequestError(`Invalid content type. ${part.type} is only supported by models that take ${what}; ${model} takes text only.`, {
-        param: `messages[${index}].content[${position}].type`,
-        code: "invalid_value",
-      });
+      throw new BadRequestError(
+        `Invalid content type. ${part.type} is only supported by models that take ${what}; ${model} takes text only.`,
+        {
+          param: `messages[${index}].content[${position}].type`,
+          code: "invalid_value",
+        },
+      );
     });
   });
 }
@@ -45,7 +55,10 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
       case "assistant":
         // OpenAI's answer to an assistant turn that says nothing: it needs content or tool calls.
         if (message.content == null && !message.tool_calls?.length) {
-          throw new BadRequestError("Invalid value for 'content': expected a string, got null.", { param: `messages.[${index}].content`, code: null });
+          throw new BadRequestError("Invalid value for 'content': expected a string, got null.", {
+            param: `messages.[${index}].content`,
+            code: null,
+          });
         }
         for (const call of message.tool_calls ?? []) calls.add(call.id);
         return {
@@ -53,7 +66,13 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
           content: text(message.content),
           ...(message.name ? { name: message.name } : {}),
           ...(message.tool_calls?.length
-            ? { toolCalls: message.tool_calls.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })) }
+            ? {
+                toolCalls: message.tool_calls.map((call) => ({
+                  id: call.id,
+                  name: call.function.name,
+                  arguments: call.function.arguments,
+                })),
+              }
             : {}),
         };
       case "tool":
@@ -67,4 +86,3 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
     }
   });
 }
-

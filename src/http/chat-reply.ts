@@ -24,7 +24,10 @@ class ChoiceState {
   }
 }
 
-function finishReason(state: ChoiceState, reason: Parameters<typeof toWireFinishReason>[0]): "stop" | "length" | "tool_calls" {
+function finishReason(
+  state: ChoiceState,
+  reason: Parameters<typeof toWireFinishReason>[0],
+): "stop" | "length" | "tool_calls" {
   const wire = toWireFinishReason(reason);
   return wire === "stop" && state.parser?.mode === "calls" ? "tool_calls" : wire;
 }
@@ -39,9 +42,21 @@ export async function* chatChunks(
   // With include_usage, every chunk carries `usage: null` and one last chunk carries the totals.
   const usageField = includeUsage ? { usage: null } : {};
   const states = new Map<number, ChoiceState>();
-  const chunk = (index: number, delta: Delta, finish: "stop" | "length" | "tool_calls" | null = null, logprobs: TokenLogprob[] = []): ChatCompletionChunk => ({
+  const chunk = (
+    index: number,
+    delta: Delta,
+    finish: "stop" | "length" | "tool_calls" | null = null,
+    logprobs: TokenLogprob[] = [],
+  ): ChatCompletionChunk => ({
     ...base,
-    choices: [{ index, delta, logprobs: logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null, finish_reason: finish }],
+    choices: [
+      {
+        index,
+        delta,
+        logprobs: logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null,
+        finish_reason: finish,
+      },
+    ],
     ...usageField,
   });
   /** A content delta carries the log probabilities of the tokens it completes. */
@@ -66,7 +81,11 @@ export async function* chatChunks(
     events.map((event) => {
       if (event.type === "text") return { content: event.text };
       if (event.type === "call") {
-        return { tool_calls: [{ index: event.index, id: newId("call_"), type: "function", function: { name: event.name, arguments: "" } }] };
+        return {
+          tool_calls: [
+            { index: event.index, id: newId("call_"), type: "function", function: { name: event.name, arguments: "" } },
+          ],
+        };
       }
       return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
     });
@@ -105,16 +124,26 @@ export async function chatCompletion(
       state.parser?.push(content);
       state.parser?.end();
       const calls = state.parser?.mode === "calls" ? state.parser.calls : [];
-      const toolCalls: ToolCallWire[] = calls.map((call) => ({ id: newId("call_"), type: "function", function: { name: call.name, arguments: call.arguments } }));
+      const toolCalls: ToolCallWire[] = calls.map((call) => ({
+        id: newId("call_"),
+        type: "function",
+        function: { name: call.name, arguments: call.arguments },
+      }));
       return {
         index,
-        message: { role: "assistant", content: toolCalls.length ? null : content, refusal: null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        message: {
+          role: "assistant",
+          content: toolCalls.length ? null : content,
+          refusal: null,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        },
         // The content's tokens; a reply of tool calls has no content, so none.
-        logprobs: logprobsAsked ? { content: toolCalls.length ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null } : null,
+        logprobs: logprobsAsked
+          ? { content: toolCalls.length ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null }
+          : null,
         finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
       };
     }),
     usage,
   };
 }
-

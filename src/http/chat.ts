@@ -44,7 +44,11 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
       refuseCapabilities(request, model.id);
       const call: ChatCall = { request, json: json as Record<string, unknown>, legacy, model };
       const route = await routeFor(dependencies.engine, model);
-      return routed(route, () => (route.decision.target === "remote" ? forwardChat(dependencies, context, route, call) : generateChat(dependencies, context, route, call)));
+      return routed(route, () =>
+        route.decision.target === "remote"
+          ? forwardChat(dependencies, context, route, call)
+          : generateChat(dependencies, context, route, call),
+      );
     },
   };
 }
@@ -63,12 +67,25 @@ function boundedBody(body: Record<string, unknown>, maxTokens: number): Record<s
  * The upstream applies its own template and tool syntax; here the messages are checked and the
  * prompt counted, for the context window and the reservation.
  */
-async function forwardChat(dependencies: HttpDependencies, context: RequestContext, route: Route, { request, json, model }: ChatCall): Promise<Outcome> {
+async function forwardChat(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  { request, json, model }: ChatCall,
+): Promise<Outcome> {
   const messages = toEngineMessages(request.messages);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const pieces = [...renderChatPieces(model.family, messages, []), { text: request.tools ? JSON.stringify(request.tools) : "", control: false }];
+  const pieces = [
+    ...renderChatPieces(model.family, messages, []),
+    { text: request.tools ? JSON.stringify(request.tools) : "", control: false },
+  ];
   const promptTokens = promptTokenIds(tokenizer, pieces, model, "messages").length;
-  const maxTokens = completionBudget(model, promptTokens, request.max_completion_tokens ?? request.max_tokens, "messages");
+  const maxTokens = completionBudget(
+    model,
+    promptTokens,
+    request.max_completion_tokens ?? request.max_tokens,
+    "messages",
+  );
   return forwardRemotely(dependencies, context, route, {
     model,
     endpoint: "chat/completions",
@@ -84,15 +101,29 @@ async function forwardChat(dependencies: HttpDependencies, context: RequestConte
 /** Each segment's ids; a prompt left whole (a first turn) has the ids already counted, so it is not tokenized twice. */
 function segmentsWithTokens(segments: readonly ChatSegment[], whole: number[], tokenizer: Tokenizer): PromptSegment[] {
   if (segments.length === 1) return [{ text: segments[0]!.text, reply: segments[0]!.reply, tokens: whole }];
-  return segments.map((segment) => ({ text: segment.text, reply: segment.reply, tokens: encodePrompt(tokenizer, segment.pieces) }));
+  return segments.map((segment) => ({
+    text: segment.text,
+    reply: segment.reply,
+    tokens: encodePrompt(tokenizer, segment.pieces),
+  }));
 }
 
-async function generateChat(dependencies: HttpDependencies, context: RequestContext, route: Route, { request, legacy, model }: ChatCall): Promise<Outcome> {
+async function generateChat(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  { request, legacy, model }: ChatCall,
+): Promise<Outcome> {
   const structured = planStructured(request, model.family, toEngineMessages(request.messages));
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
   const tokens = promptTokenIds(tokenizer, pieces, model, "messages");
-  const maxTokens = completionBudget(model, tokens.length, request.max_completion_tokens ?? request.max_tokens, "messages");
+  const maxTokens = completionBudget(
+    model,
+    tokens.length,
+    request.max_completion_tokens ?? request.max_tokens,
+    "messages",
+  );
   const syntax = structured.tools ? toolSyntax[model.family] : null;
   const logprobs = chatLogprobsOption(request);
   const logitBias = logitBiasOption(request.logit_bias, tokenizer);
@@ -100,12 +131,25 @@ async function generateChat(dependencies: HttpDependencies, context: RequestCont
   // pieces, so an engine can reuse the conversation's cached prefix.
   const input = structured.ownPrompt
     ? { kind: "text" as const, prompt: piecesText(pieces), tokens }
-    : { kind: "chat" as const, messages: structured.messages, segments: segmentsWithTokens(renderChatSegments(model.family, structured.messages, [], pieces), tokens, tokenizer), tokens };
+    : {
+        kind: "chat" as const,
+        messages: structured.messages,
+        segments: segmentsWithTokens(
+          renderChatSegments(model.family, structured.messages, [], pieces),
+          tokens,
+          tokenizer,
+        ),
+        tokens,
+      };
   const plan = {
     model,
     prompts: [{ input, promptTokens: tokens.length }],
     choicesPerPrompt: request.n ?? 1,
-    sampling: { ...samplingOf(request, maxTokens), ...(logprobs !== undefined ? { logprobs } : {}), ...(logitBias ? { logitBias } : {}) },
+    sampling: {
+      ...samplingOf(request, maxTokens),
+      ...(logprobs !== undefined ? { logprobs } : {}),
+      ...(logitBias ? { logitBias } : {}),
+    },
     ...(structured.constraint ? { constraint: structured.constraint } : {}),
   };
   const base = {
@@ -119,11 +163,24 @@ async function generateChat(dependencies: HttpDependencies, context: RequestCont
   return generateLocally(dependencies, context, route, plan, {
     stream: request.stream === true,
     toEvents: (running) => {
-      const stream = chatChunks(running, { ...base, object: "chat.completion.chunk" }, request.stream_options?.include_usage === true, syntax, dependencies.newId);
+      const stream = chatChunks(
+        running,
+        { ...base, object: "chat.completion.chunk" },
+        request.stream_options?.include_usage === true,
+        syntax,
+        dependencies.newId,
+      );
       return legacy ? toLegacyChunks(stream) : stream;
     },
     toBody: async (running) => {
-      const completion = await chatCompletion(running, base, request.n ?? 1, syntax, dependencies.newId, logprobs !== undefined);
+      const completion = await chatCompletion(
+        running,
+        base,
+        request.n ?? 1,
+        syntax,
+        dependencies.newId,
+        logprobs !== undefined,
+      );
       return legacy ? toLegacyCompletion(completion) : completion;
     },
   });

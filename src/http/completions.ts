@@ -25,7 +25,13 @@ const defaultMaxTokens = 16;
 
 type Base = Omit<TextCompletion, "choices" | "usage">;
 
-async function* chunks(generation: Generation, base: Base, includeUsage: boolean, echo: (choice: number) => string, logprobsAsked: boolean): AsyncGenerator<TextCompletion> {
+async function* chunks(
+  generation: Generation,
+  base: Base,
+  includeUsage: boolean,
+  echo: (choice: number) => string,
+  logprobsAsked: boolean,
+): AsyncGenerator<TextCompletion> {
   const usageField = includeUsage ? { usage: null } : {};
   const started = new Set<number>();
   /** Each choice's text so far, for the tokens' `text_offset`. */
@@ -37,9 +43,17 @@ async function* chunks(generation: Generation, base: Base, includeUsage: boolean
       const offset = lengths.get(choice) ?? 0;
       lengths.set(choice, offset + prefix.length + part.text.length);
       const logprobs = logprobsAsked ? toLegacyLogprobs(part.logprobs ?? [], offset + prefix.length) : null;
-      yield { ...base, choices: [{ index: choice, text: prefix + part.text, logprobs, finish_reason: null }], ...usageField };
+      yield {
+        ...base,
+        choices: [{ index: choice, text: prefix + part.text, logprobs, finish_reason: null }],
+        ...usageField,
+      };
     } else {
-      yield { ...base, choices: [{ index: choice, text: prefix, logprobs: null, finish_reason: toWireFinishReason(part.reason) }], ...usageField };
+      yield {
+        ...base,
+        choices: [{ index: choice, text: prefix, logprobs: null, finish_reason: toWireFinishReason(part.reason) }],
+        ...usageField,
+      };
     }
   }
   if (includeUsage) {
@@ -58,15 +72,29 @@ interface ChoiceCounts {
 
 /** Mean log probability per token: "the best" as the hosted API ranks `best_of` candidates. */
 function meanLogprob(tokens: readonly TokenLogprob[]): number {
-  return tokens.length === 0 ? Number.NEGATIVE_INFINITY : tokens.reduce((sum, token) => sum + token.logprob, 0) / tokens.length;
+  return tokens.length === 0
+    ? Number.NEGATIVE_INFINITY
+    : tokens.reduce((sum, token) => sum + token.logprob, 0) / tokens.length;
 }
 
-async function complete(generation: Generation, base: Base, counts: ChoiceCounts, echo: (choice: number) => string, logprobsAsked: boolean): Promise<TextCompletion> {
-  const { texts, reasons, logprobs, usage } = await collect(generation, counts.prompts * counts.bestOf, (candidate) => echo(Math.floor(candidate / counts.bestOf) * counts.perPrompt));
+async function complete(
+  generation: Generation,
+  base: Base,
+  counts: ChoiceCounts,
+  echo: (choice: number) => string,
+  logprobsAsked: boolean,
+): Promise<TextCompletion> {
+  const { texts, reasons, logprobs, usage } = await collect(generation, counts.prompts * counts.bestOf, (candidate) =>
+    echo(Math.floor(candidate / counts.bestOf) * counts.perPrompt),
+  );
   const chosen = Array.from({ length: counts.prompts }, (_, prompt) => {
     const candidates = Array.from({ length: counts.bestOf }, (_, copy) => prompt * counts.bestOf + copy);
     // A stable sort keeps generation order among equals, so best_of == n returns every candidate in order.
-    return counts.bestOf === counts.perPrompt ? candidates : candidates.sort((a, b) => meanLogprob(logprobs[b] ?? []) - meanLogprob(logprobs[a] ?? [])).slice(0, counts.perPrompt);
+    return counts.bestOf === counts.perPrompt
+      ? candidates
+      : candidates
+          .sort((a, b) => meanLogprob(logprobs[b] ?? []) - meanLogprob(logprobs[a] ?? []))
+          .slice(0, counts.perPrompt);
   }).flat();
   return {
     ...base,
@@ -94,11 +122,22 @@ interface CompletionCall {
 
 /** OpenAI's checks of `suffix`, `n` and `best_of`; returns the candidates per prompt. */
 function checkCandidates(request: CompletionRequest): number {
-  if (request.suffix != null) throw new BadRequestError("Unsupported parameter: 'suffix' is not supported with this model.", { param: "suffix", code: "unsupported_parameter" });
+  if (request.suffix != null)
+    throw new BadRequestError("Unsupported parameter: 'suffix' is not supported with this model.", {
+      param: "suffix",
+      code: "unsupported_parameter",
+    });
   const bestOf = request.best_of ?? request.n ?? 1;
-  if (bestOf < (request.n ?? 1)) throw new BadRequestError("best_of must be greater than or equal to n.", { param: "best_of", code: "invalid_value" });
+  if (bestOf < (request.n ?? 1))
+    throw new BadRequestError("best_of must be greater than or equal to n.", {
+      param: "best_of",
+      code: "invalid_value",
+    });
   if (bestOf > (request.n ?? 1) && request.stream) {
-    throw new BadRequestError("best_of greater than n cannot be streamed: the best candidates are known only once all have finished.", { param: "best_of", code: "invalid_value" });
+    throw new BadRequestError(
+      "best_of greater than n cannot be streamed: the best candidates are known only once all have finished.",
+      { param: "best_of", code: "invalid_value" },
+    );
   }
   return bestOf;
 }
@@ -111,7 +150,10 @@ async function parseCompletion(dependencies: HttpDependencies, body: Promise<str
   const model = findModel(dependencies, request.model);
   const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const counted = prompts.map((prompt) => ({ input: { kind: "text" as const, prompt }, promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt") }));
+  const counted = prompts.map((prompt) => ({
+    input: { kind: "text" as const, prompt },
+    promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt"),
+  }));
   const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
   const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
   const counts = { prompts: prompts.length, perPrompt: request.n ?? 1, bestOf };
@@ -125,12 +167,21 @@ export function completionsRoute(dependencies: HttpDependencies): InferenceRoute
     handler: async (context) => {
       const call = await parseCompletion(dependencies, context.body);
       const route = await routeFor(dependencies.engine, call.model);
-      return routed(route, () => (route.decision.target === "remote" ? forwardCompletion(dependencies, context, route, call) : generateCompletion(dependencies, context, route, call)));
+      return routed(route, () =>
+        route.decision.target === "remote"
+          ? forwardCompletion(dependencies, context, route, call)
+          : generateCompletion(dependencies, context, route, call),
+      );
     },
   };
 }
 
-function forwardCompletion(dependencies: HttpDependencies, context: RequestContext, route: Route, call: CompletionCall): Promise<Outcome> {
+function forwardCompletion(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  call: CompletionCall,
+): Promise<Outcome> {
   const { request, prompts, maxTokens } = call;
   return forwardRemotely(dependencies, context, route, {
     model: call.model,
@@ -147,7 +198,12 @@ function forwardCompletion(dependencies: HttpDependencies, context: RequestConte
   });
 }
 
-function generateCompletion(dependencies: HttpDependencies, context: RequestContext, route: Route, call: CompletionCall): Promise<Outcome> {
+function generateCompletion(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  call: CompletionCall,
+): Promise<Outcome> {
   const { request, counts, prompts } = call;
   const logprobs = legacyLogprobsOption(request);
   const logitBias = logitBiasOption(request.logit_bias, call.tokenizer);
@@ -157,13 +213,24 @@ function generateCompletion(dependencies: HttpDependencies, context: RequestCont
     model: call.model,
     prompts: call.counted,
     choicesPerPrompt: counts.bestOf,
-    sampling: { ...samplingOf(request, call.maxTokens), ...(logprobs !== undefined || scored ? { logprobs: logprobs ?? 0 } : {}), ...(logitBias ? { logitBias } : {}) },
+    sampling: {
+      ...samplingOf(request, call.maxTokens),
+      ...(logprobs !== undefined || scored ? { logprobs: logprobs ?? 0 } : {}),
+      ...(logitBias ? { logitBias } : {}),
+    },
   };
   const echo = (choice: number) => (request.echo ? (prompts[Math.floor(choice / counts.perPrompt)] ?? "") : "");
-  const base: Base = { id: dependencies.newId("cmpl-"), object: "text_completion", created: Math.floor(dependencies.clock() / 1000), model: call.model.id, system_fingerprint: null };
+  const base: Base = {
+    id: dependencies.newId("cmpl-"),
+    object: "text_completion",
+    created: Math.floor(dependencies.clock() / 1000),
+    model: call.model.id,
+    system_fingerprint: null,
+  };
   return generateLocally(dependencies, context, route, plan, {
     stream: request.stream === true,
-    toEvents: (running) => chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
+    toEvents: (running) =>
+      chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),
     toBody: (running) => complete(running, base, counts, echo, logprobs !== undefined),
   });
 }

@@ -18,7 +18,14 @@ export function wireUsage(totals: UsageTotals): Usage {
 
 /** The sampling fields both endpoints share, from the wire to the engine, with OpenAI's defaults. */
 export function samplingOf(
-  request: { temperature?: number | null; top_p?: number | null; stop?: string | string[] | null; presence_penalty?: number | null; frequency_penalty?: number | null; seed?: number | null },
+  request: {
+    temperature?: number | null;
+    top_p?: number | null;
+    stop?: string | string[] | null;
+    presence_penalty?: number | null;
+    frequency_penalty?: number | null;
+    seed?: number | null;
+  },
   maxTokens: number,
 ): SamplingOptions {
   return {
@@ -37,7 +44,11 @@ export function toWireFinishReason(reason: FinishReason): "stop" | "length" {
 }
 
 /** Drains a generation into each choice's text (after `prefix`), token log probabilities and finish reason, and the usage. */
-export async function collect(generation: Generation, choiceCount: number, prefix: (choice: number) => string = () => "") {
+export async function collect(
+  generation: Generation,
+  choiceCount: number,
+  prefix: (choice: number) => string = () => "",
+) {
   const texts = Array.from({ length: choiceCount }, (_, choice) => prefix(choice));
   const logprobs: TokenLogprob[][] = Array.from({ length: choiceCount }, () => []);
   const reasons: ("stop" | "length")[] = Array.from({ length: choiceCount }, () => "stop");
@@ -49,4 +60,3 @@ export async function collect(generation: Generation, choiceCount: number, prefi
   }
   return { texts, reasons, logprobs, usage: wireUsage(generation.usage()) };
 }
-

@@ -13,7 +13,10 @@ export interface HttpDependencies extends Services {
 export function findModel(dependencies: Services, id: string, param: string | null = "model"): ModelEntry {
   const model = dependencies.catalogue.get(id);
   if (!model) {
-    throw new NotFoundError(`The model \`${id}\` does not exist or you do not have access to it.`, { code: "model_not_found", param });
+    throw new NotFoundError(`The model \`${id}\` does not exist or you do not have access to it.`, {
+      code: "model_not_found",
+      param,
+    });
   }
   return model;
 }

@@ -16,13 +16,22 @@ export function routeHeaders(decision: RouteDecision, upstream?: Upstream): Reco
   return {
     "x-inference-route": decision.target,
     "x-inference-route-reason": headerValue(decision.reason),
-    ...(upstream ? { "x-inference-upstream": headerValue(upstream.name), "x-inference-generated-by": headerValue(`upstream ${new URL(upstream.baseUrl).host}`) } : {}),
+    ...(upstream
+      ? {
+          "x-inference-upstream": headerValue(upstream.name),
+          "x-inference-generated-by": headerValue(`upstream ${new URL(upstream.baseUrl).host}`),
+        }
+      : {}),
   };
 }
 
 /** The engine that generates a local reply, and why it was chosen (the same as `/v1/model/info` says). */
 function engineHeaders(engine: { name: string; reason: string }): Record<string, string> {
-  return { "x-inference-engine": headerValue(engine.name), "x-inference-engine-reason": headerValue(engine.reason), "x-inference-generated-by": headerValue(`device ${engine.name}`) };
+  return {
+    "x-inference-engine": headerValue(engine.name),
+    "x-inference-engine-reason": headerValue(engine.reason),
+    "x-inference-generated-by": headerValue(`device ${engine.name}`),
+  };
 }
 
 /** The key's window after this request, as the hosted API reports it. */
@@ -38,7 +47,11 @@ function rateLimitHeaders(state: RateLimitState): Record<string, string> {
 }
 
 /** The headers of a route's outcome: where it was served, by what, and the key's window. */
-export function outcomeHeaders(route: Route | undefined, upstream: Upstream | undefined, rate: RateLimitState | undefined): Record<string, string> {
+export function outcomeHeaders(
+  route: Route | undefined,
+  upstream: Upstream | undefined,
+  rate: RateLimitState | undefined,
+): Record<string, string> {
   return {
     ...(route ? routeHeaders(route.decision, upstream) : {}),
     ...(route?.engine ? engineHeaders(route.engine) : {}),

@@ -17,8 +17,12 @@ function isObject(value: unknown): value is Json {
 
 function toolChoice(functionCall: unknown): unknown {
   if (functionCall === "none" || functionCall === "auto" || functionCall == null) return functionCall ?? undefined;
-  if (isObject(functionCall) && typeof functionCall.name === "string") return { type: "function", function: { name: functionCall.name } };
-  throw new BadRequestError("Invalid 'function_call': expected 'none', 'auto' or {\"name\": …}.", { param: "function_call", code: "invalid_value" });
+  if (isObject(functionCall) && typeof functionCall.name === "string")
+    return { type: "function", function: { name: functionCall.name } };
+  throw new BadRequestError("Invalid 'function_call': expected 'none', 'auto' or {\"name\": …}.", {
+    param: "function_call",
+    code: "invalid_value",
+  });
 }
 
 function messages(list: unknown): unknown {
@@ -30,11 +34,18 @@ function messages(list: unknown): unknown {
     if (message.role === "assistant" && isObject(call)) {
       const id = `call_function_${index}`;
       callIds.set(String(call.name), id);
-      return { ...rest, tool_calls: [{ id, type: "function", function: { name: call.name, arguments: call.arguments } }] };
+      return {
+        ...rest,
+        tool_calls: [{ id, type: "function", function: { name: call.name, arguments: call.arguments } }],
+      };
     }
     if (message.role === "function") {
       const id = callIds.get(String(message.name));
-      if (!id) throw new BadRequestError(`Invalid parameter: the 'function' message at messages[${index}] answers no earlier function_call named '${String(message.name)}'.`, { param: `messages[${index}]`, code: "invalid_value" });
+      if (!id)
+        throw new BadRequestError(
+          `Invalid parameter: the 'function' message at messages[${index}] answers no earlier function_call named '${String(message.name)}'.`,
+          { param: `messages[${index}]`, code: "invalid_value" },
+        );
       return { role: "tool", tool_call_id: id, content: message.content ?? "" };
     }
     return message;
@@ -43,15 +54,26 @@ function messages(list: unknown): unknown {
 
 /** The request with the deprecated fields as tools, and whether it used them. */
 export function fromLegacyFunctions(json: unknown): { json: unknown; legacy: boolean } {
-  if (!isObject(json) || (json.functions === undefined && json.function_call === undefined)) return { json, legacy: false };
+  if (!isObject(json) || (json.functions === undefined && json.function_call === undefined))
+    return { json, legacy: false };
   if (json.tools !== undefined || json.tool_choice !== undefined) {
-    throw new BadRequestError("Give either 'tools' and 'tool_choice' or the deprecated 'functions' and 'function_call', not both.", { param: "functions", code: "invalid_value" });
+    throw new BadRequestError(
+      "Give either 'tools' and 'tool_choice' or the deprecated 'functions' and 'function_call', not both.",
+      { param: "functions", code: "invalid_value" },
+    );
   }
   const { functions, function_call: functionCall, ...rest } = json;
-  const tools = Array.isArray(functions) ? functions.map((definition) => ({ type: "function", function: definition })) : functions;
+  const tools = Array.isArray(functions)
+    ? functions.map((definition) => ({ type: "function", function: definition }))
+    : functions;
   const choice = toolChoice(functionCall);
   return {
-    json: { ...rest, messages: messages(json.messages), ...(tools !== undefined ? { tools, parallel_tool_calls: false } : {}), ...(choice !== undefined ? { tool_choice: choice } : {}) },
+    json: {
+      ...rest,
+      messages: messages(json.messages),
+      ...(tools !== undefined ? { tools, parallel_tool_calls: false } : {}),
+      ...(choice !== undefined ? { tool_choice: choice } : {}),
+    },
     legacy: true,
   };
 }

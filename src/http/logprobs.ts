@@ -12,9 +12,15 @@ import type { LegacyLogprobs, TokenLogprobWire } from "../wire/schemas.js";
 export const maxAlternatives = 5;
 
 /** The engine's `logprobs` option for a chat request: the number of alternatives, or undefined when not asked. */
-export function chatLogprobsOption(request: { logprobs?: boolean | null; top_logprobs?: number | null }): number | undefined {
+export function chatLogprobsOption(request: {
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+}): number | undefined {
   if (request.top_logprobs != null && request.logprobs !== true) {
-    throw new BadRequestError("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", { param: "top_logprobs", code: "invalid_value" });
+    throw new BadRequestError(
+      "Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.",
+      { param: "top_logprobs", code: "invalid_value" },
+    );
   }
   if (request.logprobs !== true) return undefined;
   const alternatives = request.top_logprobs ?? 0;
@@ -28,25 +34,37 @@ export function chatLogprobsOption(request: { logprobs?: boolean | null; top_log
 }
 
 /** The engine's `logprobs` option for a legacy completion, where `logprobs` is the number of alternatives. */
-export function legacyLogprobsOption(request: { logprobs?: number | false | null; echo?: boolean | null }): number | undefined {
+export function legacyLogprobsOption(request: {
+  logprobs?: number | false | null;
+  echo?: boolean | null;
+}): number | undefined {
   if (typeof request.logprobs !== "number") return undefined;
   if (request.echo) {
-    throw new BadRequestError("'echo' together with 'logprobs' is not supported: the on-device engines score generated tokens only, not the prompt's.", {
-      param: "echo",
-      code: "unsupported_parameter",
-    });
+    throw new BadRequestError(
+      "'echo' together with 'logprobs' is not supported: the on-device engines score generated tokens only, not the prompt's.",
+      {
+        param: "echo",
+        code: "unsupported_parameter",
+      },
+    );
   }
   return request.logprobs;
 }
 
 /** `logit_bias` as token id → bias, every id within the model's vocabulary. */
-export function logitBiasOption(bias: Record<string, number> | null | undefined, tokenizer: Tokenizer): Record<number, number> | undefined {
+export function logitBiasOption(
+  bias: Record<string, number> | null | undefined,
+  tokenizer: Tokenizer,
+): Record<number, number> | undefined {
   if (!bias || Object.keys(bias).length === 0) return undefined;
   const result: Record<number, number> = {};
   for (const [key, value] of Object.entries(bias)) {
     const id = Number(key);
     if (!Number.isSafeInteger(id) || id >= tokenizer.size) {
-      throw new BadRequestError(`Invalid key in 'logit_bias': ${key}. Maximum value is ${tokenizer.size - 1}.`, { param: "logit_bias", code: "invalid_value" });
+      throw new BadRequestError(`Invalid key in 'logit_bias': ${key}. Maximum value is ${tokenizer.size - 1}.`, {
+        param: "logit_bias",
+        code: "invalid_value",
+      });
     }
     result[id] = value;
   }
@@ -58,7 +76,11 @@ export function toWireLogprobs(tokens: readonly TokenLogprob[]): TokenLogprobWir
     token: token.token,
     logprob: token.logprob,
     bytes: token.bytes,
-    top_logprobs: token.alternatives.map((alternative) => ({ token: alternative.token, logprob: alternative.logprob, bytes: alternative.bytes })),
+    top_logprobs: token.alternatives.map((alternative) => ({
+      token: alternative.token,
+      logprob: alternative.logprob,
+      bytes: alternative.bytes,
+    })),
   }));
 }
 
@@ -73,7 +95,9 @@ export function toLegacyLogprobs(tokens: readonly TokenLogprob[], offset = 0): L
   return {
     tokens: tokens.map((token) => token.token),
     token_logprobs: tokens.map((token) => token.logprob),
-    top_logprobs: tokens.map((token) => Object.fromEntries(token.alternatives.map((alternative) => [alternative.token, alternative.logprob]))),
+    top_logprobs: tokens.map((token) =>
+      Object.fromEntries(token.alternatives.map((alternative) => [alternative.token, alternative.logprob])),
+    ),
     text_offset: textOffset,
   };
 }

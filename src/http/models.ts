@@ -43,19 +43,27 @@ export function modelRoutes(dependencies: HttpDependencies): InferenceRoute[] {
     {
       method: "GET",
       path: modelPaths.list,
-      handler: async () => ({ response: jsonResponse({ object: "list", data: dependencies.catalogue.list().map(modelObject) }) }),
+      handler: async () => ({
+        response: jsonResponse({ object: "list", data: dependencies.catalogue.list().map(modelObject) }),
+      }),
     },
     {
       method: "GET",
       path: modelPaths.one,
-      handler: async (_context, params) => ({ response: jsonResponse(modelObject(findModel(dependencies, params.id ?? "", null))) }),
+      handler: async (_context, params) => ({
+        response: jsonResponse(modelObject(findModel(dependencies, params.id ?? "", null))),
+      }),
     },
     {
       method: "GET",
       path: modelPaths.info,
       handler: async ({ url }) => {
         const id = url.searchParams.get("model");
-        if (!id) throw new BadRequestError("Missing required query parameter: 'model'.", { param: "model", code: "missing_required_parameter" });
+        if (!id)
+          throw new BadRequestError("Missing required query parameter: 'model'.", {
+            param: "model",
+            code: "missing_required_parameter",
+          });
         const model = findModel(dependencies, id);
         const status = await dependencies.engine.status(model);
         const decision = decideRoute(model, status.runnable);
@@ -80,11 +88,20 @@ export function modelRoutes(dependencies: HttpDependencies): InferenceRoute[] {
           loaded: status.loaded,
           threads: status.threads ?? null,
           runnable: status.runnable,
-          routing: { policy: decision.policy, target: decision.target, reason: decision.reason, upstreams: model.upstreams.map((upstream) => upstream.name) },
+          routing: {
+            policy: decision.policy,
+            target: decision.target,
+            reason: decision.reason,
+            upstreams: model.upstreams.map((upstream) => upstream.name),
+          },
           generated_by:
             decision.target === "local"
               ? { where: "device", engine: status.engine?.name ?? dependencies.engine.name, hosts: [] }
-              : { where: "upstream", engine: null, hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host) },
+              : {
+                  where: "upstream",
+                  engine: null,
+                  hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host),
+                },
         };
         return { response: jsonResponse(info) };
       },

@@ -29,7 +29,11 @@ export async function routed(route: Route, run: () => Promise<Outcome>): Promise
  * or not. A failure before anything was generated releases the reservation, charging nothing
  * (a no-op where the generation or the forwarding settled it already: a meter settles once).
  */
-export async function admitted(meter: Meter, route: Route, run: () => Promise<{ response: Response; upstream?: Upstream }>): Promise<Outcome> {
+export async function admitted(
+  meter: Meter,
+  route: Route,
+  run: () => Promise<{ response: Response; upstream?: Upstream }>,
+): Promise<Outcome> {
   try {
     return { ...(await run()), rate: meter.rate, route };
   } catch (error) {

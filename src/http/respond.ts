@@ -27,7 +27,10 @@ export interface RespondOptions {
 export const defaultRespondOptions: RespondOptions = { graceMs: 30_000, keepAliveMs: 10_000 };
 
 /** Replays `first` (already taken from `source`), then the rest of `source`. */
-async function* replay(first: IteratorResult<ChoicePart>, source: AsyncGenerator<ChoicePart>): AsyncGenerator<ChoicePart> {
+async function* replay(
+  first: IteratorResult<ChoicePart>,
+  source: AsyncGenerator<ChoicePart>,
+): AsyncGenerator<ChoicePart> {
   try {
     if (first.done) return;
     yield first.value;
@@ -38,7 +41,12 @@ async function* replay(first: IteratorResult<ChoicePart>, source: AsyncGenerator
 }
 
 /** A body that sends `ping` every `every` ms until `ready` settles, then the stream it yields. */
-function keptAlive(ready: Promise<ReadableStream<Uint8Array>>, ping: Uint8Array, every: number, onCancel: () => void): ReadableStream<Uint8Array> {
+function keptAlive(
+  ready: Promise<ReadableStream<Uint8Array>>,
+  ping: Uint8Array,
+  every: number,
+  onCancel: () => void,
+): ReadableStream<Uint8Array> {
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
   return new ReadableStream<Uint8Array>({
@@ -83,18 +91,25 @@ export async function respond<Event>(
   // Past the grace period the response is committed: from there on a failure travels in the body.
   if (!stream) {
     const whole = running.then(toBody);
-    if ((await settledWithin(whole, options.graceMs)) === "settled") return new Response(JSON.stringify(await whole), { headers: jsonHeaders });
+    if ((await settledWithin(whole, options.graceMs)) === "settled")
+      return new Response(JSON.stringify(await whole), { headers: jsonHeaders });
     const late = whole.then(
       (json) => textStream(JSON.stringify(json)),
       (error: unknown) => textStream(JSON.stringify(errorBody(error))),
     );
-    return new Response(keptAlive(late, encoder.encode(" "), options.keepAliveMs, clientLeft), { headers: jsonHeaders });
+    return new Response(keptAlive(late, encoder.encode(" "), options.keepAliveMs, clientLeft), {
+      headers: jsonHeaders,
+    });
   }
 
-  const events = (ready: Generation) => sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
-  if ((await settledWithin(running, options.graceMs)) === "settled") return new Response(events(await running), { headers: sseHeaders });
+  const events = (ready: Generation) =>
+    sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
+  if ((await settledWithin(running, options.graceMs)) === "settled")
+    return new Response(events(await running), { headers: sseHeaders });
   const late = running.then(events, (error: unknown) => textStream(`data: ${JSON.stringify(errorBody(error))}\n\n`));
-  return new Response(keptAlive(late, encoder.encode(": waiting for the model\n\n"), options.keepAliveMs, clientLeft), { headers: sseHeaders });
+  return new Response(keptAlive(late, encoder.encode(": waiting for the model\n\n"), options.keepAliveMs, clientLeft), {
+    headers: sseHeaders,
+  });
 }
 
 const textStream = (text: string) => new Blob([text]).stream() as ReadableStream<Uint8Array>;
@@ -106,7 +121,13 @@ async function settledWithin(promise: Promise<unknown>, ms: number): Promise<"se
   promise.catch(() => undefined);
   let deadline: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<"late">((resolve) => (deadline = setTimeout(() => resolve("late"), ms)));
-  const outcome = await Promise.race([promise.then(() => "settled" as const, () => "settled" as const), timedOut]);
+  const outcome = await Promise.race([
+    promise.then(
+      () => "settled" as const,
+      () => "settled" as const,
+    ),
+    timedOut,
+  ]);
   clearTimeout(deadline);
   return outcome;
 }

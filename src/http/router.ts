@@ -12,14 +12,18 @@ export interface Route<Context, Result> {
   handler: (context: Context, params: Record<string, string>) => Promise<Result>;
 }
 
-export type RouteMatch<Context, Result> = { route: Route<Context, Result>; params: Record<string, string> } | { route: null };
+export type RouteMatch<Context, Result> =
+  { route: Route<Context, Result>; params: Record<string, string> } | { route: null };
 
 /** A percent-encoded path segment; a malformed escape (`%`, `%zz`) is the request's fault: 400. */
 function decodePathSegment(value: string): string {
   try {
     return decodeURIComponent(value);
   } catch {
-    throw new BadRequestError(`The URL path segment ${JSON.stringify(value)} is not valid percent-encoding: write '%' as '%25'.`, { code: "invalid_value" });
+    throw new BadRequestError(
+      `The URL path segment ${JSON.stringify(value)} is not valid percent-encoding: write '%' as '%25'.`,
+      { code: "invalid_value" },
+    );
   }
 }
 

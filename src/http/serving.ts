@@ -18,12 +18,20 @@ import { abortWith, respond, respondForwarded } from "./respond.js";
 /** OpenAI's refusal of `stream_options` without `stream`, which both generation endpoints make. */
 export function checkStreamOptions(request: { stream?: boolean | null | undefined; stream_options?: unknown }): void {
   if (request.stream_options && request.stream !== true) {
-    throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: "stream_options" });
+    throw new BadRequestError("The 'stream_options' parameter is only allowed when 'stream' is enabled.", {
+      param: "stream_options",
+    });
   }
 }
 
 function serveRequest(context: RequestContext, signal: AbortSignal): ServeRequest {
-  return { requestId: context.requestId, receivedAt: context.receivedAt, key: context.key, signal, origin: context.url.origin };
+  return {
+    requestId: context.requestId,
+    receivedAt: context.receivedAt,
+    key: context.key,
+    signal,
+    origin: context.url.origin,
+  };
 }
 
 /** How a generation becomes the endpoint's reply: streamed as events, or whole. */
@@ -34,21 +42,50 @@ export interface Reply<Event> {
 }
 
 /** Generates on this device with the engine the route chose. */
-export async function generateLocally<Event>(dependencies: HttpDependencies, context: RequestContext, route: Route, plan: GenerationPlan, reply: Reply<Event>): Promise<Outcome> {
+export async function generateLocally<Event>(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  plan: GenerationPlan,
+  reply: Reply<Event>,
+): Promise<Outcome> {
   const controller = abortWith(context.request);
   const meter = await admit(dependencies, serveRequest(context, controller.signal), plan.model, admittedTokens(plan));
   return admitted(meter, route, async () => {
     const engine = chosenEngine(route);
-    const generation = await startGeneration(dependencies, meter, { ...plan, ...(engine ? { engine } : {}) }, controller.signal);
-    return { response: await respond(context.requestId, controller, generation, reply.stream, reply.toEvents, reply.toBody, dependencies.respond) };
+    const generation = await startGeneration(
+      dependencies,
+      meter,
+      { ...plan, ...(engine ? { engine } : {}) },
+      controller.signal,
+    );
+    return {
+      response: await respond(
+        context.requestId,
+        controller,
+        generation,
+        reply.stream,
+        reply.toEvents,
+        reply.toBody,
+        dependencies.respond,
+      ),
+    };
   });
 }
 
 /** Forwards to the model's upstreams, which generate; the answer is re-framed and billed here. */
-export async function forwardRemotely(dependencies: HttpDependencies, context: RequestContext, route: Route, plan: Omit<ForwardPlan, "decision">): Promise<Outcome> {
+export async function forwardRemotely(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  plan: Omit<ForwardPlan, "decision">,
+): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);
-  const meter = await admit(dependencies, request, plan.model, { promptTokens: plan.promptTokens, maxCompletionTokens: plan.maxCompletionTokens });
+  const meter = await admit(dependencies, request, plan.model, {
+    promptTokens: plan.promptTokens,
+    maxCompletionTokens: plan.maxCompletionTokens,
+  });
   return admitted(meter, route, async () => {
     const forwarded = await forward(dependencies, request, { ...plan, decision: route.decision }, meter);
     return { response: respondForwarded(forwarded, context.requestId, controller), upstream: forwarded.upstream };

@@ -42,7 +42,8 @@ class ReadAhead {
   async #pump(events: AsyncIterator<unknown>, limit: number): Promise<void> {
     try {
       for (;;) {
-        while (this.#queue.length >= limit && !this.#discarding) await new Promise<void>((resolve) => (this.#room = resolve));
+        while (this.#queue.length >= limit && !this.#discarding)
+          await new Promise<void>((resolve) => (this.#room = resolve));
         const next = await events.next();
         if (!this.#discarding) this.#queue.push(next);
         this.#signal();
@@ -86,7 +87,13 @@ class ReadAhead {
   }
 }
 
-type TextChoice = { index: number; delta?: Record<string, unknown>; text?: unknown; logprobs?: unknown; finish_reason?: unknown };
+type TextChoice = {
+  index: number;
+  delta?: Record<string, unknown>;
+  text?: unknown;
+  logprobs?: unknown;
+  finish_reason?: unknown;
+};
 type Chunk = { choices?: TextChoice[]; usage?: unknown };
 
 /** The text a chunk adds and nothing else (one choice, no role, tool call, log probabilities, finish or usage), or null. */
@@ -97,7 +104,9 @@ function plainText(event: unknown): { choice: TextChoice; text: string } | null 
   if (choice.finish_reason != null || choice.logprobs != null) return null;
   if (choice.delta !== undefined) {
     const keys = Object.keys(choice.delta);
-    return keys.length === 1 && keys[0] === "content" && typeof choice.delta.content === "string" ? { choice, text: choice.delta.content } : null;
+    return keys.length === 1 && keys[0] === "content" && typeof choice.delta.content === "string"
+      ? { choice, text: choice.delta.content }
+      : null;
   }
   return typeof choice.text === "string" ? { choice, text: choice.text } : null;
 }

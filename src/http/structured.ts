@@ -8,7 +8,14 @@ import type { ModelFamily } from "../model/families.js";
 import type { EngineMessage } from "../prompt/messages.js";
 import type { OutputConstraint, ToolChoiceSpec } from "../engine/contract.js";
 import { BadRequestError } from "../errors/api.js";
-import { checkSchema, GrammarBuilder, literal, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../grammar/json-schema.js";
+import {
+  checkSchema,
+  GrammarBuilder,
+  literal,
+  schemaToGrammar,
+  UnsupportedSchemaError,
+  type JsonSchema,
+} from "../grammar/json-schema.js";
 import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
 import type { ChatCompletionRequest } from "../wire/schemas.js";
 
@@ -29,7 +36,10 @@ function checked(schema: unknown, param: string): JsonSchema {
     checkSchema(schema);
   } catch (error) {
     if (error instanceof UnsupportedSchemaError) {
-      throw new BadRequestError(`Invalid schema for '${param}'${error.pointer ? ` at ${error.pointer}` : ""}: ${error.message}.`, { param, code: "invalid_schema" });
+      throw new BadRequestError(
+        `Invalid schema for '${param}'${error.pointer ? ` at ${error.pointer}` : ""}: ${error.message}.`,
+        { param, code: "invalid_schema" },
+      );
     }
     throw error;
   }
@@ -40,32 +50,45 @@ function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
   const choice = request.tool_choice;
   if (!request.tools?.length) {
     if (choice && choice !== "none" && choice !== "auto") {
-      throw new BadRequestError("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", { param: "tool_choice" });
+      throw new BadRequestError(
+        "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+        { param: "tool_choice" },
+      );
     }
     return null;
   }
   const names = new Set<string>();
   request.tools.forEach((tool, index) => {
     if (names.has(tool.function.name)) {
-      throw new BadRequestError(`Invalid 'tools': the function name '${tool.function.name}' is given twice.`, { param: `tools[${index}].function.name` });
+      throw new BadRequestError(`Invalid 'tools': the function name '${tool.function.name}' is given twice.`, {
+        param: `tools[${index}].function.name`,
+      });
     }
     names.add(tool.function.name);
   });
   if (choice && typeof choice === "object" && !names.has(choice.function.name)) {
-    throw new BadRequestError(`Invalid value for 'tool_choice': no function named '${choice.function.name}' was specified in 'tools'.`, {
-      param: "tool_choice.function.name",
-    });
+    throw new BadRequestError(
+      `Invalid value for 'tool_choice': no function named '${choice.function.name}' was specified in 'tools'.`,
+      {
+        param: "tool_choice.function.name",
+      },
+    );
   }
   return request.tools.map((tool, index) => ({
     name: tool.function.name,
     ...(tool.function.description !== undefined ? { description: tool.function.description } : {}),
-    parameters: checked(tool.function.parameters ?? { type: "object", properties: {} }, `tools[${index}].function.parameters`) as Record<string, unknown>,
+    parameters: checked(
+      tool.function.parameters ?? { type: "object", properties: {} },
+      `tools[${index}].function.parameters`,
+    ) as Record<string, unknown>,
   }));
 }
 
 /** An EBNF character class of everything but `excluded` and whitespace or control characters. */
 function notStartingWith(excluded: readonly string[]): string {
-  const escaped = [...new Set(excluded)].map((character) => (/[\\\]\[^-]/.test(character) ? `\\${character}` : character)).join("");
+  const escaped = [...new Set(excluded)]
+    .map((character) => (/[\\\]\[^-]/.test(character) ? `\\${character}` : character))
+    .join("");
   return `[^${escaped}\\x00-\\x20]`;
 }
 
@@ -74,7 +97,12 @@ function notStartingWith(excluded: readonly string[]): string {
  * with arguments that match each tool's parameters; under `auto`, also any text that does not
  * begin like a call.
  */
-export function toolGrammar(family: ModelFamily, tools: readonly ToolSpec[], choice: ToolChoiceSpec, parallel: boolean): string {
+export function toolGrammar(
+  family: ModelFamily,
+  tools: readonly ToolSpec[],
+  choice: ToolChoiceSpec,
+  parallel: boolean,
+): string {
   const syntax = toolSyntax[family];
   const builder = new GrammarBuilder({ pythonSpacing: true });
   const selected = typeof choice === "object" ? tools.filter((tool) => tool.name === choice.name) : tools;
@@ -93,22 +121,31 @@ export function toolGrammar(family: ModelFamily, tools: readonly ToolSpec[], cho
   return builder.build(`${replies} | ${text}`);
 }
 
-export function planStructured(request: ChatCompletionRequest, family: ModelFamily, messages: EngineMessage[]): StructuredPlan {
+export function planStructured(
+  request: ChatCompletionRequest,
+  family: ModelFamily,
+  messages: EngineMessage[],
+): StructuredPlan {
   const tools = toolsOf(request);
   const toolMode = tools !== null && request.tool_choice !== "none";
   const format = request.response_format;
   const wantsJson = format?.type === "json_object" || format?.type === "json_schema";
   if (toolMode && wantsJson) {
-    throw new BadRequestError("'response_format' together with 'tools' is not supported: a reply is either a tool call or JSON. Send one of them.", {
-      param: "response_format",
-      code: "unsupported_request",
-    });
+    throw new BadRequestError(
+      "'response_format' together with 'tools' is not supported: a reply is either a tool call or JSON. Send one of them.",
+      {
+        param: "response_format",
+        code: "unsupported_request",
+      },
+    );
   }
-  const ownPrompt = toolMode || messages.some((message) => message.role === "tool" || (message.toolCalls?.length ?? 0) > 0);
+  const ownPrompt =
+    toolMode || messages.some((message) => message.role === "tool" || (message.toolCalls?.length ?? 0) > 0);
 
   if (toolMode) {
     const raw = request.tool_choice ?? "auto";
-    const choice: ToolChoiceSpec = typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
+    const choice: ToolChoiceSpec =
+      typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
     const parallel = request.parallel_tool_calls ?? true;
     return {
       messages,
@@ -139,6 +176,8 @@ export function planStructured(request: ChatCompletionRequest, family: ModelFami
   if (mentionsJson && format?.type === "json_object") return { messages, tools: null, ownPrompt, constraint };
   const [first, ...rest] = messages;
   const withInstruction: EngineMessage[] =
-    first?.role === "system" ? [{ ...first, content: `${first.content}\n\n${instruction}` }, ...rest] : [{ role: "system", content: instruction }, ...messages];
+    first?.role === "system"
+      ? [{ ...first, content: `${first.content}\n\n${instruction}` }, ...rest]
+      : [{ role: "system", content: instruction }, ...messages];
   return { messages: withInstruction, tools: null, ownPrompt, constraint };
 }

@@ -35,24 +35,36 @@ export function toBadRequest(error: z.ZodError, input: unknown): BadRequestError
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0] ?? "";
     const param = formatParam([...at, key]);
-    return new BadRequestError(`Unrecognized request argument supplied: ${param}`, { param, code: "unknown_parameter" });
+    return new BadRequestError(`Unrecognized request argument supplied: ${param}`, {
+      param,
+      code: "unknown_parameter",
+    });
   }
   const param = formatParam(at);
   const value = valueAt(input, at);
   if (value === undefined && at.length > 0 && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
-    return new BadRequestError(`Missing required parameter: '${param}'.`, { param, code: "missing_required_parameter" });
+    return new BadRequestError(`Missing required parameter: '${param}'.`, {
+      param,
+      code: "missing_required_parameter",
+    });
   }
   switch (issue.code) {
     case "invalid_type":
-      return new BadRequestError(`Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)} instead.`, {
-        param,
-        code: "invalid_type",
-      });
+      return new BadRequestError(
+        `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)} instead.`,
+        {
+          param,
+          code: "invalid_type",
+        },
+      );
     case "too_big":
-      return new BadRequestError(`Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${JSON.stringify(value)} instead.`, {
-        param,
-        code: "invalid_value",
-      });
+      return new BadRequestError(
+        `Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${JSON.stringify(value)} instead.`,
+        {
+          param,
+          code: "invalid_value",
+        },
+      );
     case "too_small":
       return new BadRequestError(
         Array.isArray(value) || typeof value === "string"
@@ -85,10 +97,14 @@ export function parseWith<Schema extends z.ZodType>(schema: Schema, input: unkno
 export const maxBodyBytes = 8 * 1024 * 1024;
 
 function tooLarge(): ApiError {
-  return new ApiError(413, `The request body is larger than ${maxBodyBytes} bytes, the most this API accepts (no model's context window holds that much text).`, {
-    type: "invalid_request_error",
-    code: "request_too_large",
-  });
+  return new ApiError(
+    413,
+    `The request body is larger than ${maxBodyBytes} bytes, the most this API accepts (no model's context window holds that much text).`,
+    {
+      type: "invalid_request_error",
+      code: "request_too_large",
+    },
+  );
 }
 
 /** The body as text, refused (413) once it passes `maxBodyBytes`, by its Content-Length or as it streams in. */
@@ -127,10 +143,13 @@ export function startReadingBody(request: Request): Promise<string> {
 /** Parses a JSON body read by `startReadingBody`; a malformed one is a 400, never a 500. */
 export async function readJson(body: Promise<string>): Promise<unknown> {
   const text = await body;
-  if (text.trim() === "") throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
+  if (text.trim() === "")
+    throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new BadRequestError(`We could not parse the JSON body of your request: ${(error as Error).message}`, { code: "invalid_json" });
+    throw new BadRequestError(`We could not parse the JSON body of your request: ${(error as Error).message}`, {
+      code: "invalid_json",
+    });
   }
 }

@@ -131,7 +131,8 @@ function encodeWord(table: MergeTable, model: BpeModel, word: string): string[] 
     offer(left);
   }
   const tokens: string[] = [];
-  for (let index = 0; index >= 0 && index < count; index = next[index]!) tokens.push(ids[index]! >= 0 ? model.vocab[ids[index]!]! : characters[index]!);
+  for (let index = 0; index >= 0 && index < count; index = next[index]!)
+    tokens.push(ids[index]! >= 0 ? model.vocab[ids[index]!]! : characters[index]!);
   return tokens;
 }
 

@@ -37,12 +37,23 @@ export type BuildChoice = { ok: true; build: MlcBuild } | { ok: false; reason: s
 
 /** The first build whose features the adapter has, or why none fits. */
 export function chooseBuild(model: ModelEntry, device: DeviceFeatures): BuildChoice {
-  if (model.builds.length === 0) return { ok: false, reason: `${model.id} has no build for this device's engine; it is served remotely`, build: null };
+  if (model.builds.length === 0)
+    return {
+      ok: false,
+      reason: `${model.id} has no build for this device's engine; it is served remotely`,
+      build: null,
+    };
   if (!device.webgpu) return { ok: false, reason: "WebGPU is not available in this browser", build: null };
   const usable = model.builds.find((build) => build.requiredFeatures.every((feature) => device.features.has(feature)));
   if (!usable) {
-    const missing = [...new Set(model.builds.flatMap((build) => build.requiredFeatures))].filter((feature) => !device.features.has(feature));
-    return { ok: false, reason: `every build of ${model.id} needs WebGPU feature(s) this adapter lacks: ${missing.join(", ")}`, build: null };
+    const missing = [...new Set(model.builds.flatMap((build) => build.requiredFeatures))].filter(
+      (feature) => !device.features.has(feature),
+    );
+    return {
+      ok: false,
+      reason: `every build of ${model.id} needs WebGPU feature(s) this adapter lacks: ${missing.join(", ")}`,
+      build: null,
+    };
   }
   const needed = memoryEstimateMB(model, usable);
   if (device.memoryBudgetMB !== undefined && needed > device.memoryBudgetMB) {
@@ -72,9 +83,13 @@ export type GgufChoice = { ok: true; build: GgufBuild } | { ok: false; reason: s
 /** The first GGUF build that fits in `memoryBudgetMB` (any, when the budget is unknown), or why none does. */
 export function chooseGgufBuild(model: ModelEntry, memoryBudgetMB: number | undefined): GgufChoice {
   if (model.gguf.length === 0) return { ok: false, reason: `${model.id} has no GGUF build for llama.cpp`, build: null };
-  const fitting = model.gguf.find((build) => memoryBudgetMB === undefined || ggufMemoryEstimateMB(model, build) <= memoryBudgetMB);
+  const fitting = model.gguf.find(
+    (build) => memoryBudgetMB === undefined || ggufMemoryEstimateMB(model, build) <= memoryBudgetMB,
+  );
   if (fitting) return { ok: true, build: fitting };
-  const smallest = model.gguf.reduce((best, build) => (ggufMemoryEstimateMB(model, build) < ggufMemoryEstimateMB(model, best) ? build : best));
+  const smallest = model.gguf.reduce((best, build) =>
+    ggufMemoryEstimateMB(model, build) < ggufMemoryEstimateMB(model, best) ? build : best,
+  );
   return {
     ok: false,
     reason: `${smallest.modelId} needs about ${Math.round(ggufMemoryEstimateMB(model, smallest))} MB of memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(memoryBudgetMB ?? 0)} MB (set \`memoryBudgetMB\` if it has more)`,

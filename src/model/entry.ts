@@ -9,7 +9,11 @@ import { z } from "zod";
 import { assertSecureUrl } from "./secure-url.js";
 import { modelFamilies } from "./families.js";
 
-const kvCacheSchema = z.strictObject({ layers: z.number().int().positive(), kvHeads: z.number().int().positive(), headDim: z.number().int().positive() });
+const kvCacheSchema = z.strictObject({
+  layers: z.number().int().positive(),
+  kvHeads: z.number().int().positive(),
+  headDim: z.number().int().positive(),
+});
 
 export const mlcBuildSchema = z.strictObject({
   /** web-llm's `model_id`. */
@@ -41,7 +45,10 @@ const splitPattern = /-(\d{5})-of-(\d{5})\.gguf$/;
 export function ggufFiles(file: string): string[] {
   const split = splitPattern.exec(file);
   if (!split) return [file];
-  return Array.from({ length: Number(split[2]) }, (_, index) => `${file.slice(0, split.index)}-${String(index + 1).padStart(5, "0")}-of-${split[2]}.gguf`);
+  return Array.from(
+    { length: Number(split[2]) },
+    (_, index) => `${file.slice(0, split.index)}-${String(index + 1).padStart(5, "0")}-of-${split[2]}.gguf`,
+  );
 }
 
 /** The largest file a browser engine may read whole (wllama's limit); bigger models are split. */
@@ -56,7 +63,10 @@ export const ggufBuildSchema = z
     /** A name for the build, shown in `/v1/model/info`. */
     modelId: z.string().min(1),
     /** The GGUF file, or a split model's first shard; relative names resolve against `artifacts.ggufBaseUrl`. */
-    file: z.string().min(1).regex(/\.gguf$/, "a GGUF file name ends in .gguf"),
+    file: z
+      .string()
+      .min(1)
+      .regex(/\.gguf$/, "a GGUF file name ends in .gguf"),
     quantization: z.string().min(1),
     /** The files' total size in MB: the weights llama.cpp holds in memory. */
     sizeMB: z.number().positive(),
@@ -66,7 +76,12 @@ export const ggufBuildSchema = z
   .superRefine((build, context) => {
     const split = splitPattern.exec(build.file);
     const files = ggufFiles(build.file).length;
-    if (split && split[1] !== "00001") context.addIssue({ code: "custom", path: ["file"], message: `name the first shard (…-00001-of-${split[2]}.gguf), not shard ${split[1]}` });
+    if (split && split[1] !== "00001")
+      context.addIssue({
+        code: "custom",
+        path: ["file"],
+        message: `name the first shard (…-00001-of-${split[2]}.gguf), not shard ${split[1]}`,
+      });
     if (build.sizeMB / files > maxGgufFileMB) {
       context.addIssue({
         code: "custom",
@@ -126,17 +141,30 @@ export const modelEntrySchema = z.strictObject({
  * here: a default would overwrite the seed's value for a field the app did not give.
  */
 export const modelOverrideSchema = z.strictObject({
-  ...Object.fromEntries(Object.entries(modelEntrySchema.shape).map(([name, field]) => [name, (field instanceof z.ZodDefault ? field.unwrap() : field).optional()])),
+  ...Object.fromEntries(
+    Object.entries(modelEntrySchema.shape).map(([name, field]) => [
+      name,
+      (field instanceof z.ZodDefault ? field.unwrap() : field).optional(),
+    ]),
+  ),
   id: modelEntrySchema.shape.id,
 }) as unknown as z.ZodType<Partial<ModelEntryInput> & { id: string }>;
 
 /** An entry that can serve: a build unless it is remote-only, an upstream unless it is local-only. */
 export const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
   if (model.routing !== "remote" && model.builds.length === 0 && model.gguf.length === 0) {
-    context.addIssue({ code: "custom", path: ["builds"], message: `${model.id} has routing '${model.routing}' but no build; give it MLC builds, GGUF builds or routing 'remote'` });
+    context.addIssue({
+      code: "custom",
+      path: ["builds"],
+      message: `${model.id} has routing '${model.routing}' but no build; give it MLC builds, GGUF builds or routing 'remote'`,
+    });
   }
   if (model.routing !== "local" && model.upstreams.length === 0) {
-    context.addIssue({ code: "custom", path: ["upstreams"], message: `${model.id} has routing '${model.routing}' but no upstream` });
+    context.addIssue({
+      code: "custom",
+      path: ["upstreams"],
+      message: `${model.id} has routing '${model.routing}' but no upstream`,
+    });
   }
   model.upstreams.forEach((upstream, index) => {
     try {

@@ -42,7 +42,6 @@ export interface TokenizerFiles {
   config: unknown;
 }
 
-
 /** A piece of a rendered prompt: text (the client's among it), or a control token the template wrote. */
 export interface PromptPiece {
   text: string;
@@ -89,12 +88,19 @@ async function readTokenizerFile(response: Response, url: string): Promise<Token
   try {
     const bytes = new Uint8Array(await response.arrayBuffer());
     const gzipped = bytes[0] === 0x1f && bytes[1] === 0x8b;
-    const text = gzipped ? await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text() : new TextDecoder().decode(bytes);
+    const text = gzipped
+      ? await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text()
+      : new TextDecoder().decode(bytes);
     const file = JSON.parse(text) as { format?: string; tokenizer: CompactTokenizer; config: unknown };
-    if (file.format !== compactFormat) throw new Error(`its format is ${JSON.stringify(file.format)}, not ${compactFormat}`);
+    if (file.format !== compactFormat)
+      throw new Error(`its format is ${JSON.stringify(file.format)}, not ${compactFormat}`);
     return { tokenizer: expandTokenizer(file.tokenizer), config: file.config };
   } catch (error) {
-    throw new EngineError("asset", `The tokenizer file ${url} could not be read (${(error as Error).message}). Serve the one that comes with this version of webgpu-inference: ${assetFix}.`, { cause: error });
+    throw new EngineError(
+      "asset",
+      `The tokenizer file ${url} could not be read (${(error as Error).message}). Serve the one that comes with this version of webgpu-inference: ${assetFix}.`,
+      { cause: error },
+    );
   }
 }
 
@@ -103,7 +109,10 @@ async function readTokenizerFile(response: Response, url: string): Promise<Token
  * keeps weights), so counting works offline once a family has been used. Only the families a
  * request needs are ever fetched.
  */
-export function fetchTokenizerSource(baseUrl: string, fetcher: typeof fetch = (input, init) => fetch(input, init)): TokenizerSource {
+export function fetchTokenizerSource(
+  baseUrl: string,
+  fetcher: typeof fetch = (input, init) => fetch(input, init),
+): TokenizerSource {
   return async (name) => {
     const { url, response } = await tokenizerResponse(baseUrl, name, fetcher);
     return readTokenizerFile(response, url);
@@ -111,7 +120,11 @@ export function fetchTokenizerSource(baseUrl: string, fetcher: typeof fetch = (i
 }
 
 /** A tokenizer file from Cache Storage, else fetched and kept there. */
-async function tokenizerResponse(baseUrl: string, name: string, fetcher: typeof fetch): Promise<{ url: string; response: Response }> {
+async function tokenizerResponse(
+  baseUrl: string,
+  name: string,
+  fetcher: typeof fetch,
+): Promise<{ url: string; response: Response }> {
   const url = `${baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`}${tokenizerFileName(name)}`;
   const cache = typeof caches === "undefined" ? undefined : await caches.open(tokenizerCacheName);
   const cached = await cache?.match(url);
@@ -119,15 +132,24 @@ async function tokenizerResponse(baseUrl: string, name: string, fetcher: typeof 
   const response = await fetchAsset(url, `the ${name} tokenizer`, assetFix, {
     fetcher,
     // A dev server's or a host's fallback page answers 200 with HTML for a file it does not have.
-    expect: (answer) => (/text\/html/i.test(answer.headers.get("content-type") ?? "") ? "the server answered with an HTML page, not the file" : null),
+    expect: (answer) =>
+      /text\/html/i.test(answer.headers.get("content-type") ?? "")
+        ? "the server answered with an HTML page, not the file"
+        : null,
   });
   await cache?.put(url, response.clone());
   return { url, response };
 }
 
 /** Fetches the named tokenizers into Cache Storage (those already there are left), without reading them. */
-export async function cacheTokenizers(baseUrl: string, names: readonly string[], fetcher: typeof fetch = (input, init) => fetch(input, init)): Promise<void> {
-  await Promise.all(names.map(async (name) => (await tokenizerResponse(baseUrl, name, fetcher)).response.body?.cancel()));
+export async function cacheTokenizers(
+  baseUrl: string,
+  names: readonly string[],
+  fetcher: typeof fetch = (input, init) => fetch(input, init),
+): Promise<void> {
+  await Promise.all(
+    names.map(async (name) => (await tokenizerResponse(baseUrl, name, fetcher)).response.body?.cancel()),
+  );
 }
 
 interface TokenSplitter {
@@ -155,7 +177,9 @@ interface LoadedTokenizer {
 
 /** The Unicode normal form a tokenizer applies first, if any (`NFC` for Qwen). */
 function unicodeForm(tokenizer: unknown): "NFC" | "NFD" | "NFKC" | "NFKD" | undefined {
-  const form = /"type":\s*"(NFK?[CD])"/.exec(JSON.stringify((tokenizer as { normalizer?: unknown }).normalizer ?? null));
+  const form = /"type":\s*"(NFK?[CD])"/.exec(
+    JSON.stringify((tokenizer as { normalizer?: unknown }).normalizer ?? null),
+  );
   return form?.[1] as "NFC" | "NFD" | "NFKC" | "NFKD" | undefined;
 }
 
@@ -176,7 +200,11 @@ function longestEntry(vocab: readonly unknown[], added: readonly AddedToken[]): 
 }
 
 /** Runs `encode` (synchronous) with the splitter and map of `tokens` in place of the tokenizer's. */
-function withAddedTokens<T>(internals: LoadedTokenizer, tokens: { splitter: TokenSplitter; map: Map<string, AddedToken> }, encode: () => T): T {
+function withAddedTokens<T>(
+  internals: LoadedTokenizer,
+  tokens: { splitter: TokenSplitter; map: Map<string, AddedToken> },
+  encode: () => T,
+): T {
   const { added_tokens_splitter: splitter, added_tokens_map: map } = internals;
   internals.added_tokens_splitter = tokens.splitter;
   internals.added_tokens_map = tokens.map;
@@ -209,7 +237,12 @@ function absentCharacter(text: string): string {
  * non-legacy one prepends "▁" and turns "▁" into spaces): the cuts keep their distance from
  * the end, which such a rewrite leaves alone.
  */
-function encodeWithControls(internals: LoadedTokenizer, plain: { splitter: TokenSplitter }, pieces: readonly PromptPiece[], encode: (text: string) => number[]): number[] {
+function encodeWithControls(
+  internals: LoadedTokenizer,
+  plain: { splitter: TokenSplitter },
+  pieces: readonly PromptPiece[],
+  encode: (text: string) => number[],
+): number[] {
   const text = pieces.map((piece) => piece.text).join("");
   const mark = absentCharacter(text);
   const keys = new Map<string, AddedToken>();
@@ -259,13 +292,16 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
   if ("merges" in model) installFastBpe(model as unknown as BpeModel);
   // The added tokens a text may hold: those that are not special (the library's own splitter class over them).
   const plain = {
-    splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(added.filter((token) => !token.special).map((token) => token.content)),
+    splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(
+      added.filter((token) => !token.special).map((token) => token.content),
+    ),
     map: new Map([...internals.added_tokens_map].filter(([, token]) => !token.special)),
   };
   return {
     encode: (text) => loaded.encode(text, { add_special_tokens: false }),
     encodeText: (text) => withAddedTokens(internals, plain, () => loaded.encode(text, { add_special_tokens: false })),
-    encodePieces: (pieces) => encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
+    encodePieces: (pieces) =>
+      encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
     fewestTokens: fewestTokens(longestEntry(model.vocab, added), unicodeForm(files.tokenizer)),

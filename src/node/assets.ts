@@ -38,7 +38,11 @@ export const wllamaWasmPath = "wllama/wllama.wasm";
 
 /** Every path this package may have written into an app, so stale ones can be told apart. */
 export function ownedPaths(): string[] {
-  return [workerPath, wllamaWasmPath, ...Object.values(tokenizerNames).map((name) => `${tokenizerFolder}/${tokenizerFileName(name)}`)];
+  return [
+    workerPath,
+    wllamaWasmPath,
+    ...Object.values(tokenizerNames).map((name) => `${tokenizerFolder}/${tokenizerFileName(name)}`),
+  ];
 }
 
 /** The installed @wllama/wllama's WebAssembly, resolved as the app's bundler resolves the package; null when it is not installed. */
@@ -53,18 +57,25 @@ export function installedWllamaWasm(from = join(process.cwd(), "package.json")):
 export function assets(options: AssetOptions = {}, directory = fileURLToPath(new URL(".", import.meta.url))): Asset[] {
   const { serviceWorker = true, families = modelFamilies, llamacpp } = options;
   for (const family of families) {
-    if (!modelFamilies.includes(family)) throw new Error(`webgpu-inference: unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`);
+    if (!modelFamilies.includes(family))
+      throw new Error(
+        `webgpu-inference: unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`,
+      );
   }
   const list: Asset[] = [];
   if (serviceWorker) list.push({ path: workerPath, file: join(directory, workerPath), contentType: "text/javascript" });
   const wasm = llamacpp === false ? null : installedWllamaWasm();
-  if (llamacpp === true && !wasm) throw new Error("webgpu-inference: the llamacpp engine needs @wllama/wllama: npm install @wllama/wllama.");
+  if (llamacpp === true && !wasm)
+    throw new Error("webgpu-inference: the llamacpp engine needs @wllama/wllama: npm install @wllama/wllama.");
   if (wasm) list.push({ path: wllamaWasmPath, file: wasm, contentType: "application/wasm" });
   for (const name of new Set(families.map((family) => tokenizerNames[family]))) {
     const path = `${tokenizerFolder}/${tokenizerFileName(name)}`;
     list.push({ path, file: join(directory, path), contentType: "application/gzip" });
   }
   const missing = list.filter((asset) => !existsSync(asset.file));
-  if (missing.length) throw new Error(`webgpu-inference: the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`);
+  if (missing.length)
+    throw new Error(
+      `webgpu-inference: the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`,
+    );
   return list;
 }

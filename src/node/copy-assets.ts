@@ -25,10 +25,15 @@ export function copyAssets(argv: string[]): string[] {
     const flag = rest[index];
     if (flag === "--no-service-worker") serviceWorker = false;
     else if (flag === "--no-llamacpp") llamacpp = false;
-    else if (flag === "--families" && rest[index + 1]) families = rest[++index]!.split(",").filter(Boolean) as ModelFamily[];
+    else if (flag === "--families" && rest[index + 1])
+      families = rest[++index]!.split(",").filter(Boolean) as ModelFamily[];
     else throw new Error(`unknown argument ${flag}\n\n${usage}`);
   }
-  const selected = assets({ serviceWorker, ...(llamacpp === undefined ? {} : { llamacpp }), ...(families ? { families } : {}) });
+  const selected = assets({
+    serviceWorker,
+    ...(llamacpp === undefined ? {} : { llamacpp }),
+    ...(families ? { families } : {}),
+  });
   const keep = new Set(selected.map((asset) => asset.path));
   const lines: string[] = [];
   for (const path of ownedPaths()) {

@@ -24,7 +24,9 @@ export default function webgpuInference(options: AssetOptions = {}): Plugin {
     configureServer(server) {
       server.middlewares.use((request, response, next) => {
         const path = decodeURI((request.url ?? "").split("?")[0] ?? "");
-        const asset = path.startsWith(base) ? files.find((candidate) => candidate.path === path.slice(base.length)) : undefined;
+        const asset = path.startsWith(base)
+          ? files.find((candidate) => candidate.path === path.slice(base.length))
+          : undefined;
         if (!asset || (request.method !== "GET" && request.method !== "HEAD")) return next();
         response.setHeader("content-type", asset.contentType);
         // Revalidated on every load: a new version of the package is picked up at once.
@@ -35,7 +37,8 @@ export default function webgpuInference(options: AssetOptions = {}): Plugin {
     },
     generateBundle() {
       if (this.environment?.config.consumer === "server") return;
-      for (const asset of files) this.emitFile({ type: "asset", fileName: asset.path, source: readFileSync(asset.file) });
+      for (const asset of files)
+        this.emitFile({ type: "asset", fileName: asset.path, source: readFileSync(asset.file) });
     },
   };
 }

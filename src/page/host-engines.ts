@@ -27,7 +27,9 @@ export interface PageEngineOptions {
 export function hostPageEngine(config: ResolvedConfig, scriptUrl: string, options: PageEngineOptions): () => void {
   const engines: Record<string, Engine> = {};
   const local = () => {
-    const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href));
+    const tokenizers = new Tokenizers(
+      fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", scriptUrl).href),
+    );
     return createEngine({ config, tokenizers, webllm: options.webllm, onProgress: options.onProgress });
   };
   if (config.engine === "deterministic") engines.deterministic = local();

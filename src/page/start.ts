@@ -14,7 +14,13 @@ import { Admin } from "../policy/admin.js";
 import { broadcastKeyChange, keyChangedMessage, type KeyChanged } from "../policy/key-changes.js";
 import { openPolicyStore } from "../policy/store.js";
 import { assertSecureUrl } from "../model/secure-url.js";
-import { configureMessage, manageMessage, type ConfigureReply, type ManageReply, type ManageRequest } from "../bridge/messages.js";
+import {
+  configureMessage,
+  manageMessage,
+  type ConfigureReply,
+  type ManageReply,
+  type ManageRequest,
+} from "../bridge/messages.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
   /**
@@ -84,7 +90,12 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
 }
 
 /** Posts `message` to the controlling worker on a fresh channel; `onReply` sees each reply until it returns true. */
-function ask<Reply>(message: unknown, onReply: (reply: Reply) => boolean, timeoutMs?: number, onTimeout?: () => Error): Promise<void> {
+function ask<Reply>(
+  message: unknown,
+  onReply: (reply: Reply) => boolean,
+  timeoutMs?: number,
+  onTimeout?: () => Error,
+): Promise<void> {
   const worker = navigator.serviceWorker.controller;
   if (!worker) return Promise.reject(new Error("webgpu-inference: no service worker controls this page."));
   const channel = new MessageChannel();
@@ -116,7 +127,11 @@ function manage(request: ManageRequest, onProgress?: (progress: LoadProgress) =>
 }
 
 /** Gives the worker this page's options; it answers with the configuration it serves with, or why not. */
-async function configure(options: Partial<InferenceConfig>, scriptUrl: string, timeoutMs: number): Promise<ResolvedConfig> {
+async function configure(
+  options: Partial<InferenceConfig>,
+  scriptUrl: string,
+  timeoutMs: number,
+): Promise<ResolvedConfig> {
   let config: ResolvedConfig | undefined;
   await ask<ConfigureReply>(
     { type: configureMessage, options },
@@ -126,7 +141,10 @@ async function configure(options: Partial<InferenceConfig>, scriptUrl: string, t
       return true;
     },
     timeoutMs,
-    () => new Error(`webgpu-inference: the service worker ${scriptUrl} did not answer within ${timeoutMs} ms. A worker of your own must call installInference() from webgpu-inference/sw.`),
+    () =>
+      new Error(
+        `webgpu-inference: the service worker ${scriptUrl} did not answer within ${timeoutMs} ms. A worker of your own must call installInference() from webgpu-inference/sw.`,
+      ),
   );
   return config!;
 }
@@ -142,19 +160,29 @@ async function tellWorkers(databaseName: string, keyId: string, timeoutMs: numbe
     { type: keyChangedMessage, keyId } satisfies KeyChanged,
     () => true,
     timeoutMs,
-    () => new Error(`webgpu-inference: the key ${keyId} was changed, but the service worker did not confirm within ${timeoutMs} ms that it stopped using the old record; it will within a minute.`),
+    () =>
+      new Error(
+        `webgpu-inference: the key ${keyId} was changed, but the service worker did not confirm within ${timeoutMs} ms that it stopped using the old record; it will within a minute.`,
+      ),
   );
 }
 
-async function register(scriptUrl: string, scope: string): Promise<{ workbox: Workbox; registration: ServiceWorkerRegistration }> {
+async function register(
+  scriptUrl: string,
+  scope: string,
+): Promise<{ workbox: Workbox; registration: ServiceWorkerRegistration }> {
   const workbox = new Workbox(scriptUrl, { scope, type: "module" });
   let registration: ServiceWorkerRegistration | undefined;
   try {
     registration = await workbox.register({ immediate: true });
   } catch (error) {
-    throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered (${(error as Error).message}). ${workerFix}.`, { cause: error });
+    throw new Error(
+      `webgpu-inference: the service worker ${scriptUrl} could not be registered (${(error as Error).message}). ${workerFix}.`,
+      { cause: error },
+    );
   }
-  if (!registration) throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered. ${workerFix}.`);
+  if (!registration)
+    throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered. ${workerFix}.`);
   return { workbox, registration };
 }
 
@@ -171,7 +199,14 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     );
   }
   if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
-  const { serviceWorkerUrl = "/inference-sw.js", scope = "/", timeoutMs = 30_000, baseUrl: requestedBase, pageEngine, ...rest } = options;
+  const {
+    serviceWorkerUrl = "/inference-sw.js",
+    scope = "/",
+    timeoutMs = 30_000,
+    baseUrl: requestedBase,
+    pageEngine,
+    ...rest
+  } = options;
   const wanted: Partial<InferenceConfig> = { ...rest };
   if (requestedBase !== undefined) {
     // Resolved against this page, and refused here before anything is registered when it is not secure.
@@ -192,7 +227,11 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     config,
     registration,
     workbox,
-    admin: new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits, afterKeyChange: (keyId) => tellWorkers(config.databaseName, keyId, timeoutMs) }),
+    admin: new Admin({
+      database: openPolicyStore(config.databaseName),
+      defaults: config.limits,
+      afterKeyChange: (keyId) => tellWorkers(config.databaseName, keyId, timeoutMs),
+    }),
     loadModel: (modelId, onProgress) => manage({ type: manageMessage, action: "load", modelId }, onProgress),
     deleteModel: (modelId) => manage({ type: manageMessage, action: "delete", modelId }),
     stop: () => {

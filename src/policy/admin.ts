@@ -32,7 +32,8 @@ function newId(prefix: string): string {
 }
 
 function positiveLimit(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1; got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a whole number of at least 1; got ${value}`);
   return value;
 }
 
@@ -40,7 +41,19 @@ function withoutHash({ hash: _hash, ...key }: KeyRecord): ApiKeyInfo {
   return key;
 }
 
-const csvColumns = ["id", "kind", "status", "createdAt", "accountId", "keyId", "requestId", "model", "promptTokens", "completionTokens", "amountNanoUsd"] as const;
+const csvColumns = [
+  "id",
+  "kind",
+  "status",
+  "createdAt",
+  "accountId",
+  "keyId",
+  "requestId",
+  "model",
+  "promptTokens",
+  "completionTokens",
+  "amountNanoUsd",
+] as const;
 
 function csvCell(value: unknown): string {
   if (value === undefined || value === null) return "";
@@ -58,7 +71,12 @@ export class Admin {
    * `afterKeyChange` tells the worker, which keeps keys in memory, that a key was revoked or its
    * limits changed; a change resolves only after it (see src/policy/key-changes.ts).
    */
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock?: () => number; defaults: LimitDefaults; afterKeyChange?: (keyId: string) => Promise<void> }) {
+  constructor(options: {
+    database: PolicyDatabase | Promise<PolicyDatabase>;
+    clock?: () => number;
+    defaults: LimitDefaults;
+    afterKeyChange?: (keyId: string) => Promise<void>;
+  }) {
     this.#opening = Promise.resolve(options.database);
     this.#clock = options.clock ?? Date.now;
     this.#defaults = options.defaults;
@@ -69,10 +87,26 @@ export class Admin {
     const database = await this.#opening;
     const now = this.#clock();
     const credit = usdToNano(options.creditUsd ?? 0);
-    const account: AccountRecord = { id: newId("acct_"), name: options.name, balanceNanoUsd: credit, reservedNanoUsd: 0, createdAt: now };
+    const account: AccountRecord = {
+      id: newId("acct_"),
+      name: options.name,
+      balanceNanoUsd: credit,
+      reservedNanoUsd: 0,
+      createdAt: now,
+    };
     const transaction = database.transaction(["accounts", "ledger"], "readwrite");
     await transaction.objectStore("accounts").add(account);
-    if (credit > 0) await transaction.objectStore("ledger").add({ id: ledgerId(now), kind: "credit", accountId: account.id, amountNanoUsd: credit, status: "completed", createdAt: now });
+    if (credit > 0)
+      await transaction
+        .objectStore("ledger")
+        .add({
+          id: ledgerId(now),
+          kind: "credit",
+          accountId: account.id,
+          amountNanoUsd: credit,
+          status: "completed",
+          createdAt: now,
+        });
     await transaction.done;
     return account;
   }
@@ -90,7 +124,16 @@ export class Admin {
     }
     account.balanceNanoUsd += amount;
     await transaction.objectStore("accounts").put(account);
-    await transaction.objectStore("ledger").add({ id: ledgerId(now), kind: "credit", accountId, amountNanoUsd: amount, status: "completed", createdAt: now });
+    await transaction
+      .objectStore("ledger")
+      .add({
+        id: ledgerId(now),
+        kind: "credit",
+        accountId,
+        amountNanoUsd: amount,
+        status: "completed",
+        createdAt: now,
+      });
     await transaction.done;
     return account;
   }
@@ -152,16 +195,25 @@ export class Admin {
 
   async listKeys(accountId?: string): Promise<ApiKeyInfo[]> {
     const database = await this.#opening;
-    const keys = accountId ? await database.getAllFromIndex("keys", "accountId", accountId) : await database.getAll("keys");
+    const keys = accountId
+      ? await database.getAllFromIndex("keys", "accountId", accountId)
+      : await database.getAll("keys");
     return keys.sort((left, right) => left.createdAt - right.createdAt).map(withoutHash);
   }
 
   /** Newest first. */
   async ledger(query: LedgerQuery = {}): Promise<LedgerEntry[]> {
     const database = await this.#opening;
-    const all = query.since !== undefined ? await database.getAllFromIndex("ledger", "createdAt", IDBKeyRange.lowerBound(query.since)) : await database.getAll("ledger");
+    const all =
+      query.since !== undefined
+        ? await database.getAllFromIndex("ledger", "createdAt", IDBKeyRange.lowerBound(query.since))
+        : await database.getAll("ledger");
     const matching = all
-      .filter((entry) => (query.accountId === undefined || entry.accountId === query.accountId) && (query.keyId === undefined || entry.keyId === query.keyId))
+      .filter(
+        (entry) =>
+          (query.accountId === undefined || entry.accountId === query.accountId) &&
+          (query.keyId === undefined || entry.keyId === query.keyId),
+      )
       .sort((left, right) => (right.seq ?? 0) - (left.seq ?? 0))
       .map(({ seq: _seq, ...entry }) => entry);
     return query.limit === undefined ? matching : matching.slice(0, query.limit);
@@ -181,7 +233,9 @@ export class Admin {
     }
     const origin = options?.origin && URL.canParse(options.origin) ? new URL(options.origin).origin : undefined;
     if (!origin || origin === "null") {
-      throw new TypeError(`setUpstreamCredential('${name}', secret, { origin }) needs the origin the secret is for, e.g. { origin: "https://llm.example" }: it is sent there and nowhere else`);
+      throw new TypeError(
+        `setUpstreamCredential('${name}', secret, { origin }) needs the origin the secret is for, e.g. { origin: "https://llm.example" }: it is sent there and nowhere else`,
+      );
     }
     await database.put("upstreamCredentials", { name, secret, origin, updatedAt: this.#clock() });
   }

@@ -21,7 +21,9 @@ export interface Liveness {
 
 const lockPrefix = "webgpu-inference-holder:";
 
-export function webLocksLiveness(locks: LockManagerLike | undefined = (globalThis.navigator as { locks?: LockManagerLike } | undefined)?.locks): Liveness {
+export function webLocksLiveness(
+  locks: LockManagerLike | undefined = (globalThis.navigator as { locks?: LockManagerLike } | undefined)?.locks,
+): Liveness {
   return {
     hold(holder) {
       // Held until the scope ends: the callback's promise never settles.
@@ -30,7 +32,12 @@ export function webLocksLiveness(locks: LockManagerLike | undefined = (globalThi
     async alive() {
       if (!locks) return null;
       const { held = [] } = await locks.query();
-      return new Set(held.map((lock) => lock.name ?? "").filter((name) => name.startsWith(lockPrefix)).map((name) => name.slice(lockPrefix.length)));
+      return new Set(
+        held
+          .map((lock) => lock.name ?? "")
+          .filter((name) => name.startsWith(lockPrefix))
+          .map((name) => name.slice(lockPrefix.length)),
+      );
     },
   };
 }

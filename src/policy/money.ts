@@ -2,7 +2,8 @@
 export const nanoPerUsd = 1_000_000_000;
 
 export function usdToNano(usd: number): number {
-  if (!Number.isFinite(usd) || usd < 0) throw new RangeError(`an amount of USD must be a finite, non-negative number; got ${usd}`);
+  if (!Number.isFinite(usd) || usd < 0)
+    throw new RangeError(`an amount of USD must be a finite, non-negative number; got ${usd}`);
   const nano = Math.round(usd * nanoPerUsd);
   if (!Number.isSafeInteger(nano)) throw new RangeError(`${usd} USD is too large to count in nano-USD`);
   return nano;

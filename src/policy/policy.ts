@@ -51,7 +51,9 @@ export interface Settlement {
 
 export function ledgerId(now: number): string {
   // Unique by the random tail; the store's sequence gives the order.
-  const random = Array.from(crypto.getRandomValues(new Uint8Array(6)), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(6)), (byte) =>
+    byte.toString(16).padStart(2, "0"),
+  ).join("");
   return `led_${now.toString(36).padStart(10, "0")}_${random}`;
 }
 
@@ -59,7 +61,10 @@ export function ledgerId(now: number): string {
 function chargeEntry(
   reservation: ReservationRecord,
   now: number,
-  outcome: Pick<LedgerEntry, "promptTokens" | "completionTokens" | "amountNanoUsd" | "status" | "timings" | "upstream" | "usageEstimated">,
+  outcome: Pick<
+    LedgerEntry,
+    "promptTokens" | "completionTokens" | "amountNanoUsd" | "status" | "timings" | "upstream" | "usageEstimated"
+  >,
 ): LedgerEntry {
   return {
     id: ledgerId(now),
@@ -148,7 +153,12 @@ export class Policy {
   /** When this instance last looked for reservations of instances that are gone. */
   #lastSweep = -Infinity;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock: () => number; holder: string; liveness?: Liveness }) {
+  constructor(options: {
+    database: PolicyDatabase | Promise<PolicyDatabase>;
+    clock: () => number;
+    holder: string;
+    liveness?: Liveness;
+  }) {
     this.#database = Promise.resolve(options.database);
     this.#clock = options.clock;
     this.holder = options.holder;
@@ -178,7 +188,8 @@ export class Policy {
     if (remembered && this.#clock() - remembered.readAt < keyMemoryMs) return remembered.key;
     const readAt = this.#clock();
     const key = await (await this.#database).getFromIndex("keys", "hash", hash);
-    if (!key || !constantTimeEqual(key.hash, hash) || key.status !== "active") throw new AuthenticationError(invalidKey);
+    if (!key || !constantTimeEqual(key.hash, hash) || key.status !== "active")
+      throw new AuthenticationError(invalidKey);
     const frozen = Object.freeze(key);
     this.#keyReadAt.set(frozen, generation);
     if (generation === this.#keysGeneration) this.#remember(hash, frozen, readAt);
@@ -203,7 +214,10 @@ export class Policy {
   async state(keyId: string): Promise<RateLimitState | null> {
     const database = await this.#database;
     const transaction = database.transaction(["keys", "windows"]);
-    const [key, window] = await Promise.all([transaction.objectStore("keys").get(keyId), transaction.objectStore("windows").get(keyId)]);
+    const [key, window] = await Promise.all([
+      transaction.objectStore("keys").get(keyId),
+      transaction.objectStore("windows").get(keyId),
+    ]);
     await transaction.done;
     if (!key) return null;
     const live = this.#live(keyId, this.#clock());
@@ -239,12 +253,23 @@ export class Policy {
    * count as used. The new lease is this worker's only once the transaction commits (`commit`);
    * `rollback` takes the count back when it does not.
    */
-  async #extendLease(store: { get(key: string): Promise<WindowRecord | undefined>; put(value: WindowRecord): Promise<unknown> }, key: KeyRecord, tokens: number, now: number): Promise<LeaseGrant> {
+  async #extendLease(
+    store: { get(key: string): Promise<WindowRecord | undefined>; put(value: WindowRecord): Promise<unknown> },
+    key: KeyRecord,
+    tokens: number,
+    now: number,
+  ): Promise<LeaseGrant> {
     const stored = currentWindow(await store.get(key.id), key.id, now);
     // From here to the count below nothing awaits: the checks and the count are one step.
     let live = this.#live(key.id, now);
     if (!live || live.windowStart !== stored.windowStart) {
-      live = { windowStart: stored.windowStart, requests: stored.requests, tokens: stored.tokens, leasedRequests: stored.requests, leasedTokens: stored.tokens };
+      live = {
+        windowStart: stored.windowStart,
+        requests: stored.requests,
+        tokens: stored.tokens,
+        leasedRequests: stored.requests,
+        leasedTokens: stored.tokens,
+      };
       this.#windows.set(key.id, live);
     } else {
       // What other instances leased since this one's last write counts as used.
@@ -301,10 +326,18 @@ export class Policy {
     }
   }
 
-  #checkLimits(key: KeyRecord, window: Pick<WindowRecord, "windowStart" | "requests" | "tokens">, tokens: number, now: number): void {
+  #checkLimits(
+    key: KeyRecord,
+    window: Pick<WindowRecord, "windowStart" | "requests" | "tokens">,
+    tokens: number,
+    now: number,
+  ): void {
     const retryAfter = (window.windowStart + windowMs - now) / 1000;
     if (window.requests + 1 > key.rpm) {
-      throw new RateLimitError(`Rate limit reached for requests on key ${key.prefix}: limit ${key.rpm} per minute. Please try again in ${Math.ceil(retryAfter)}s.`, retryAfter);
+      throw new RateLimitError(
+        `Rate limit reached for requests on key ${key.prefix}: limit ${key.rpm} per minute. Please try again in ${Math.ceil(retryAfter)}s.`,
+        retryAfter,
+      );
     }
     if (window.tokens + tokens > key.tpm) {
       throw new RateLimitError(
@@ -338,9 +371,16 @@ export class Policy {
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
     // A key changed (revoked, limits set) since it was read is read again: revocation holds for
     // every request not yet admitted when revokeKey resolves, however early it authenticated.
-    const changed = request.key !== undefined && (this.#keyChangedAt.get(request.keyId) ?? 0) > (this.#keyReadAt.get(request.key) ?? -1);
-    const writeLastUse = !request.key || changed || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
-    const stores = writeLastUse ? (["keys", "windows", "accounts", "reservations"] as const) : (["windows", "accounts", "reservations"] as const);
+    const changed =
+      request.key !== undefined &&
+      (this.#keyChangedAt.get(request.keyId) ?? 0) > (this.#keyReadAt.get(request.key) ?? -1);
+    const writeLastUse =
+      !request.key ||
+      changed ||
+      this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
+    const stores = writeLastUse
+      ? (["keys", "windows", "accounts", "reservations"] as const)
+      : (["windows", "accounts", "reservations"] as const);
     // Relaxed: committed once the browser has written it, not yet flushed to disk; a transaction is
     // still all or nothing, so a power cut can lose a whole admission, never half of one.
     const transaction = database.transaction(stores, "readwrite", { durability: "relaxed" });
@@ -386,13 +426,23 @@ export class Policy {
     }
   }
 
-  #reservation(request: { requestId: string; model: string; price: Price }, key: KeyRecord, amount: number, admittedTokens: number, windowStart: number, now: number): ReservationRecord {
+  #reservation(
+    request: { requestId: string; model: string; price: Price },
+    key: KeyRecord,
+    amount: number,
+    admittedTokens: number,
+    windowStart: number,
+    now: number,
+  ): ReservationRecord {
     return {
       requestId: request.requestId,
       accountId: key.accountId,
       keyId: key.id,
       model: request.model,
-      price: { inputNanoUsdPerToken: request.price.inputNanoUsdPerToken, outputNanoUsdPerToken: request.price.outputNanoUsdPerToken },
+      price: {
+        inputNanoUsdPerToken: request.price.inputNanoUsdPerToken,
+        outputNanoUsdPerToken: request.price.outputNanoUsdPerToken,
+      },
       amountNanoUsd: amount,
       admittedTokens,
       holder: this.holder,
@@ -410,14 +460,22 @@ export class Policy {
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
     const database = await this.#database;
     // Relaxed, as in `admit`: all or nothing, if not yet on disk.
-    const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite", { durability: "relaxed" });
+    const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite", {
+      durability: "relaxed",
+    });
     // The account is read beside the reservation: the admission says whose it is.
-    const [reservation, expected] = await Promise.all([transaction.objectStore("reservations").get(admission.requestId), transaction.objectStore("accounts").get(admission.reservation.accountId)]);
+    const [reservation, expected] = await Promise.all([
+      transaction.objectStore("reservations").get(admission.requestId),
+      transaction.objectStore("accounts").get(admission.reservation.accountId),
+    ]);
     if (!reservation) {
       await transaction.done;
       return null;
     }
-    const account = expected?.id === reservation.accountId ? expected : await transaction.objectStore("accounts").get(reservation.accountId);
+    const account =
+      expected?.id === reservation.accountId
+        ? expected
+        : await transaction.objectStore("accounts").get(reservation.accountId);
     const now = this.#clock();
     // Never more than was reserved: an upstream that reports more tokens than were admitted is
     // recorded with what it reported, and charged the reservation.
@@ -433,7 +491,10 @@ export class Policy {
       ...(settlement.usageEstimated ? { usageEstimated: true } : {}),
       ...(cost > charge ? { chargeCapped: true } : {}),
     });
-    const writes: Promise<unknown>[] = [transaction.objectStore("reservations").delete(reservation.requestId), transaction.objectStore("ledger").add(entry)];
+    const writes: Promise<unknown>[] = [
+      transaction.objectStore("reservations").delete(reservation.requestId),
+      transaction.objectStore("ledger").add(entry),
+    ];
     if (account) {
       account.reservedNanoUsd -= reservation.amountNanoUsd;
       account.balanceNanoUsd -= charge;
@@ -483,7 +544,11 @@ export class Policy {
         account.reservedNanoUsd -= reservation.amountNanoUsd;
         await transaction.objectStore("accounts").put(account);
       }
-      await transaction.objectStore("ledger").add(chargeEntry(reservation, now, { promptTokens: 0, completionTokens: 0, amountNanoUsd: 0, status: "failed" }));
+      await transaction
+        .objectStore("ledger")
+        .add(
+          chargeEntry(reservation, now, { promptTokens: 0, completionTokens: 0, amountNanoUsd: 0, status: "failed" }),
+        );
       await transaction.objectStore("reservations").delete(reservation.requestId);
       released++;
     }

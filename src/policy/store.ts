@@ -98,7 +98,11 @@ export interface UpstreamCredentialRecord {
 export interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
-  ledger: { key: number; value: LedgerEntry; indexes: { id: string; accountId: string; keyId: string; createdAt: number } };
+  ledger: {
+    key: number;
+    value: LedgerEntry;
+    indexes: { id: string; accountId: string; keyId: string; createdAt: number };
+  };
   reservations: { key: string; value: ReservationRecord; indexes: { holder: string } };
   windows: { key: string; value: WindowRecord };
   upstreamCredentials: { key: string; value: UpstreamCredentialRecord };

@@ -70,7 +70,6 @@ type Part = string | Control;
 
 const control = (token: string) => new Control(token);
 
-
 /** Parts as pieces: adjacent text joined, empty text dropped. */
 function toPieces(parts: readonly Part[]): PromptPiece[] {
   const pieces: PromptPiece[] = [];
@@ -154,7 +153,8 @@ const gemmaSyntax: ToolSyntax = {
   openers: ["```tool_call\n"],
   argumentsKey: "arguments",
   write: (calls) => "```tool_call\n" + oneOrList(calls, "arguments") + "\n```",
-  grammar: (call, parallel) => `${literal("```tool_call\n")} ${parallel ? `(${call} | "[" ${call} (${comma} ${call})* "]")` : call} ${literal("\n```")}`,
+  grammar: (call, parallel) =>
+    `${literal("```tool_call\n")} ${parallel ? `(${call} | "[" ${call} (${comma} ${call})* "]")` : call} ${literal("\n```")}`,
 };
 
 const mistralSyntax: ToolSyntax = {
@@ -168,24 +168,36 @@ const mistralSyntax: ToolSyntax = {
 const chatmlSyntax: ToolSyntax = {
   openers: ["<tool_call>"],
   argumentsKey: "arguments",
-  write: (calls) => calls.map((call) => `<tool_call>\n${pythonJson(callObject(call, "arguments"))}\n</tool_call>`).join("\n"),
+  write: (calls) =>
+    calls.map((call) => `<tool_call>\n${pythonJson(callObject(call, "arguments"))}\n</tool_call>`).join("\n"),
   grammar: (call, parallel) => {
     const one = `${literal("<tool_call>\n")} ${call} ${literal("\n</tool_call>")}`;
     return parallel ? `${one} (${literal("\n")} ${one})*` : one;
   },
 };
 
-export const toolSyntax: Record<ModelFamily, ToolSyntax> = { llama3: llamaSyntax, gemma2: gemmaSyntax, mistral: mistralSyntax, qwen2: chatmlSyntax };
+export const toolSyntax: Record<ModelFamily, ToolSyntax> = {
+  llama3: llamaSyntax,
+  gemma2: gemmaSyntax,
+  mistral: mistralSyntax,
+  qwen2: chatmlSyntax,
+};
 
 function callsOf(message: EngineMessage): CallText[] {
-  return (message.toolCalls ?? []).map((call) => ({ id: call.id, name: call.name, arguments: parsedArguments(call.arguments) }));
+  return (message.toolCalls ?? []).map((call) => ({
+    id: call.id,
+    name: call.name,
+    arguments: parsedArguments(call.arguments),
+  }));
 }
 
 /** Calls as the family writes them, its control opener (if any) as a control token. */
 function writtenCalls(family: ModelFamily, calls: readonly CallText[]): Part[] {
   const syntax = toolSyntax[family];
   const written = syntax.write(calls);
-  return syntax.control && written.startsWith(syntax.control) ? [control(syntax.control), written.slice(syntax.control.length)] : [written];
+  return syntax.control && written.startsWith(syntax.control)
+    ? [control(syntax.control), written.slice(syntax.control.length)]
+    : [written];
 }
 
 /** What an assistant turn says: its text, then its calls in the family's syntax. */
@@ -201,7 +213,12 @@ function definitions(tools: readonly ToolSpec[]): string {
   return tools.map((tool) => `${pythonJson({ type: "function", function: tool }, 4)}\n\n`).join("");
 }
 
-const llamaHeader = (role: string): Part[] => [control("<|start_header_id|>"), role, control("<|end_header_id|>"), "\n\n"];
+const llamaHeader = (role: string): Part[] => [
+  control("<|start_header_id|>"),
+  role,
+  control("<|end_header_id|>"),
+  "\n\n",
+];
 const endOfTurn = control("<|eot_id|>");
 
 /**
@@ -211,7 +228,8 @@ const endOfTurn = control("<|eot_id|>");
  */
 function llamaTurn(message: EngineMessage): Part[] {
   if (message.role === "tool") return [...llamaHeader("ipython"), JSON.stringify(message.content), endOfTurn];
-  if (message.role === "assistant" && message.toolCalls?.length) return [...llamaHeader("assistant"), llamaSyntax.write(callsOf(message)), endOfTurn];
+  if (message.role === "assistant" && message.toolCalls?.length)
+    return [...llamaHeader("assistant"), llamaSyntax.write(callsOf(message)), endOfTurn];
   return [...llamaHeader(message.role), message.content.trim(), endOfTurn];
 }
 
@@ -269,7 +287,13 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
         : role === "model"
           ? assistantParts("gemma2", message)
           : [message.content];
-    parts.push(control("<start_of_turn>"), `${role}\n${role === "user" ? pendingSystem : ""}`, ...trimmed(body), control("<end_of_turn>"), "\n");
+    parts.push(
+      control("<start_of_turn>"),
+      `${role}\n${role === "user" ? pendingSystem : ""}`,
+      ...trimmed(body),
+      control("<end_of_turn>"),
+      "\n",
+    );
     if (role === "user") pendingSystem = "";
   }
   return [...parts, control("<start_of_turn>"), "model\n"];
@@ -288,21 +312,35 @@ function withoutTrailingSpaces(text: string): string {
  * ids, results as `{"content": value, "call_id": id}` where a JSON result is a value.
  */
 function mistral(messages: readonly EngineMessage[], tools: readonly ToolSpec[]): Part[] {
-  const system = messages.filter((message) => message.role === "system").map((message) => message.content).join("\n\n");
+  const system = messages
+    .filter((message) => message.role === "system")
+    .map((message) => message.content)
+    .join("\n\n");
   const turns = messages.filter((message) => message.role !== "system");
   const lastUser = turns.map((message) => message.role).lastIndexOf("user");
-  const available = tools.map((tool) => ({ type: "function", function: { name: tool.name, description: tool.description ?? "", parameters: tool.parameters } }));
+  const available = tools.map((tool) => ({
+    type: "function",
+    function: { name: tool.name, description: tool.description ?? "", parameters: tool.parameters },
+  }));
   const parts: Part[] = [control("<s>")];
   turns.forEach((message, index) => {
     if (message.role === "user") {
-      if (index === lastUser && tools.length > 0) parts.push(control("[AVAILABLE_TOOLS]"), ` ${pythonJson(available)}`, control("[/AVAILABLE_TOOLS]"));
+      if (index === lastUser && tools.length > 0)
+        parts.push(control("[AVAILABLE_TOOLS]"), ` ${pythonJson(available)}`, control("[/AVAILABLE_TOOLS]"));
       const prefix = index === lastUser && system ? `${system}\n\n` : "";
       parts.push(control("[INST]"), ` ${prefix}${message.content}`, control("[/INST]"));
     } else if (message.role === "assistant") {
       const calls = callsOf(message);
-      parts.push(...(calls.length > 0 ? writtenCalls("mistral", calls) : [` ${withoutTrailingSpaces(message.content)}`]), control("</s>"));
+      parts.push(
+        ...(calls.length > 0 ? writtenCalls("mistral", calls) : [` ${withoutTrailingSpaces(message.content)}`]),
+        control("</s>"),
+      );
     } else {
-      parts.push(control("[TOOL_RESULTS]"), ` ${pythonJson({ content: parsedContent(message.content), call_id: message.toolCallId })}`, control("[/TOOL_RESULTS]"));
+      parts.push(
+        control("[TOOL_RESULTS]"),
+        ` ${pythonJson({ content: parsedContent(message.content), call_id: message.toolCallId })}`,
+        control("[/TOOL_RESULTS]"),
+      );
     }
   });
   return parts;
@@ -319,11 +357,22 @@ function chatml(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
   const start = control("<|im_start|>");
   const end = control("<|im_end|>");
   const first = messages[0];
-  const parts: Part[] = [start, `system\n${first?.role === "system" ? first.content : "You are a helpful assistant."}${toolsText}`, end, "\n"];
+  const parts: Part[] = [
+    start,
+    `system\n${first?.role === "system" ? first.content : "You are a helpful assistant."}${toolsText}`,
+    end,
+    "\n",
+  ];
   const rest = first?.role === "system" ? messages.slice(1) : messages;
   rest.forEach((message, index) => {
     if (message.role !== "tool") {
-      parts.push(start, `${message.role}\n`, ...(message.role === "assistant" ? assistantParts("qwen2", message) : [message.content]), end, "\n");
+      parts.push(
+        start,
+        `${message.role}\n`,
+        ...(message.role === "assistant" ? assistantParts("qwen2", message) : [message.content]),
+        end,
+        "\n",
+      );
       return;
     }
     if (rest[index - 1]?.role !== "tool") parts.push(start, "user");
@@ -341,12 +390,20 @@ const templates: Record<ModelFamily, (messages: readonly EngineMessage[], tools:
 };
 
 /** The prompt for `messages` (and `tools`, when given) as pieces of text and control tokens, ending with the assistant's generation prompt. */
-export function renderChatPieces(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): PromptPiece[] {
+export function renderChatPieces(
+  family: ModelFamily,
+  messages: readonly EngineMessage[],
+  tools: readonly ToolSpec[] = [],
+): PromptPiece[] {
   return toPieces(templates[family](messages, tools));
 }
 
 /** The prompt text for `messages` (and `tools`, when given), ending with the assistant's generation prompt. */
-export function renderChat(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): string {
+export function renderChat(
+  family: ModelFamily,
+  messages: readonly EngineMessage[],
+  tools: readonly ToolSpec[] = [],
+): string {
   return piecesText(renderChatPieces(family, messages, tools));
 }
 
@@ -403,5 +460,9 @@ export function renderChatSegments(
     position = end;
   });
   cuts.push({ start: position, end: whole.length, reply: false });
-  return cuts.map(({ start, end, reply }) => ({ text: whole.slice(start, end), reply, pieces: slicePieces(pieces, start, end) ?? [{ text: whole.slice(start, end), control: false }] }));
+  return cuts.map(({ start, end, reply }) => ({
+    text: whole.slice(start, end),
+    reply,
+    pieces: slicePieces(pieces, start, end) ?? [{ text: whole.slice(start, end), control: false }],
+  }));
 }

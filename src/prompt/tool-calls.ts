@@ -21,7 +21,8 @@ export interface ParsedCall {
 }
 
 const primitivePattern = /^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;
-const whitespace = (character: string) => character === " " || character === "\n" || character === "\r" || character === "\t";
+const whitespace = (character: string) =>
+  character === " " || character === "\n" || character === "\r" || character === "\t";
 
 /**
  * Where one JSON value ends, found as its text grows: each character is read once however often
@@ -109,7 +110,8 @@ export class ToolCallParser {
   get calls(): readonly ParsedCall[] {
     return this.#found.map((call) => ({
       name: call.name,
-      arguments: call.start === null ? "" : this.#buffer.slice(call.start, call.end === -1 ? this.#buffer.length : call.end),
+      arguments:
+        call.start === null ? "" : this.#buffer.slice(call.start, call.end === -1 ? this.#buffer.length : call.end),
       complete: call.end !== -1,
     }));
   }
@@ -155,7 +157,14 @@ export class ToolCallParser {
     namePattern.lastIndex = position;
     const name = namePattern.exec(this.#buffer);
     if (!name) return undefined;
-    return { name: JSON.parse(`"${name[1] ?? ""}"`) as string, nameEnd: position + name[0].length, start: null, end: -1, scanner: null, sent: 0 };
+    return {
+      name: JSON.parse(`"${name[1] ?? ""}"`) as string,
+      nameEnd: position + name[0].length,
+      start: null,
+      end: -1,
+      scanner: null,
+      sent: 0,
+    };
   }
 
   /** Where the call's arguments start, once their key has come after its name. */
@@ -187,7 +196,11 @@ export class ToolCallParser {
       const end = call.scanner.advance(this.#buffer);
       const reached = end === -1 ? this.#buffer.length : end;
       if (reached - call.start > call.sent) {
-        events.push({ type: "arguments", index: this.#found.length - 1, fragment: this.#buffer.slice(call.start + call.sent, reached) });
+        events.push({
+          type: "arguments",
+          index: this.#found.length - 1,
+          fragment: this.#buffer.slice(call.start + call.sent, reached),
+        });
         call.sent = reached - call.start;
       }
       if (end === -1) break;

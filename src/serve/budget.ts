@@ -9,17 +9,25 @@ import { encodePrompt, type PromptPiece, type Tokenizer } from "../model/tokeniz
 import { piecesText } from "../prompt/templates.js";
 
 function contextExceeded(window: number, param: string, tokens: string): BadRequestError {
-  return new BadRequestError(`This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${tokens} tokens. Please reduce the length of the ${param}.`, {
-    code: "context_length_exceeded",
-    param,
-  });
+  return new BadRequestError(
+    `This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${tokens} tokens. Please reduce the length of the ${param}.`,
+    {
+      code: "context_length_exceeded",
+      param,
+    },
+  );
 }
 
 /**
  * `max_tokens` as the engine must see it. Prompt plus completion must fit the window; when the
  * client gives no `max_tokens`, the completion may use what the prompt leaves.
  */
-export function completionBudget(model: ModelEntry, promptTokens: number, requested: number | null | undefined, param: string): number {
+export function completionBudget(
+  model: ModelEntry,
+  promptTokens: number,
+  requested: number | null | undefined,
+  param: string,
+): number {
   const window = model.contextWindow;
   if (requested != null && promptTokens + requested > window) {
     throw new BadRequestError(
@@ -47,7 +55,13 @@ const tokensPerCut = 64;
  * counted in pieces, and the pieces' counts less `tokensPerCut` per cut are a lower bound of the
  * whole's.
  */
-function refuseCertainlyTooLong(text: string, encode: (text: string) => number[], tokenizer: Tokenizer, model: ModelEntry, param: string): void {
+function refuseCertainlyTooLong(
+  text: string,
+  encode: (text: string) => number[],
+  tokenizer: Tokenizer,
+  model: ModelEntry,
+  param: string,
+): void {
   // A sound bound, known at once: no prompt of more characters than the window times the
   // longest token is tokenized before it is refused.
   const fewest = tokenizer.fewestTokens(text);
@@ -75,7 +89,8 @@ function refuseCertainlyTooLong(text: string, encode: (text: string) => number[]
     let tokens = counted.get(piece);
     if (tokens === undefined) counted.set(piece, (tokens = encode(piece).length));
     lowerBound += tokens;
-    if (lowerBound - cuts * tokensPerCut > model.contextWindow) throw contextExceeded(model.contextWindow, param, `at least ${lowerBound - cuts * tokensPerCut}`);
+    if (lowerBound - cuts * tokensPerCut > model.contextWindow)
+      throw contextExceeded(model.contextWindow, param, `at least ${lowerBound - cuts * tokensPerCut}`);
     start = end;
   }
 }
@@ -87,8 +102,18 @@ export function countPromptTokens(tokenizer: Tokenizer, text: string, model: Mod
 }
 
 /** A rendered chat prompt's token ids, its messages' text encoded as text (see `encodePrompt`). */
-export function promptTokenIds(tokenizer: Tokenizer, pieces: readonly PromptPiece[], model: ModelEntry, param: string): number[] {
-  refuseCertainlyTooLong(piecesText(pieces.filter((piece) => !piece.control)), (piece) => tokenizer.encodeText(piece), tokenizer, model, param);
+export function promptTokenIds(
+  tokenizer: Tokenizer,
+  pieces: readonly PromptPiece[],
+  model: ModelEntry,
+  param: string,
+): number[] {
+  refuseCertainlyTooLong(
+    piecesText(pieces.filter((piece) => !piece.control)),
+    (piece) => tokenizer.encodeText(piece),
+    tokenizer,
+    model,
+    param,
+  );
   return encodePrompt(tokenizer, pieces);
 }
-

@@ -5,7 +5,15 @@
 import { engineErrorToApi } from "../errors/api.js";
 import { EngineError } from "../errors/engine.js";
 import type { LocalEngine, ModelEntry } from "../model/entry.js";
-import type { Engine, GenerationInput, GenerationPart, GenerationRequest, OutputConstraint, SamplingOptions, TokenUsage } from "../engine/contract.js";
+import type {
+  Engine,
+  GenerationInput,
+  GenerationPart,
+  GenerationRequest,
+  OutputConstraint,
+  SamplingOptions,
+  TokenUsage,
+} from "../engine/contract.js";
 import type { Meter } from "./metering.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -78,7 +86,12 @@ type Status = "completed" | "aborted" | "failed";
  * Waiting for a turn happens before any byte is sent, so a full queue is a 503 and not a broken
  * stream.
  */
-export async function startGeneration(services: { engine: Engine; scheduler: Scheduler }, meter: Meter, plan: GenerationPlan, signal: AbortSignal): Promise<Generation> {
+export async function startGeneration(
+  services: { engine: Engine; scheduler: Scheduler },
+  meter: Meter,
+  plan: GenerationPlan,
+  signal: AbortSignal,
+): Promise<Generation> {
   const totals: UsageTotals = { promptTokens: 0, completionTokens: 0 };
   let release: () => void;
   try {
@@ -109,7 +122,12 @@ export async function startGeneration(services: { engine: Engine; scheduler: Sch
 }
 
 /** Every (prompt, copy) of the plan in turn, each part numbered by its choice. */
-async function* runChoices(engine: Engine, plan: GenerationPlan, signal: AbortSignal, observe: (prompt: { promptTokens: number }, copy: number, part: GenerationPart) => void): AsyncGenerator<ChoicePart> {
+async function* runChoices(
+  engine: Engine,
+  plan: GenerationPlan,
+  signal: AbortSignal,
+  observe: (prompt: { promptTokens: number }, copy: number, part: GenerationPart) => void,
+): AsyncGenerator<ChoicePart> {
   let choice = 0;
   for (const prompt of plan.prompts) {
     for (let copy = 0; copy < plan.choicesPerPrompt; copy++, choice++) {
@@ -147,7 +165,10 @@ class Tally {
       this.#unbilled = { promptTokens: 0, completionTokens: 0 };
     } else {
       // Engines send one delta per token at most (a token that completes no character sends none).
-      this.#unbilled = { promptTokens: copy === 0 ? prompt.promptTokens : 0, completionTokens: this.#unbilled.completionTokens + 1 };
+      this.#unbilled = {
+        promptTokens: copy === 0 ? prompt.promptTokens : 0,
+        completionTokens: this.#unbilled.completionTokens + 1,
+      };
     }
   }
 

@@ -33,7 +33,11 @@ export class Meter {
   #firstTokenAt: number | undefined;
   #settled = false;
 
-  constructor(rate: RateLimitState, clock: () => number, settle: (status: LedgerEntry["status"], usage: Usage, firstTokenAt: number | undefined) => Promise<unknown>) {
+  constructor(
+    rate: RateLimitState,
+    clock: () => number,
+    settle: (status: LedgerEntry["status"], usage: Usage, firstTokenAt: number | undefined) => Promise<unknown>,
+  ) {
     this.rate = rate;
     this.#clock = clock;
     this.#settle = settle;
@@ -55,9 +59,21 @@ export class Meter {
 export const nothingUsed: Usage = { promptTokens: 0, completionTokens: 0 };
 
 /** Admits `request` for `model` (429 or 403 when refused); the meter settles it. */
-export async function admit(services: { policy: Policy; clock: () => number }, request: ServeRequest, model: ModelEntry, admitted: Admitted): Promise<Meter> {
+export async function admit(
+  services: { policy: Policy; clock: () => number },
+  request: ServeRequest,
+  model: ModelEntry,
+  admitted: Admitted,
+): Promise<Meter> {
   const { policy, clock } = services;
-  const admission = await policy.admit({ keyId: request.key.id, key: request.key, requestId: request.requestId, model: model.id, price: model.price, ...admitted });
+  const admission = await policy.admit({
+    keyId: request.key.id,
+    key: request.key,
+    requestId: request.requestId,
+    model: model.id,
+    price: model.price,
+    ...admitted,
+  });
   return new Meter(admission.rate, clock, (status, usage, firstTokenAt) =>
     policy.settle(admission, {
       promptTokens: usage.promptTokens,
@@ -65,7 +81,11 @@ export async function admit(services: { policy: Policy; clock: () => number }, r
       status,
       ...(usage.estimated ? { usageEstimated: true } : {}),
       ...(usage.upstream ? { upstream: usage.upstream } : {}),
-      timings: { receivedAt: request.receivedAt, ...(firstTokenAt !== undefined ? { firstTokenAt } : {}), finishedAt: clock() },
+      timings: {
+        receivedAt: request.receivedAt,
+        ...(firstTokenAt !== undefined ? { firstTokenAt } : {}),
+        finishedAt: clock(),
+      },
     }),
   );
 }

@@ -15,7 +15,12 @@ export interface RouteDecision {
 
 /** `runnable` is the engine's own verdict (`Engine.status`): the adapter's features and limits, and the build's memory estimate against the budget. */
 export function decideRoute(model: ModelEntry, runnable: { ok: boolean; reason: string | null }): RouteDecision {
-  const decision = (target: RouteDecision["target"], reason: string): RouteDecision => ({ target, policy: model.routing, reason, upstreams: target === "remote" ? model.upstreams : [] });
+  const decision = (target: RouteDecision["target"], reason: string): RouteDecision => ({
+    target,
+    policy: model.routing,
+    reason,
+    upstreams: target === "remote" ? model.upstreams : [],
+  });
   if (model.routing === "local") return decision("local", "routing is 'local'");
   if (model.routing === "remote") return decision("remote", "routing is 'remote'");
   if (runnable.ok) return decision("local", "this device can run it");
@@ -38,7 +43,10 @@ export async function routeFor(engine: Engine, model: ModelEntry): Promise<Route
   const status = model.routing === "auto" ? await engine.status(model) : undefined;
   const decision = decideRoute(model, status?.runnable ?? { ok: false, reason: null });
   if (decision.target === "remote") return { decision };
-  return { decision, engine: status?.engine ?? (await engine.choice?.(model)) ?? { name: engine.name, reason: "the configured engine" } };
+  return {
+    decision,
+    engine: status?.engine ?? (await engine.choice?.(model)) ?? { name: engine.name, reason: "the configured engine" },
+  };
 }
 
 /** The chosen engine as a generation plan names it: one of the local engines, or none to pin. */

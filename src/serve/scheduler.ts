@@ -30,7 +30,10 @@ export class Scheduler {
     }
     if (this.#waiting.length >= this.maxQueued) {
       return Promise.reject(
-        new EngineError("busy", `The engine is busy: ${this.#waiting.length} requests are already waiting (the limit is ${this.maxQueued}). Retry shortly.`),
+        new EngineError(
+          "busy",
+          `The engine is busy: ${this.#waiting.length} requests are already waiting (the limit is ${this.maxQueued}). Retry shortly.`,
+        ),
       );
     }
     return new Promise((resolve, reject) => {

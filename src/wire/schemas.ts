@@ -17,7 +17,10 @@ const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
 export const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
 // include_obfuscation: accepted; the padding it turns on guards against a network observer
 // reading token lengths, and these streams never leave the device.
-const streamOptions = z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() });
+const streamOptions = z.strictObject({
+  include_usage: z.boolean().optional(),
+  include_obfuscation: z.boolean().optional(),
+});
 
 const functionName = z
   .string()
@@ -46,13 +49,21 @@ const assistantMessage = z.strictObject({
 });
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
 
-export const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
+export const chatMessageSchema = z.discriminatedUnion("role", [
+  systemMessage,
+  userMessage,
+  assistantMessage,
+  toolMessage,
+]);
 
 /**
  * A JSON Schema object as the client sent it. Not `z.record`, which copies the object key by key:
  * a `__proto__` key would then set the copy's prototype and vanish instead of being refused.
  */
-const jsonSchemaObject = z.custom<Record<string, unknown>>((value) => typeof value === "object" && value !== null && !Array.isArray(value), { message: "expected a JSON Schema object" });
+const jsonSchemaObject = z.custom<Record<string, unknown>>(
+  (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+  { message: "expected a JSON Schema object" },
+);
 
 export const toolSchema = z.strictObject({
   type: z.literal("function"),
@@ -112,7 +123,10 @@ export const chatCompletionRequestSchema = z.strictObject({
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
   metadata: z
-    .record(z.string().max(64, "keys must be at most 64 characters"), z.string().max(512, "values must be at most 512 characters"))
+    .record(
+      z.string().max(64, "keys must be at most 64 characters"),
+      z.string().max(512, "values must be at most 512 characters"),
+    )
     .refine((value) => Object.keys(value).length <= 16, "at most 16 key-value pairs")
     .nullish(),
   // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
@@ -162,10 +176,20 @@ export const usageSchema = z.strictObject({
 });
 
 /** One generated token's log probability, and the most likely alternatives at its position. */
-const alternativeSchema = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.number().int()).nullable() });
-export const tokenLogprobSchema = z.strictObject({ ...alternativeSchema.shape, top_logprobs: z.array(alternativeSchema) });
+const alternativeSchema = z.strictObject({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable(),
+});
+export const tokenLogprobSchema = z.strictObject({
+  ...alternativeSchema.shape,
+  top_logprobs: z.array(alternativeSchema),
+});
 /** A chat choice's `logprobs` when asked for: its content tokens (no refusals here). */
-export const chatLogprobsSchema = z.strictObject({ content: z.array(tokenLogprobSchema).nullable(), refusal: z.array(tokenLogprobSchema).nullable() });
+export const chatLogprobsSchema = z.strictObject({
+  content: z.array(tokenLogprobSchema).nullable(),
+  refusal: z.array(tokenLogprobSchema).nullable(),
+});
 /** A legacy completion choice's `logprobs`: parallel lists, the alternatives as token → logprob. */
 export const legacyLogprobsSchema = z.strictObject({
   tokens: z.array(z.string()),
@@ -293,12 +317,21 @@ export const modelInfoSchema = z.strictObject({
   threads: z.number().int().nullable(),
   runnable: z.strictObject({ ok: z.boolean(), reason: z.string().nullable() }),
   /** Where a request for this model goes now, and why; the same as the `X-Inference-Route` headers. */
-  routing: z.strictObject({ policy: z.enum(["local", "remote", "auto"]), target: z.enum(["local", "remote"]), reason: z.string(), upstreams: z.array(z.string()) }),
+  routing: z.strictObject({
+    policy: z.enum(["local", "remote", "auto"]),
+    target: z.enum(["local", "remote"]),
+    reason: z.string(),
+    upstreams: z.array(z.string()),
+  }),
   /**
    * Where a reply is generated now: this device's engine, or the upstreams' hosts in failover
    * order; the same as each response's `X-Inference-Generated-By` (which names the one used).
    */
-  generated_by: z.strictObject({ where: z.enum(["device", "upstream"]), engine: z.string().nullable(), hosts: z.array(z.string()) }),
+  generated_by: z.strictObject({
+    where: z.enum(["device", "upstream"]),
+    engine: z.string().nullable(),
+    hosts: z.array(z.string()),
+  }),
 });
 
 /**
@@ -307,7 +340,13 @@ export const modelInfoSchema = z.strictObject({
  */
 const upstreamMessageSchema = z.looseObject({
   content: z.string().nullish(),
-  tool_calls: z.array(z.looseObject({ function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish() })).nullish(),
+  tool_calls: z
+    .array(
+      z.looseObject({
+        function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+      }),
+    )
+    .nullish(),
 });
 export const upstreamChoiceSchema = z.looseObject({
   index: z.number().int().nullish(),
@@ -316,7 +355,11 @@ export const upstreamChoiceSchema = z.looseObject({
   message: upstreamMessageSchema.nullish(),
   logprobs: z.unknown().optional(),
 });
-const upstreamUsageSchema = z.looseObject({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0).optional() });
+const upstreamUsageSchema = z.looseObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0).optional(),
+});
 export const upstreamChunkSchema = z.looseObject({
   id: z.string().optional(),
   object: z.string().optional(),

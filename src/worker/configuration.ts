@@ -8,7 +8,13 @@
  *   tab the worker serves; while other tabs use the configuration it is refused, naming each
  *   differing option, so no open tab changes behaviour.
  */
-import { differingOptions, inferenceConfigSchema, resolveConfig, type InferenceConfig, type ResolvedConfig } from "../config/config.js";
+import {
+  differingOptions,
+  inferenceConfigSchema,
+  resolveConfig,
+  type InferenceConfig,
+  type ResolvedConfig,
+} from "../config/config.js";
 import type { ConfigStore } from "../config/store.js";
 import type { ConfigureReply } from "../bridge/messages.js";
 

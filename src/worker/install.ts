@@ -24,7 +24,13 @@ import { openPolicyStore } from "../policy/store.js";
 import { tokenizerNames } from "../model/families.js";
 import { cacheTokenizers, fetchTokenizerSource, Tokenizers } from "../model/tokenizer.js";
 import { WorkerConfiguration } from "./configuration.js";
-import { configureMessage, manageMessage, type ConfigureRequest, type ManageReply, type ManageRequest } from "../bridge/messages.js";
+import {
+  configureMessage,
+  manageMessage,
+  type ConfigureRequest,
+  type ManageReply,
+  type ManageRequest,
+} from "../bridge/messages.js";
 
 export interface InstallOptions extends Partial<InferenceConfig> {
   /** The web-llm module, for `engine: 'webllm'`: `import * as webllm from '@mlc-ai/web-llm'`. */
@@ -44,12 +50,15 @@ export interface InstalledInference {
   hosts: PageHosts | undefined;
 }
 
-
 /**
  * Loads or deletes a model for a page, one at a time with generations (the engine holds one
  * model), reporting load progress on `port`.
  */
-export async function manageModel(installed: InstalledInference, request: ManageRequest, port: MessagePort): Promise<void> {
+export async function manageModel(
+  installed: InstalledInference,
+  request: ManageRequest,
+  port: MessagePort,
+): Promise<void> {
   const reply = (message: ManageReply) => port.postMessage(message);
   const model = installed.catalogue.get(request.modelId);
   if (!model) {
@@ -81,15 +90,31 @@ export interface Environment {
 }
 
 /** Builds the app without touching any global: usable from a worker, a page or a test. */
-export function createInference(options: InstallOptions & InferenceConfig, environment: Environment): InstalledInference {
+export function createInference(
+  options: InstallOptions & InferenceConfig,
+  environment: Environment,
+): InstalledInference {
   const { webllm, onProgress, ...json } = options;
   const config = resolveConfig(json);
   const catalogue = Catalogue.create(config.models);
-  const tokenizers = new Tokenizers(fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", environment.scriptUrl).href));
+  const tokenizers = new Tokenizers(
+    fetchTokenizerSource(config.artifacts.tokenizerBaseUrl ?? new URL("tokenizers/", environment.scriptUrl).href),
+  );
   const hosts = environment.clients ? new PageHosts(environment.clients) : undefined;
-  const engine = workerEngine(config, environment, hosts, () => createEngine({ config, tokenizers, webllm, onProgress }), webllm !== undefined);
+  const engine = workerEngine(
+    config,
+    environment,
+    hosts,
+    () => createEngine({ config, tokenizers, webllm, onProgress }),
+    webllm !== undefined,
+  );
   const clock = () => Date.now();
-  const policy = new Policy({ database: openPolicyStore(config.databaseName), clock, holder: randomId("worker_"), liveness: webLocksLiveness() });
+  const policy = new Policy({
+    database: openPolicyStore(config.databaseName),
+    clock,
+    holder: randomId("worker_"),
+    liveness: webLocksLiveness(),
+  });
   const scheduler = new Scheduler({ maxQueued: config.maxQueued });
   const app = new InferenceApp(config.baseUrl, {
     catalogue,
@@ -110,7 +135,13 @@ export function createInference(options: InstallOptions & InferenceConfig, envir
  * The engine the worker serves with. web-llm runs here when this scope has WebGPU, else in a
  * host page; llama.cpp always runs in a page (its Worker cannot start in a service worker).
  */
-function workerEngine(config: ResolvedConfig, environment: Environment, hosts: PageHosts | undefined, local: () => Engine, hasWebLlm: boolean): Engine {
+function workerEngine(
+  config: ResolvedConfig,
+  environment: Environment,
+  hosts: PageHosts | undefined,
+  local: () => Engine,
+  hasWebLlm: boolean,
+): Engine {
   const hosted = (name: string) => {
     if (!hosts) throw new Error("webgpu-inference: a page-hosted engine needs the worker's clients.");
     return new PageHostedEngine({ hosts, engine: name, name: `${name} (page-hosted)` });
@@ -155,7 +186,9 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   const source = event.source;
   const sourceId = source && "id" in source ? source.id : undefined;
   if (data?.type === configureMessage && port) {
-    event.waitUntil(configuration.configure((data as ConfigureRequest).options, sourceId).then((reply) => port.postMessage(reply)));
+    event.waitUntil(
+      configuration.configure((data as ConfigureRequest).options, sourceId).then((reply) => port.postMessage(reply)),
+    );
     return;
   }
   if (data?.type === keyChangedMessage && port) {
@@ -166,10 +199,14 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   }
   event.waitUntil(
     configuration.ready().then((current) => {
-      if (data?.type === hostAnnouncement && current?.hosts && sourceId) current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? []);
+      if (data?.type === hostAnnouncement && current?.hosts && sourceId)
+        current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? []);
       if (data?.type !== manageMessage || !port) return;
       if (current) return manageModel(current, data as ManageRequest, port);
-      port.postMessage({ ok: false, message: "webgpu-inference: no page has configured this worker yet: call startInference() first." } satisfies ManageReply);
+      port.postMessage({
+        ok: false,
+        message: "webgpu-inference: no page has configured this worker yet: call startInference() first.",
+      } satisfies ManageReply);
     }),
   );
 }
@@ -182,10 +219,17 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
  */
 export function installInference(scope: ServiceWorkerGlobalScope, options: InstallOptions = {}): InferenceWorker {
   const { webllm, onProgress, ...fromCode } = options;
-  const environment: Environment = { scriptUrl: scope.location.href, webgpu: "gpu" in scope.navigator, clients: scope.clients };
+  const environment: Environment = {
+    scriptUrl: scope.location.href,
+    webgpu: "gpu" in scope.navigator,
+    clients: scope.clients,
+  };
   let stopListening = () => {};
   const build = (config: InferenceConfig) => {
-    const installed = createInference({ ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) }, environment);
+    const installed = createInference(
+      { ...config, ...(webllm ? { webllm } : {}), ...(onProgress ? { onProgress } : {}) },
+      environment,
+    );
     // Key changes broadcast by other contexts (a worker's own createAdmin, another instance's pages).
     stopListening();
     stopListening = listenForKeyChanges(installed.config.databaseName, (keyId) => installed.policy.forgetKey(keyId));
@@ -205,7 +249,11 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     const current = configuration.app;
     if (current?.app.handles(url)) event.respondWith(current.app.handle(event.request));
     else if (!configuration.settled && InferenceApp.endsLikeEndpoint(url.pathname)) {
-      event.respondWith(configuration.ready().then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))));
+      event.respondWith(
+        configuration
+          .ready()
+          .then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))),
+      );
     }
   });
   scope.addEventListener("message", (event) => onMessage(configuration, event));
@@ -218,10 +266,13 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     get ready() {
       return configuration.ready();
     },
-    handles: (url) => configuration.app?.app.handles(url) ?? (!configuration.settled && InferenceApp.endsLikeEndpoint(url.pathname)),
+    handles: (url) =>
+      configuration.app?.app.handles(url) ?? (!configuration.settled && InferenceApp.endsLikeEndpoint(url.pathname)),
     async precacheTokenizers() {
       const configured = (await configuration.ready())?.config.artifacts.tokenizerBaseUrl;
-      await cacheTokenizers(configured ?? new URL("tokenizers/", scope.location.href).href, [...new Set(Object.values(tokenizerNames))]);
+      await cacheTokenizers(configured ?? new URL("tokenizers/", scope.location.href).href, [
+        ...new Set(Object.values(tokenizerNames)),
+      ]);
     },
   };
 }
@@ -233,5 +284,9 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
  */
 export function createAdmin(options: Pick<InferenceConfig, "limits" | "databaseName"> = {}): Admin {
   const config = resolveConfig({ baseUrl: "https://localhost/", ...options });
-  return new Admin({ database: openPolicyStore(config.databaseName), defaults: config.limits, afterKeyChange: (keyId) => broadcastKeyChange(config.databaseName, keyId, 250) });
+  return new Admin({
+    database: openPolicyStore(config.databaseName),
+    defaults: config.limits,
+    afterKeyChange: (keyId) => broadcastKeyChange(config.databaseName, keyId, 250),
+  });
 }

@@ -27,7 +27,12 @@ test("models, one model and model info, with and without the /v1 prefix", async 
     const info = await fetch(`${base}/v1/model/info?model=beta-2-9b-it`, { headers: { authorization } });
     return { list: list.data, one, bare, info: await info.json(), requestId: info.headers.get("x-request-id") };
   });
-  expect(result.list.map((entry) => entry.id)).toEqual(["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]);
+  expect(result.list.map((entry) => entry.id)).toEqual([
+    "alpha3:8b-instruct-q8_0",
+    "alpha-3-70b-instruct",
+    "beta-2-9b-it",
+    "gamma-7b-instruct-v0.3",
+  ]);
   for (const entry of result.list) modelSchema.parse(entry);
   modelListSchema.parse(result.bare);
   expect(result.one).toMatchObject({ id: "gamma-7b-instruct-v0.3", object: "model", owned_by: "webgpu-inference" });
@@ -35,7 +40,12 @@ test("models, one model and model info, with and without the /v1 prefix", async 
   expect(info).toMatchObject({
     id: "beta-2-9b-it",
     context_window: 8192,
-    pricing: { input_per_1m_tokens: 0.005, output_per_1m_tokens: 0.01, input_nano_usd_per_token: 5, output_nano_usd_per_token: 10 },
+    pricing: {
+      input_per_1m_tokens: 0.005,
+      output_per_1m_tokens: 0.01,
+      input_nano_usd_per_token: 5,
+      output_nano_usd_per_token: 10,
+    },
     engine: "deterministic",
     builds: ["gemma-2-9b-it-q4f16_1-MLC", "gemma-2-9b-it-q4f32_1-MLC"],
     runnable: { ok: true, reason: null },
@@ -47,7 +57,14 @@ test("chat completion, non-streaming: shape, usage and determinism", async ({ pa
   await openHarness(page);
   const [first, second] = await page.evaluate(async (modelId) => {
     const client = window.harness.client();
-    const request = { model: modelId, messages: [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: "Say hello." }], seed: 7 };
+    const request = {
+      model: modelId,
+      messages: [
+        { role: "system" as const, content: "Be brief." },
+        { role: "user" as const, content: "Say hello." },
+      ],
+      seed: 7,
+    };
     return [await client.chat.completions.create(request), await client.chat.completions.create(request)];
   }, model);
   const completion = chatCompletionSchema.parse(first);
@@ -66,11 +83,22 @@ test("chat completion, streaming: role first, null finish until the end, usage c
   const result = await page.evaluate(async (modelId) => {
     const response = await window.harness.fetch("/chat/completions", {
       method: "POST",
-      body: JSON.stringify({ model: modelId, messages: [{ role: "user", content: "Stream please." }], stream: true, stream_options: { include_usage: true }, max_tokens: 12 }),
+      body: JSON.stringify({
+        model: modelId,
+        messages: [{ role: "user", content: "Stream please." }],
+        stream: true,
+        stream_options: { include_usage: true },
+        max_tokens: 12,
+      }),
     });
     const raw = await response.text();
     const client = window.harness.client();
-    const stream = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: "Stream please." }], stream: true, max_tokens: 12 });
+    const stream = await client.chat.completions.create({
+      model: modelId,
+      messages: [{ role: "user", content: "Stream please." }],
+      stream: true,
+      max_tokens: 12,
+    });
     let text = "";
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
     return { raw, contentType: response.headers.get("content-type"), text };
@@ -97,9 +125,23 @@ test("legacy completions: one choice per prompt, stop sequences, streaming", asy
   await openHarness(page);
   const result = await page.evaluate(async () => {
     const client = window.harness.client();
-    const many = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: ["Once upon a time", "The weather today"], max_tokens: 8 });
-    const stopped = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: "Once upon a time", max_tokens: 40, stop: [" "] });
-    const stream = await client.completions.create({ model: "gamma-7b-instruct-v0.3", prompt: "Once upon a time", max_tokens: 8, stream: true });
+    const many = await client.completions.create({
+      model: "gamma-7b-instruct-v0.3",
+      prompt: ["Once upon a time", "The weather today"],
+      max_tokens: 8,
+    });
+    const stopped = await client.completions.create({
+      model: "gamma-7b-instruct-v0.3",
+      prompt: "Once upon a time",
+      max_tokens: 40,
+      stop: [" "],
+    });
+    const stream = await client.completions.create({
+      model: "gamma-7b-instruct-v0.3",
+      prompt: "Once upon a time",
+      max_tokens: 8,
+      stream: true,
+    });
     let streamed = "";
     for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? "";
     return { many, stopped, streamed };
@@ -118,7 +160,10 @@ test("every error has OpenAI's body, the right status and a request id", async (
   await openHarness(page);
   const results = await page.evaluate(async (modelId) => {
     const call = async (path: string, init: RequestInit = {}) => {
-      const response = await window.harness.fetch(path.startsWith("/v1/") ? path.slice(3) : path, { method: "POST", ...init });
+      const response = await window.harness.fetch(path.startsWith("/v1/") ? path.slice(3) : path, {
+        method: "POST",
+        ...init,
+      });
       return { status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") };
     };
     const body = (value: unknown) => ({ body: JSON.stringify(value) });
@@ -129,7 +174,13 @@ test("every error has OpenAI's body, the right status and a request id", async (
       await client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] });
     } catch (error) {
       const apiError = error as { status: number; code: string; param: string; type: string; requestID: string };
-      sdkError = { status: apiError.status, code: apiError.code, param: apiError.param, type: apiError.type, requestID: apiError.requestID };
+      sdkError = {
+        status: apiError.status,
+        code: apiError.code,
+        param: apiError.param,
+        type: apiError.type,
+        requestID: apiError.requestID,
+      };
     }
     return {
       sdkError,
@@ -139,15 +190,32 @@ test("every error has OpenAI's body, the right status and a request id", async (
       nested: await call("/chat/completions", body({ model: modelId, messages: [{ role: "wizard", content: "hi" }] })),
       unknown: await call("/chat/completions", body({ model: modelId, messages: user, temprature: 1 })),
       malformed: await call("/chat/completions", { body: "{not json" }),
-      context: await call("/chat/completions", body({ model: "gamma-7b-instruct-v0.3", messages: user, max_tokens: 5000 })),
-      orphanTool: await call("/chat/completions", body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] })),
+      context: await call(
+        "/chat/completions",
+        body({ model: "gamma-7b-instruct-v0.3", messages: user, max_tokens: 5000 }),
+      ),
+      orphanTool: await call(
+        "/chat/completions",
+        body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] }),
+      ),
       badUrl: await call("/v1/embeddings", body({})),
-      wrongMethod: await window.harness.fetch("/chat/completions").then(async (response) => ({ status: response.status, body: await response.json(), requestId: response.headers.get("x-request-id") })),
+      wrongMethod: await window.harness
+        .fetch("/chat/completions")
+        .then(async (response) => ({
+          status: response.status,
+          body: await response.json(),
+          requestId: response.headers.get("x-request-id"),
+        })),
       completionsMissing: await call("/completions", body({ model: modelId })),
     };
   }, model);
 
-  expect(results.sdkError).toMatchObject({ status: 404, code: "model_not_found", param: "model", type: "invalid_request_error" });
+  expect(results.sdkError).toMatchObject({
+    status: 404,
+    code: "model_not_found",
+    param: "model",
+    type: "invalid_request_error",
+  });
   expect((results.sdkError as { requestID: string }).requestID).toMatch(/^req_/);
   const expectations: Record<string, [number, string | null, string | null]> = {
     missing: [400, "missing_required_parameter", "model"],
@@ -181,13 +249,20 @@ test("a client that aborts its stream stops the generation", async ({ page }) =>
     let length = 0;
     for (let attempt = 0; length < 30; attempt++) {
       prompt = `Tell me about the number ${attempt}.`;
-      const probe = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: prompt }], max_tokens: 1 });
+      const probe = await client.chat.completions.create({
+        model: modelId,
+        messages: [{ role: "user", content: prompt }],
+        max_tokens: 1,
+      });
       void probe;
       const full = await client.completions.create({ model: modelId, prompt, max_tokens: 200 });
       length = full.usage?.completion_tokens ?? 0;
     }
     const controller = new AbortController();
-    const stream = await client.completions.create({ model: modelId, prompt, max_tokens: 200, stream: true }, { signal: controller.signal });
+    const stream = await client.completions.create(
+      { model: modelId, prompt, max_tokens: 200, stream: true },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     try {
       for await (const chunk of stream) {
@@ -211,7 +286,9 @@ test("a client that aborts its stream stops the generation", async ({ page }) =>
   expect(result.waited).toBeLessThan(((result.length - 3) * 80) / 2);
 });
 
-test("two tabs share one engine: requests run one at a time, first come first served, and the queue is bounded", async ({ context }) => {
+test("two tabs share one engine: requests run one at a time, first come first served, and the queue is bounded", async ({
+  context,
+}) => {
   const first = await context.newPage();
   const second = await context.newPage();
   const options = { engine: "deterministic" as const, tokenDelayMs: 40, maxQueued: 1 };
@@ -223,13 +300,22 @@ test("two tabs share one engine: requests run one at a time, first come first se
         const client = window.harness.client();
         const events: { label: string; event: string; at: number }[] = [];
         try {
-          const stream = await client.chat.completions.create({ model: modelId, messages: [{ role: "user", content: name }], max_tokens: 10, stream: true });
+          const stream = await client.chat.completions.create({
+            model: modelId,
+            messages: [{ role: "user", content: name }],
+            max_tokens: 10,
+            stream: true,
+          });
           for await (const chunk of stream) {
             if (chunk.choices[0]?.delta.content) events.push({ label: name, event: "token", at: Date.now() });
           }
           events.push({ label: name, event: "done", at: Date.now() });
         } catch (error) {
-          events.push({ label: name, event: `error ${(error as { status: number }).status} ${(error as { code: string }).code}`, at: Date.now() });
+          events.push({
+            label: name,
+            event: `error ${(error as { status: number }).status} ${(error as { code: string }).code}`,
+            at: Date.now(),
+          });
         }
         return events;
       },

@@ -13,7 +13,9 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
   const out = test.info().outputPath("bench");
   const output: string[] = [];
   const exitCode = await new Promise<number | null>((resolve, reject) => {
-    const child = spawn(process.execPath, ["bench/run.mjs", "--quick", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["bench/run.mjs", "--quick", "--out", out], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child.stdout.on("data", (data: Buffer) => output.push(data.toString()));
     child.stderr.on("data", (data: Buffer) => output.push(data.toString()));
     child.on("error", reject);
@@ -31,7 +33,8 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
       expect(sample.totalMs).toBeGreaterThan(0);
     }
   }
-  for (const name of ["echo", "models", "unauthorized"]) expect(results.roundTrips[name]).toHaveLength(results.plan.roundTrips);
+  for (const name of ["echo", "models", "unauthorized"])
+    expect(results.roundTrips[name]).toHaveLength(results.plan.roundTrips);
   expect(results.policy).toHaveLength(results.plan.ledgerSizes.length);
   results.policy.forEach((row: { ledgerEntries: number; p50Ms: number }, index: number) => {
     expect(row.ledgerEntries).toBeGreaterThanOrEqual(results.plan.ledgerSizes[index]);
@@ -72,7 +75,16 @@ test("the benchmark's quick mode runs every section and writes its table, chart 
     expect(row.echoMs).toBeGreaterThan(0);
   }
   // Every section's end is on the run's timeline.
-  expect(Object.keys(results.timeline)).toEqual(["load", "generation", "roundTrips", "ourCost", "policy", "turns", "coldStarts", "engines"]);
+  expect(Object.keys(results.timeline)).toEqual([
+    "load",
+    "generation",
+    "roundTrips",
+    "ourCost",
+    "policy",
+    "turns",
+    "coldStarts",
+    "engines",
+  ]);
 
   const markdown = readFileSync(join(out, "quick.md"), "utf8");
   expect(markdown).toContain("## Targets");

@@ -9,7 +9,9 @@ async function server(path: string, body?: string): Promise<Response> {
   return fetch(`${origin()}/__server/${path}`, body === undefined ? {} : { method: "POST", body });
 }
 
-test("real-engine smoke: a model too big, a failed download resumed, a streamed reply, and Delete", async ({ page }) => {
+test("real-engine smoke: a model too big, a failed download resumed, a streamed reply, and Delete", async ({
+  page,
+}) => {
   test.setTimeout(900_000);
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
@@ -24,9 +26,13 @@ test("real-engine smoke: a model too big, a failed download resumed, a streamed 
   // The configuration gives this device 4 GB for a model, which Gemma 2 9B's f32 build exceeds;
   // the 70B model has no build without shader-f16, which SwiftShader lacks.
   const gemma = page.locator("#models-table tbody tr").filter({ hasText: "beta-2-9b-it" });
-  await expect(gemma).toContainText(/Cannot run here\s*gemma-2-9b-it-q4f32_1-MLC needs about 11071 MB of GPU memory at its 8192-token context window; this device offers about 4096 MB/);
+  await expect(gemma).toContainText(
+    /Cannot run here\s*gemma-2-9b-it-q4f32_1-MLC needs about 11071 MB of GPU memory at its 8192-token context window; this device offers about 4096 MB/,
+  );
   await expect(gemma.getByRole("button")).toHaveCount(0);
-  await expect(page.locator("#models-table tbody tr").filter({ hasText: "alpha-3-70b-instruct" })).toContainText("needs WebGPU feature(s) this adapter lacks: shader-f16");
+  await expect(page.locator("#models-table tbody tr").filter({ hasText: "alpha-3-70b-instruct" })).toContainText(
+    "needs WebGPU feature(s) this adapter lacks: shader-f16",
+  );
   await expect(page.locator("#model option[value='beta-2-9b-it']")).toBeDisabled();
 
   // The server cuts one weight shard halfway: the download fails, and Retry resumes it.
@@ -34,7 +40,10 @@ test("real-engine smoke: a model too big, a failed download resumed, a streamed 
   await expect(row).toContainText("GPU (WebLLM)");
   await row.getByRole("button", { name: "Download" }).click();
   // Said plainly, and true about what was kept: the shards finished before the cut.
-  await expect(row.locator(".progress-text.error")).toContainText("The finished parts are kept: Retry resumes from there.", { timeout: 120_000 });
+  await expect(row.locator(".progress-text.error")).toContainText(
+    "The finished parts are kept: Retry resumes from there.",
+    { timeout: 120_000 },
+  );
   await expect(row.locator("progress")).toHaveCount(0);
   await page.screenshot({ path: test.info().outputPath("demo-models-download-failed-1280.png"), fullPage: true });
   await server("faults", "off");
@@ -43,8 +52,12 @@ test("real-engine smoke: a model too big, a failed download resumed, a streamed 
   await expect(row.getByRole("button", { name: "Delete" })).toBeVisible({ timeout: 600_000 });
   await expect(row).toContainText("Loaded");
   const requestsAfter = (await (await server("requests")).json()) as Record<string, number>;
-  const requests = Object.fromEntries(Object.entries(requestsAfter).map(([path, count]) => [path, count - (requestsBefore[path] ?? 0)]));
-  const shards = Object.entries(requests).filter(([path]) => path.startsWith("/flaky-model/resolve/main/params_shard_"));
+  const requests = Object.fromEntries(
+    Object.entries(requestsAfter).map(([path, count]) => [path, count - (requestsBefore[path] ?? 0)]),
+  );
+  const shards = Object.entries(requests).filter(([path]) =>
+    path.startsWith("/flaky-model/resolve/main/params_shard_"),
+  );
   // The cut shard was fetched twice; the shards finished before the cut were not fetched again.
   expect(requests["/flaky-model/resolve/main/params_shard_3.bin"]).toBe(2);
   expect(shards.filter(([, count]) => count === 1).length).toBeGreaterThan(0);

@@ -72,19 +72,29 @@ test("a person creates a key, chats, stops a reply, and sees the ledger and the 
   await expect(rows.filter({ hasText: "credit" })).toHaveCount(0);
   const download = page.waitForEvent("download");
   await page.getByRole("button", { name: "Export CSV" }).click();
-  const csv = readFileSync(await (await download).path(), "utf8").trim().split("\n");
+  const csv = readFileSync(await (await download).path(), "utf8")
+    .trim()
+    .split("\n");
   expect(csv[0]).toBe("time,kind,status,key,model,prompt_tokens,completion_tokens,usd,request_id");
   expect(csv.slice(1)).toHaveLength(await rows.count());
-  for (const line of csv.slice(1)) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z,charge,(completed|aborted),e2e \(sk-[^)]+\),beta-2-9b-it,\d+,\d+,-0\.\d{9},req_/);
+  for (const line of csv.slice(1))
+    expect(line).toMatch(
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z,charge,(completed|aborted),e2e \(sk-[^)]+\),beta-2-9b-it,\d+,\d+,-0\.\d{9},req_/,
+    );
   expect(errors).toEqual([]);
 
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     for (const view of ["Chat", "Models", "Keys & usage"]) {
       await page.getByRole("tab", { name: view }).click();
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
       expect({ width, view, overflow }).toEqual({ width, view, overflow: 0 });
-      await page.screenshot({ path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}.png`), fullPage: true });
+      await page.screenshot({
+        path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}.png`),
+        fullPage: true,
+      });
     }
   }
 });
@@ -130,7 +140,10 @@ test("accessibility: every control is labelled, focus follows the layout, and En
     [...document.querySelectorAll("input, select, textarea, button")]
       .filter((control) => !(control as HTMLElement).closest("[hidden]"))
       .filter((control) => {
-        const labelled = (control as HTMLInputElement).labels?.length || control.getAttribute("aria-label") || (control.tagName === "BUTTON" && control.textContent?.trim());
+        const labelled =
+          (control as HTMLInputElement).labels?.length ||
+          control.getAttribute("aria-label") ||
+          (control.tagName === "BUTTON" && control.textContent?.trim());
         return !labelled;
       })
       .map((control) => control.outerHTML),
@@ -173,7 +186,10 @@ test("accessibility: every control is labelled, focus follows the layout, and En
   await expect(page.locator("#conversation li.user").last()).toHaveText("Sent with the keyboard.");
 });
 
-test("failures a person can meet are plain sentences: a revoked key, a rate limit, no WebGPU", async ({ context, page }) => {
+test("failures a person can meet are plain sentences: a revoked key, a rate limit, no WebGPU", async ({
+  context,
+  page,
+}) => {
   await openDemo(page, 0);
   await page.getByRole("tab", { name: "Keys & usage" }).click();
   const chatKeyRow = page.locator("#keys-table tbody tr").filter({ hasText: "(chat)" });
@@ -203,16 +219,23 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   // A revoked key's limits are read-only, and its secret is no longer kept in this browser.
   await expect(revoked.getByRole("spinbutton")).toHaveCount(0);
   const chatKeyId = await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-chat-key"));
-  await expect.poll(() => page.evaluate(() => localStorage.getItem("webgpu-inference-demo-keys"))).not.toContain(chatKeyId!);
+  await expect
+    .poll(() => page.evaluate(() => localStorage.getItem("webgpu-inference-demo-keys")))
+    .not.toContain(chatKeyId!);
   const accountBefore = await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-account"));
   await page.getByRole("tab", { name: "Chat" }).click();
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Three.");
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
-  await expect(page.locator("#conversation li.error").last()).toContainText("Not answered: This API key was refused: it is missing, unknown or revoked. Pick or create one under Keys & usage.");
+  await expect(page.locator("#conversation li.error").last()).toContainText(
+    "Not answered: This API key was refused: it is missing, unknown or revoked. Pick or create one under Keys & usage.",
+  );
 
   // A reload keeps the account: Chat gets a new key on it, and the revoked one is still listed.
   await page.reload();
-  await expect(page.locator("#status")).toContainText("The chat key was revoked; Chat now uses a new key on the same account.", { timeout: 30_000 });
+  await expect(page.locator("#status")).toContainText(
+    "The chat key was revoked; Chat now uses a new key on the same account.",
+    { timeout: 30_000 },
+  );
   expect(await page.evaluate(() => localStorage.getItem("webgpu-inference-demo-account"))).toBe(accountBefore);
   await page.getByRole("tab", { name: "Keys & usage" }).click();
   await expect(page.locator("#keys-table tbody tr")).toHaveCount(2);
@@ -224,7 +247,10 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   const answered = await chat(page, "Four.");
   await expect(answered.locator(".stats")).toContainText("tokens");
   const ledger = await page.evaluate(async () => {
-    const history = JSON.parse(localStorage.getItem("webgpu-inference-demo-conversation") ?? "[]") as { role: string; failed?: string }[];
+    const history = JSON.parse(localStorage.getItem("webgpu-inference-demo-conversation") ?? "[]") as {
+      role: string;
+      failed?: string;
+    }[];
     return history.map((entry) => `${entry.role}${entry.failed ? " (failed)" : ""}`);
   });
   expect(ledger).toEqual(["user (failed)", "user (failed)", "user", "assistant"]);
@@ -237,11 +263,16 @@ test("failures a person can meet are plain sentences: a revoked key, a rate limi
   });
   await noGpu.goto(`${origin()}/demo/index.html`);
   await expect(noGpu.locator("#engine")).toHaveValue("auto");
-  await expect(noGpu.locator("#banner")).toContainText("No model runs on a GPU here (this browser has no WebGPU). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
+  await expect(noGpu.locator("#banner")).toContainText(
+    "No model runs on a GPU here (this browser has no WebGPU). Models run on the CPU with llama.cpp instead",
+    { timeout: 30_000 },
+  );
   await expect(noGpu.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
 });
 
-test("a balance that cannot cover the reply is a plain sentence, and crediting the account fixes it", async ({ page }) => {
+test("a balance that cannot cover the reply is a plain sentence, and crediting the account fixes it", async ({
+  page,
+}) => {
   await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=/demo/premium-config.json`);
   await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
   await page.locator("#model").selectOption("premium-9b");
@@ -249,7 +280,9 @@ test("a balance that cannot cover the reply is a plain sentence, and crediting t
   await page.getByRole("textbox", { name: "Message", exact: true }).fill("Hello.");
   await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
   const refused = page.locator("#conversation li.error").last();
-  await expect(refused).toContainText("Not answered: The account's balance cannot cover this request. Add credit under Keys & usage.");
+  await expect(refused).toContainText(
+    "Not answered: The account's balance cannot cover this request. Add credit under Keys & usage.",
+  );
 
   // Eight output tokens at $1 each, plus the prompt: $10 more covers it. The error's own link opens the view.
   await refused.getByRole("button", { name: "Open Keys & usage" }).click();
@@ -273,10 +306,15 @@ test("a new version of the worker is announced, and Reload takes it", async ({ p
   await expect(page.locator("#banner")).toBeHidden();
   // A deployment ships a changed worker script; the browser finds it on the next visit.
   const override = resolve(import.meta.dirname, "../../.cache/e2e/demo/sw.js");
-  writeFileSync(override, `${readFileSync(resolve(import.meta.dirname, "../../dist/demo/sw.js"), "utf8")}\n// the next version\n`);
+  writeFileSync(
+    override,
+    `${readFileSync(resolve(import.meta.dirname, "../../dist/demo/sw.js"), "utf8")}\n// the next version\n`,
+  );
   try {
     await page.reload();
-    await expect(page.locator("#banner")).toContainText("A new version of this app has taken over.", { timeout: 30_000 });
+    await expect(page.locator("#banner")).toContainText("A new version of this app has taken over.", {
+      timeout: 30_000,
+    });
     await page.locator("#banner").getByRole("button", { name: "Reload" }).click();
     await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
     await expect(page.locator("#banner")).toBeHidden();
@@ -293,7 +331,10 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
     // The demo's CPU model, its GGUF pointed at the test one (see global-setup).
     await page.goto(`${origin()}/demo/index.html?config=/demo/cpu-config.json`);
     await expect(page.locator("#engine")).toHaveValue("auto");
-    await expect(page.locator("#banner")).toContainText("No model runs on a GPU here (WebGPU gives no adapter here). Models run on the CPU with llama.cpp instead", { timeout: 30_000 });
+    await expect(page.locator("#banner")).toContainText(
+      "No model runs on a GPU here (WebGPU gives no adapter here). Models run on the CPU with llama.cpp instead",
+      { timeout: 30_000 },
+    );
     await expect(page.locator("#model")).toHaveValue("qwen2.5-0.5b-instruct");
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 900 });
@@ -301,7 +342,9 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.getByRole("tab", { name: "Models" }).click();
-    await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText("CPU (llama.cpp)llama.cpp, as web-llm: no MLC build");
+    await expect(page.locator("#models-table tbody tr").filter({ hasText: "qwen2.5-0.5b-instruct" })).toContainText(
+      "CPU (llama.cpp)llama.cpp, as web-llm: no MLC build",
+    );
     await page.getByRole("tab", { name: "Chat" }).click();
     await page.getByLabel("Max tokens").fill("4");
     const online = await chat(page, "Hello on the CPU.");
@@ -339,12 +382,26 @@ test("axe finds no serious or critical problem in any view, at 1280 and 390 px, 
         await page.getByRole("tab", { name: view }).click();
         await expect(page.locator("[role=tabpanel]:not([hidden])")).toBeVisible();
         const violations = await page.evaluate(async () => {
-          const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+          const axe = (
+            window as unknown as {
+              axe: {
+                run(
+                  context: Document,
+                  options: object,
+                ): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+              };
+            }
+          ).axe;
           const result = await axe.run(document, { resultTypes: ["violations"] });
-          return result.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical").map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
+          return result.violations
+            .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+            .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
         });
         findings.push(...violations.map((violation) => `${colorScheme} ${width} ${view}: ${violation}`));
-        await page.screenshot({ path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}-${colorScheme}.png`), fullPage: true });
+        await page.screenshot({
+          path: test.info().outputPath(`demo-${view.split(" ")[0]!.toLowerCase()}-${width}-${colorScheme}.png`),
+          fullPage: true,
+        });
       }
     }
   }
@@ -357,7 +414,8 @@ test("on a phone the composer stays pinned and the settings open over the conver
   const settings = page.getByRole("form", { name: "Chat settings" });
   const composer = page.locator("#composer");
   await expect(settings).toBeHidden();
-  for (const turn of [1, 2, 3, 4]) await chat(page, `A message long enough to take a few lines on a phone, number ${turn}.`);
+  for (const turn of [1, 2, 3, 4])
+    await chat(page, `A message long enough to take a few lines on a phone, number ${turn}.`);
   // The conversation is taller than the screen, and the composer is still on it, at the bottom.
   expect(await page.evaluate(() => document.documentElement.scrollHeight)).toBeGreaterThan(800);
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -386,7 +444,9 @@ test("on a phone the composer stays pinned and the settings open over the conver
   await expect(reply.locator(".stats")).toContainText("Cut at max tokens");
 });
 
-test("replies keep their model, stats and marks across a reload; JSON is pretty-printed; Chat can switch keys", async ({ page }) => {
+test("replies keep their model, stats and marks across a reload; JSON is pretty-printed; Chat can switch keys", async ({
+  page,
+}) => {
   await openDemo(page, 0);
   await page.locator("#model").selectOption("beta-2-9b-it");
   await page.getByLabel("Max tokens").fill("3");
@@ -423,7 +483,9 @@ test("replies keep their model, stats and marks across a reload; JSON is pretty-
   await expect(page.locator("#ledger-table tbody tr").first()).toContainText("demo chat (");
 });
 
-test("a reply is untrusted markup: nothing in it loads or acts by itself, links open apart; a foreign ?config= is refused", async ({ page }) => {
+test("a reply is untrusted markup: nothing in it loads or acts by itself, links open apart; a foreign ?config= is refused", async ({
+  page,
+}) => {
   const requests: string[] = [];
   page.on("request", (request) => requests.push(request.url()));
   await openDemo(page, 0);
@@ -435,7 +497,13 @@ test("a reply is untrusted markup: nothing in it loads or acts by itself, links 
     "[a link](https://example.org/page) [js](javascript:alert(1))",
   ].join("\n\n");
   await page.evaluate((content) => {
-    localStorage.setItem("webgpu-inference-demo-conversation", JSON.stringify([{ role: "user", content: "hi" }, { role: "assistant", content }]));
+    localStorage.setItem(
+      "webgpu-inference-demo-conversation",
+      JSON.stringify([
+        { role: "user", content: "hi" },
+        { role: "assistant", content },
+      ]),
+    );
   }, hostile);
   await page.reload();
   await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
@@ -450,9 +518,13 @@ test("a reply is untrusted markup: nothing in it loads or acts by itself, links 
   }
   expect(requests.filter((url) => new URL(url).hostname === "evil.example")).toEqual([]);
 
-  await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent("https://evil.example/config.json")}`);
+  await page.goto(
+    `${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent("https://evil.example/config.json")}`,
+  );
   await expect(page.locator("#status")).toContainText("from this site only", { timeout: 30_000 });
-  await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent('data:application/json,{"models":[]}')}`);
+  await page.goto(
+    `${origin()}/demo/index.html?engine=deterministic&config=${encodeURIComponent('data:application/json,{"models":[]}')}`,
+  );
   await expect(page.locator("#status")).toContainText("from this site only", { timeout: 30_000 });
   expect(requests.filter((url) => new URL(url).hostname === "evil.example")).toEqual([]);
 });

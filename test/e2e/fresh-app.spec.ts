@@ -29,8 +29,11 @@ function readmeBlocks(recipe: Recipe): Map<string, string> {
 
 /** The only change to the README's code: the simulated engine, as the README says CI uses. */
 function withDeterministicEngine(code: string): string {
-  const changed = code.replace("startInference()", 'startInference({ engine: "deterministic" })').replace("startInference({\n", 'startInference({\n  engine: "deterministic",\n');
-  if (changed === code) throw new Error("the README's main.ts no longer calls startInference() or startInference({ … })");
+  const changed = code
+    .replace("startInference()", 'startInference({ engine: "deterministic" })')
+    .replace("startInference({\n", 'startInference({\n  engine: "deterministic",\n');
+  if (changed === code)
+    throw new Error("the README's main.ts no longer calls startInference() or startInference({ … })");
   return changed;
 }
 
@@ -40,7 +43,9 @@ function withDeterministicEngine(code: string): string {
  * leaves out an app's devDependencies).
  */
 function shellEnvironment(): NodeJS.ProcessEnv {
-  const environment = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== "NODE_ENV" && name !== "INIT_CWD"));
+  const environment = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== "NODE_ENV" && name !== "INIT_CWD"),
+  );
   return { ...environment, npm_config_update_notifier: "false" };
 }
 
@@ -68,7 +73,8 @@ function makeApp(recipe: Recipe): string {
   cpSync(template, directory, { recursive: true });
   const blocks = readmeBlocks(recipe);
   const install = blocks.get("install");
-  if (!install || !blocks.has("src/main.ts")) throw new Error(`the README has no ${recipe} install command or src/main.ts`);
+  if (!install || !blocks.has("src/main.ts"))
+    throw new Error(`the README has no ${recipe} install command or src/main.ts`);
   for (const [path, code] of blocks) {
     if (path === "install") continue;
     mkdirSync(dirname(join(directory, path)), { recursive: true });
@@ -86,23 +92,46 @@ function freePort(): Promise<number> {
     const server = createServer();
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
 
 /** Starts `vite <mode>` on a free port and resolves once it answers. */
-async function serve(directory: string, mode: "dev" | "preview"): Promise<{ url: string; server: ChildProcess; log: () => string }> {
+async function serve(
+  directory: string,
+  mode: "dev" | "preview",
+): Promise<{ url: string; server: ChildProcess; log: () => string }> {
   const port = await freePort();
-  const args = [join(directory, "node_modules/vite/bin/vite.js"), ...(mode === "preview" ? ["preview"] : []), "--port", String(port), "--strictPort", "--host", "localhost"];
-  const server = spawn(process.execPath, args, { cwd: directory, stdio: ["ignore", "pipe", "pipe"], env: shellEnvironment() });
+  const args = [
+    join(directory, "node_modules/vite/bin/vite.js"),
+    ...(mode === "preview" ? ["preview"] : []),
+    "--port",
+    String(port),
+    "--strictPort",
+    "--host",
+    "localhost",
+  ];
+  const server = spawn(process.execPath, args, {
+    cwd: directory,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: shellEnvironment(),
+  });
   let output = "";
   server.stdout!.on("data", (chunk) => (output += chunk));
   server.stderr!.on("data", (chunk) => (output += chunk));
   const url = `http://localhost:${port}/`;
   for (let attempt = 0; attempt < 100; attempt++) {
     if (server.exitCode !== null) break;
-    if (await fetch(url).then((response) => response.ok, () => false)) return { url, server, log: () => output };
+    if (
+      await fetch(url).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return { url, server, log: () => output };
     await new Promise((wait) => setTimeout(wait, 200));
   }
   server.kill();
@@ -116,10 +145,19 @@ async function chatInBrowser(url: string, serviceWorkerUrl: string | undefined):
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
     // The template's probe starts with the same options as the README's main.ts.
-    await page.addInitScript((options) => Object.assign(window, { probeOptions: options }), { engine: "deterministic", ...(serviceWorkerUrl ? { serviceWorkerUrl } : {}) });
+    await page.addInitScript((options) => Object.assign(window, { probeOptions: options }), {
+      engine: "deterministic",
+      ...(serviceWorkerUrl ? { serviceWorkerUrl } : {}),
+    });
     await page.goto(url);
     await expect(page.locator("#probe")).toHaveText(/\{.+\}/, { timeout: 60_000 });
-    const probe = JSON.parse((await page.locator("#probe").textContent())!) as { error?: string; object: string; content: string; usage: { completion_tokens: number }; worker: string };
+    const probe = JSON.parse((await page.locator("#probe").textContent())!) as {
+      error?: string;
+      object: string;
+      content: string;
+      usage: { completion_tokens: number };
+      worker: string;
+    };
     expect(probe.error).toBeUndefined();
     expect(probe.object).toBe("chat.completion");
     expect(probe.content.length).toBeGreaterThan(0);
@@ -142,7 +180,8 @@ test.beforeAll(async () => {
 });
 
 test.afterAll(() => {
-  for (const directory of [...apps.values(), dirname(tarball)]) if (directory) rmSync(directory, { recursive: true, force: true });
+  for (const directory of [...apps.values(), dirname(tarball)])
+    if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
 test("without Vite: the package's copy-assets command copies exactly what is selected and removes what is stale", () => {
@@ -151,21 +190,44 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
   const target = mkdtempSync(join(tmpdir(), "fresh-static-"));
   try {
     run(`npx webgpu-inference copy-assets ${target}`, directory);
-    expect(appFiles(target).sort()).toEqual(["inference-sw.js", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz", "tokenizers/mistral.json.gz", "tokenizers/qwen2.json.gz"]);
-    expect(readFileSync(join(target, "tokenizers/llama3.json.gz")).equals(readFileSync(join(root, "dist/tokenizers/llama3.json.gz")))).toBe(true);
+    expect(appFiles(target).sort()).toEqual([
+      "inference-sw.js",
+      "tokenizers/gemma.json.gz",
+      "tokenizers/llama3.json.gz",
+      "tokenizers/mistral.json.gz",
+      "tokenizers/qwen2.json.gz",
+    ]);
+    expect(
+      readFileSync(join(target, "tokenizers/llama3.json.gz")).equals(
+        readFileSync(join(root, "dist/tokenizers/llama3.json.gz")),
+      ),
+    ).toBe(true);
     writeFileSync(join(target, "app.css"), "body {}");
-    const output = run(`npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker`, directory);
+    const output = run(
+      `npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker`,
+      directory,
+    );
     expect(output).toContain(`removed ${join(target, "inference-sw.js")}`);
     expect(appFiles(target).sort()).toEqual(["app.css", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz"]);
-    expect(() => run(`npx webgpu-inference copy-assets ${target} --families llama4`, directory)).toThrow(/unknown model family 'llama4'/);
+    expect(() => run(`npx webgpu-inference copy-assets ${target} --families llama4`, directory)).toThrow(
+      /unknown model family 'llama4'/,
+    );
   } finally {
     rmSync(target, { recursive: true, force: true });
   }
 });
 
 const recipes: { recipe: Recipe; workerUrl: (mode: "dev" | "preview") => string | undefined; built: string[] }[] = [
-  { recipe: "quickstart", workerUrl: () => undefined, built: ["inference-sw.js", "tokenizers/llama3.json.gz", "tokenizers/gemma.json.gz"] },
-  { recipe: "own-worker", workerUrl: (mode) => (mode === "dev" ? "/dev-sw.js?dev-sw" : "/sw.js"), built: ["sw.js", "tokenizers/llama3.json.gz"] },
+  {
+    recipe: "quickstart",
+    workerUrl: () => undefined,
+    built: ["inference-sw.js", "tokenizers/llama3.json.gz", "tokenizers/gemma.json.gz"],
+  },
+  {
+    recipe: "own-worker",
+    workerUrl: (mode) => (mode === "dev" ? "/dev-sw.js?dev-sw" : "/sw.js"),
+    built: ["sw.js", "tokenizers/llama3.json.gz"],
+  },
 ];
 
 for (const { recipe, workerUrl, built } of recipes) {
@@ -174,7 +236,12 @@ for (const { recipe, workerUrl, built } of recipes) {
     const directory = makeApp(recipe);
     const files = appFiles(directory);
     expect(files.filter((file) => /inference-sw|tokenizers|^public\//.test(file))).toEqual([]);
-    expect(files.sort()).toEqual([...readmeBlocks(recipe).keys()].filter((path) => path !== "install").concat(["index.html", "package-lock.json", "package.json", "src/probe.ts", "tsconfig.json"]).sort());
+    expect(files.sort()).toEqual(
+      [...readmeBlocks(recipe).keys()]
+        .filter((path) => path !== "install")
+        .concat(["index.html", "package-lock.json", "package.json", "src/probe.ts", "tsconfig.json"])
+        .sort(),
+    );
     run("npx tsc -p .", directory);
     const { url, server, log } = await serve(directory, "dev");
     try {

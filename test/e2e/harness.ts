@@ -16,9 +16,15 @@ export const origin = () => {
 const executablePath: string = chromiumPath;
 
 /** Chromium refuses service workers in Playwright's off-the-record contexts, so every test gets a fresh on-disk profile. */
-export async function launchProfile(args: readonly string[] = chromiumArgs): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {
+export async function launchProfile(
+  args: readonly string[] = chromiumArgs,
+): Promise<{ context: BrowserContext; dispose(): Promise<void> }> {
   const directory = mkdtempSync(join(tmpdir(), "webgpu-inference-profile-"));
-  const context = await chromium.launchPersistentContext(directory, { executablePath, args: [...args], headless: true });
+  const context = await chromium.launchPersistentContext(directory, {
+    executablePath,
+    args: [...args],
+    headless: true,
+  });
   return {
     context,
     async dispose() {
@@ -49,12 +55,17 @@ export async function openHarness(
   page.on("pageerror", (error) => errors.push(error.message));
   await page.goto(`${origin()}/index.html`);
   await expect(page.locator("#status")).toHaveText("ready");
-  const started = await page.evaluate(([startOptions, setup]) => window.harness.start(startOptions, setup), [options, account] as const);
+  const started = await page.evaluate(([startOptions, setup]) => window.harness.start(startOptions, setup), [
+    options,
+    account,
+  ] as const);
   expect(errors).toEqual([]);
   return started;
 }
 
 /** Chromium without `--enable-unsafe-webgpu` here: `navigator.gpu` is there but gives no adapter, as on a device without a usable GPU. */
-export const noGpuArgs: readonly string[] = (chromiumArgs as string[]).filter((flag) => flag !== "--enable-unsafe-webgpu");
+export const noGpuArgs: readonly string[] = (chromiumArgs as string[]).filter(
+  (flag) => flag !== "--enable-unsafe-webgpu",
+);
 
 export { expect };

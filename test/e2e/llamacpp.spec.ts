@@ -9,7 +9,12 @@ import { renderChat } from "../../src/prompt/templates.js";
 import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import { chatCompletionChunkSchema, chatCompletionSchema, modelInfoSchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  modelInfoSchema,
+  textCompletionSchema,
+} from "../../src/wire/schemas.js";
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 
@@ -26,15 +31,26 @@ function catalogue() {
     { ...gguf, id: "both-builds", builds: [mlc] },
     { ...gguf, id: "needs-f16", builds: [{ ...mlc, modelId: "f16-only", requiredFeatures: ["shader-f16"] }] },
     { ...testModelEntry(origin()), id: "pinned-webllm", engine: "webllm" as const },
-    { ...gguf, id: "missing-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "missing", file: `${origin()}/test-gguf/missing-q8_0.gguf` }] },
-    { ...gguf, id: "uncached-gguf", gguf: [{ ...gguf.gguf![0]!, modelId: "uncached", file: `${origin()}/test-gguf-copy/llama3-test-q8_0.gguf` }] },
+    {
+      ...gguf,
+      id: "missing-gguf",
+      gguf: [{ ...gguf.gguf![0]!, modelId: "missing", file: `${origin()}/test-gguf/missing-q8_0.gguf` }],
+    },
+    {
+      ...gguf,
+      id: "uncached-gguf",
+      gguf: [{ ...gguf.gguf![0]!, modelId: "uncached", file: `${origin()}/test-gguf-copy/llama3-test-q8_0.gguf` }],
+    },
     // The other families' templates and tool-call grammars over the same weights: the prompt and
     // the grammar are ours (the HTTP layer's), so llama.cpp enforces each family's call format.
     ...otherFamilies.map((family) => ({ ...gguf, id: `family-${family}`, family })),
   ];
 }
 
-async function start(page: Page, extra: { webllmInPage?: boolean; isolated?: boolean; wllamaWasmUrl?: string } = {}): Promise<void> {
+async function start(
+  page: Page,
+  extra: { webllmInPage?: boolean; isolated?: boolean; wllamaWasmUrl?: string } = {},
+): Promise<void> {
   page.on("console", (message) => {
     if (message.type() === "error") console.log(`[page] ${message.text()}`);
   });
@@ -42,13 +58,28 @@ async function start(page: Page, extra: { webllmInPage?: boolean; isolated?: boo
   await expect(page.locator("#status")).toHaveText("ready");
   await page.evaluate(
     ({ models, webllmInPage, wllamaWasmUrl }) =>
-      window.harness.start({ engine: "auto", models, ...(webllmInPage ? { engineHost: "page" as const } : {}), ...(wllamaWasmUrl ? { pageEngine: { wllamaWasmUrl } } : {}) }, {}, true, webllmInPage),
+      window.harness.start(
+        {
+          engine: "auto",
+          models,
+          ...(webllmInPage ? { engineHost: "page" as const } : {}),
+          ...(wllamaWasmUrl ? { pageEngine: { wllamaWasmUrl } } : {}),
+        },
+        {},
+        true,
+        webllmInPage,
+      ),
     { models: catalogue(), webllmInPage: extra.webllmInPage ?? false, wllamaWasmUrl: extra.wllamaWasmUrl },
   );
 }
 
 async function info(page: Page, id: string) {
-  return modelInfoSchema.parse(await page.evaluate(async (name) => (await window.harness.fetch(`/model/info?model=${encodeURIComponent(name)}`)).json(), id));
+  return modelInfoSchema.parse(
+    await page.evaluate(
+      async (name) => (await window.harness.fetch(`/model/info?model=${encodeURIComponent(name)}`)).json(),
+      id,
+    ),
+  );
 }
 
 test.describe.configure({ mode: "serial" });
@@ -68,7 +99,11 @@ test.afterAll(async () => {
 });
 
 test("auto picks llama.cpp on a software adapter or one that lacks the build's features, and web-llm where pinned; model info says why", async () => {
-  expect(await info(page, model)).toMatchObject({ engine: "llamacpp", runnable: { ok: true }, build: { format: "gguf", model_id: "llama3-test-q8_0", model_lib_url: null } });
+  expect(await info(page, model)).toMatchObject({
+    engine: "llamacpp",
+    runnable: { ok: true },
+    build: { format: "gguf", model_id: "llama3-test-q8_0", model_lib_url: null },
+  });
   expect((await info(page, model)).engine_reason).toContain("web-llm: no MLC build");
   expect((await info(page, "both-builds")).engine_reason).toContain("software");
   expect((await info(page, "needs-f16")).engine_reason).toContain("shader-f16");
@@ -82,8 +117,16 @@ let wholeText = "";
 test("a chat completion on llama.cpp: real tokens, usage equal to our count of the official template, and the engine in a header", async () => {
   const result = await page.evaluate(
     async ({ id, messages }) => {
-      const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2 }) });
-      return { status: response.status, engine: response.headers.get("x-inference-engine"), reason: response.headers.get("x-inference-engine-reason"), body: await response.json() };
+      const response = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ model: id, messages, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2 }),
+      });
+      return {
+        status: response.status,
+        engine: response.headers.get("x-inference-engine"),
+        reason: response.headers.get("x-inference-engine-reason"),
+        body: await response.json(),
+      };
     },
     { id: model, messages: history },
   );
@@ -108,7 +151,16 @@ test("a chat completion on llama.cpp: real tokens, usage equal to our count of t
 test("streamed on llama.cpp: the same text at temperature 0, and usage in the last chunk", async () => {
   const chunks = await page.evaluate(
     async ({ id, messages }) => {
-      const stream = await window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 4, temperature: 0, stream: true, stream_options: { include_usage: true } });
+      const stream = await window.harness
+        .client()
+        .chat.completions.create({
+          model: id,
+          messages,
+          max_tokens: 4,
+          temperature: 0,
+          stream: true,
+          stream_options: { include_usage: true },
+        });
       const received: unknown[] = [];
       for await (const chunk of stream) received.push(chunk);
       return received;
@@ -118,7 +170,10 @@ test("streamed on llama.cpp: the same text at temperature 0, and usage in the la
   const parsed = chunks.map((chunk) => chatCompletionChunkSchema.parse(chunk));
   expect(parsed[0]?.choices[0]?.delta.role).toBe("assistant");
   expect(parsed.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")).toBe(wholeText);
-  expect(parsed.at(-1)?.usage).toMatchObject({ prompt_tokens: llama3().encode(renderChat("llama3", history)).length, completion_tokens: 4 });
+  expect(parsed.at(-1)?.usage).toMatchObject({
+    prompt_tokens: llama3().encode(renderChat("llama3", history)).length,
+    completion_tokens: 4,
+  });
 });
 
 test("stop sequences and seeds on llama.cpp", async () => {
@@ -126,10 +181,18 @@ test("stop sequences and seeds on llama.cpp", async () => {
   const results = await page.evaluate(
     async ({ id, messages, stop }) => {
       const client = window.harness.client();
-      const ask = (extra: Record<string, unknown>) => client.chat.completions.create({ model: id, messages, max_tokens: 6, ...extra });
+      const ask = (extra: Record<string, unknown>) =>
+        client.chat.completions.create({ model: id, messages, max_tokens: 6, ...extra });
       const stopped = await ask({ temperature: 0, stop: [stop] });
-      const seeded = [await ask({ temperature: 1, seed: 7 }), await ask({ temperature: 1, seed: 7 }), await ask({ temperature: 1, seed: 8 })];
-      return { stopped: { content: stopped.choices[0]?.message.content, finish: stopped.choices[0]?.finish_reason }, seeded: seeded.map((completion) => completion.choices[0]?.message.content) };
+      const seeded = [
+        await ask({ temperature: 1, seed: 7 }),
+        await ask({ temperature: 1, seed: 7 }),
+        await ask({ temperature: 1, seed: 8 }),
+      ];
+      return {
+        stopped: { content: stopped.choices[0]?.message.content, finish: stopped.choices[0]?.finish_reason },
+        seeded: seeded.map((completion) => completion.choices[0]?.message.content),
+      };
     },
     { id: model, messages: history, stop },
   );
@@ -146,11 +209,30 @@ test("sampling at temperature 1 on llama.cpp: every seed answers, streamed and n
       const client = window.harness.client();
       const seeds = Array.from({ length: 12 }, (_, index) => index + 1);
       const whole = [];
-      for (const seed of seeds) whole.push((await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hello" }], max_tokens: 24, temperature: 1, seed })).choices[0]?.message.content);
+      for (const seed of seeds)
+        whole.push(
+          (
+            await client.chat.completions.create({
+              model: id,
+              messages: [{ role: "user", content: "Hello" }],
+              max_tokens: 24,
+              temperature: 1,
+              seed,
+            })
+          ).choices[0]?.message.content,
+        );
       const streamed = [];
       for (const seed of seeds.slice(0, 6)) {
         let text = "";
-        for await (const chunk of await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hello" }], max_tokens: 24, temperature: 1, seed, stream: true })) text += chunk.choices[0]?.delta.content ?? "";
+        for await (const chunk of await client.chat.completions.create({
+          model: id,
+          messages: [{ role: "user", content: "Hello" }],
+          max_tokens: 24,
+          temperature: 1,
+          seed,
+          stream: true,
+        }))
+          text += chunk.choices[0]?.delta.content ?? "";
         streamed.push(text);
       }
       return { whole, streamed };
@@ -168,7 +250,9 @@ test("logit_bias and penalties on llama.cpp: a biased token wins, and a frequenc
   const results = await page.evaluate(
     async ({ id, messages, token }) => {
       const client = window.harness.client();
-      const ask = async (extra: Record<string, unknown>) => (await client.chat.completions.create({ model: id, messages, max_tokens: 12, temperature: 0, ...extra })).choices[0]?.message.content ?? "";
+      const ask = async (extra: Record<string, unknown>) =>
+        (await client.chat.completions.create({ model: id, messages, max_tokens: 12, temperature: 0, ...extra }))
+          .choices[0]?.message.content ?? "";
       return {
         forced: await ask({ logit_bias: { [token]: 100 }, max_tokens: 4 }),
         led: await ask({ logit_bias: { [token]: 12 } }),
@@ -189,24 +273,43 @@ test("logit_bias and penalties on llama.cpp: a biased token wins, and a frequenc
 });
 
 test("a second turn reuses llama.cpp's prompt cache: the whole prompt billed, the first turn reported as cached", async () => {
-  const second = [...history, { role: "assistant" as const, content: wholeText }, { role: "user" as const, content: "And tomorrow?" }];
+  const second = [
+    ...history,
+    { role: "assistant" as const, content: wholeText },
+    { role: "user" as const, content: "And tomorrow?" },
+  ];
   const completion = chatCompletionSchema.parse(
-    await page.evaluate(({ id, messages }) => window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 1, temperature: 0 }), { id: model, messages: second }),
+    await page.evaluate(
+      ({ id, messages }) =>
+        window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 1, temperature: 0 }),
+      { id: model, messages: second },
+    ),
   );
   expect(completion.usage.prompt_tokens).toBe(llama3().encode(renderChat("llama3", second)).length);
-  expect(completion.usage.prompt_tokens_details?.cached_tokens).toBeGreaterThanOrEqual(llama3().encode(renderChat("llama3", history)).length);
+  expect(completion.usage.prompt_tokens_details?.cached_tokens).toBeGreaterThanOrEqual(
+    llama3().encode(renderChat("llama3", history)).length,
+  );
 });
 
 test("a legacy completion on llama.cpp, billed with the BOS token llama.cpp puts before a raw prompt", async () => {
   const prompt = "The capital of France is";
   const completion = textCompletionSchema.parse(
-    await page.evaluate(({ id, text }) => window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 3, temperature: 0 }), { id: model, text: prompt }),
+    await page.evaluate(
+      ({ id, text }) =>
+        window.harness.client().completions.create({ model: id, prompt: text, max_tokens: 3, temperature: 0 }),
+      { id: model, text: prompt },
+    ),
   );
   expect(completion.choices[0]?.finish_reason).toBe("length");
   expect(completion.usage).toMatchObject({ prompt_tokens: llama3().encode(prompt).length + 1, completion_tokens: 3 });
 });
 
-const flagSchema = { type: "object", properties: { ok: { type: "boolean" }, note: { type: "string", enum: ["yes", "no"] } }, required: ["ok", "note"], additionalProperties: false };
+const flagSchema = {
+  type: "object",
+  properties: { ok: { type: "boolean" }, note: { type: "string", enum: ["yes", "no"] } },
+  required: ["ok", "note"],
+  additionalProperties: false,
+};
 
 test("json_schema on llama.cpp: the grammar holds, the reply validates", async () => {
   const completion = await page.evaluate(
@@ -221,12 +324,38 @@ test("json_schema on llama.cpp: the grammar holds, the reply validates", async (
     { id: model, schema: flagSchema },
   );
   expect(completion.choices[0]?.finish_reason).toBe("stop");
-  expect(JSON.parse(completion.choices[0]?.message.content ?? "")).toEqual({ ok: expect.any(Boolean), note: expect.stringMatching(/^(yes|no)$/) });
+  expect(JSON.parse(completion.choices[0]?.message.content ?? "")).toEqual({
+    ok: expect.any(Boolean),
+    note: expect.stringMatching(/^(yes|no)$/),
+  });
 });
 
 const tools = [
-  { type: "function" as const, function: { name: "set_flag", description: "Set a flag", parameters: { type: "object", properties: { on: { type: "boolean" } }, required: ["on"], additionalProperties: false } } },
-  { type: "function" as const, function: { name: "pick", parameters: { type: "object", properties: { colour: { type: "string", enum: ["red", "green"] } }, required: ["colour"], additionalProperties: false } } },
+  {
+    type: "function" as const,
+    function: {
+      name: "set_flag",
+      description: "Set a flag",
+      parameters: {
+        type: "object",
+        properties: { on: { type: "boolean" } },
+        required: ["on"],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: "function" as const,
+    function: {
+      name: "pick",
+      parameters: {
+        type: "object",
+        properties: { colour: { type: "string", enum: ["red", "green"] } },
+        required: ["colour"],
+        additionalProperties: false,
+      },
+    },
+  },
 ];
 
 for (const [choice, expected] of [
@@ -250,7 +379,8 @@ for (const [choice, expected] of [
       );
       const call = completion.choices[0]?.message.tool_calls?.[0];
       expect(completion.choices[0]?.finish_reason).toBe("tool_calls");
-      if (call?.type !== "function") throw new Error(`no function call: ${JSON.stringify(completion.choices[0]?.message)}`);
+      if (call?.type !== "function")
+        throw new Error(`no function call: ${JSON.stringify(completion.choices[0]?.message)}`);
       if (expected) expect(call.function.name).toBe(expected);
       const args = JSON.parse(call.function.arguments);
       if (call.function.name === "pick") expect(args).toEqual({ colour: expect.stringMatching(/^(red|green)$/) });
@@ -264,7 +394,16 @@ test("tool_choice auto and none on llama.cpp: auto answers with text or a schema
     async ({ ids, tools }) => {
       const client = window.harness.client();
       const ask = async (id: string, choice: "auto" | "none") =>
-        (await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Do something." }], tools, tool_choice: choice, max_tokens: 24, temperature: 0 })).choices[0]!;
+        (
+          await client.chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "Do something." }],
+            tools,
+            tool_choice: choice,
+            max_tokens: 24,
+            temperature: 0,
+          })
+        ).choices[0]!;
       const out = [];
       for (const id of ids) out.push({ id, auto: await ask(id, "auto"), none: await ask(id, "none") });
       return out;
@@ -288,21 +427,35 @@ test("a client abort stops llama.cpp within about a second, and what streamed is
     const controller = new AbortController();
     const stream = await window.harness
       .client()
-      .chat.completions.create({ model: id, messages: [{ role: "user", content: "Tell me a long story." }], max_tokens: 1_500, temperature: 0, stream: true }, { signal: controller.signal });
+      .chat.completions.create(
+        {
+          model: id,
+          messages: [{ role: "user", content: "Tell me a long story." }],
+          max_tokens: 1_500,
+          temperature: 0,
+          stream: true,
+        },
+        { signal: controller.signal },
+      );
     let chunks = 0;
     try {
-      for await (const chunk of stream) if (chunk.choices[0]?.delta.content !== undefined && ++chunks === 5) controller.abort();
+      for await (const chunk of stream)
+        if (chunk.choices[0]?.delta.content !== undefined && ++chunks === 5) controller.abort();
     } catch {
       // The SDK raises on abort.
     }
     const aborted = performance.now();
     // The engine is free again once llama.cpp stopped: a one-token request measures that.
-    await window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 });
+    await window.harness
+      .client()
+      .chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 });
     return { chunks, freeAfterMs: performance.now() - aborted };
   }, model);
   expect(result.chunks).toBe(5);
   expect(result.freeAfterMs).toBeLessThan(3_000);
-  const entries = await page.evaluate(() => window.harness.handle!.admin.ledger({ accountId: window.harness.accountId }));
+  const entries = await page.evaluate(() =>
+    window.harness.handle!.admin.ledger({ accountId: window.harness.accountId }),
+  );
   const aborted = entries.find((entry) => entry.kind === "charge" && entry.status === "aborted");
   expect(aborted?.completionTokens).toBeGreaterThanOrEqual(4);
   expect(aborted?.completionTokens).toBeLessThan(1_500);
@@ -318,7 +471,11 @@ test("an abort during a long prefill lands within about a second: the prompt is 
       const started = performance.now();
       if (abortAfterMs !== undefined) setTimeout(() => controller.abort(), abortAfterMs);
       try {
-        const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages: [{ role: "user", content }], max_tokens: 1, stream: true }), signal: controller.signal });
+        const response = await window.harness.fetch("/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({ model: id, messages: [{ role: "user", content }], max_tokens: 1, stream: true }),
+          signal: controller.signal,
+        });
         await response.text();
       } catch {
         // The abort.
@@ -331,7 +488,12 @@ test("an abort during a long prefill lands within about a second: the prompt is 
     await timed("Hi");
     return { fullPrefillMs, freeAfterMs: performance.now() - aborted };
   }, model);
-  test.info().annotations.push({ type: "measured", description: `whole prefill ${Math.round(result.fullPrefillMs)} ms; engine free ${Math.round(result.freeAfterMs)} ms after the abort` });
+  test
+    .info()
+    .annotations.push({
+      type: "measured",
+      description: `whole prefill ${Math.round(result.fullPrefillMs)} ms; engine free ${Math.round(result.freeAfterMs)} ms after the abort`,
+    });
   // Without the abort, the next request would wait out the rest of the long prefill.
   expect(result.fullPrefillMs).toBeGreaterThan(2_000);
   expect(result.freeAfterMs).toBeLessThan(Math.min(1_500, result.fullPrefillMs / 2));
@@ -339,14 +501,27 @@ test("an abort during a long prefill lands within about a second: the prompt is 
 
 test("a GGUF file that is not served is a 503 naming its URL and the option that fixes it, never a 500", async () => {
   const error = await page.evaluate(async () => {
-    const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: "missing-gguf", messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
-    return { status: response.status, retry: response.headers.get("x-should-retry"), body: (await response.json()) as { error: { code: string; message: string } } };
+    const response = await window.harness.fetch("/chat/completions", {
+      method: "POST",
+      body: JSON.stringify({ model: "missing-gguf", messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+    });
+    return {
+      status: response.status,
+      retry: response.headers.get("x-should-retry"),
+      body: (await response.json()) as { error: { code: string; message: string } },
+    };
   });
   expect(error).toMatchObject({ status: 503, retry: "false", body: { error: { code: "model_load_failed" } } });
   expect(error.body.error.message).toContain("/test-gguf/missing-q8_0.gguf: HTTP 404");
   expect(error.body.error.message).toContain("artifacts.ggufBaseUrl");
   // The model that is there still serves.
-  const completion = await page.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }), model);
+  const completion = await page.evaluate(
+    (id) =>
+      window.harness
+        .client()
+        .chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+    model,
+  );
   expect(completion.usage?.completion_tokens).toBe(1);
 });
 
@@ -355,7 +530,10 @@ test("a downloaded GGUF loads again from the browser's cache with the network to
   try {
     const status = (id: string) =>
       page.evaluate(async (name) => {
-        const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
+        const response = await window.harness.fetch("/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+        });
         return { status: response.status, body: await response.text() };
       }, id);
     // The cut reaches llama.cpp's downloads: a file never fetched cannot load (and the loaded model is let go).
@@ -379,7 +557,18 @@ test("a browser with navigator.gpu but no adapter chats with llama.cpp under aut
     const both = await info(noGpu, "both-builds");
     expect(both).toMatchObject({ engine: "llamacpp", runnable: { ok: true } });
     expect(both.engine_reason).toContain("WebGPU gives no adapter");
-    const completion = await noGpu.evaluate((id) => window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 }), "both-builds");
+    const completion = await noGpu.evaluate(
+      (id) =>
+        window.harness
+          .client()
+          .chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "Hi" }],
+            max_tokens: 2,
+            temperature: 0,
+          }),
+      "both-builds",
+    );
     expect(completion.usage?.completion_tokens).toBe(2);
   } finally {
     await profile.dispose();
@@ -397,26 +586,54 @@ test("auto picks web-llm on an adapter that is not a software one, with the head
   try {
     await profile.context.addInitScript(() => {
       const descriptor = Object.getOwnPropertyDescriptor(GPUAdapter.prototype, "info")!;
-      const names: Record<string, unknown> = { vendor: "nvidia", architecture: "ampere", device: "", description: "NVIDIA GeForce RTX (stand-in)", isFallbackAdapter: false };
+      const names: Record<string, unknown> = {
+        vendor: "nvidia",
+        architecture: "ampere",
+        device: "",
+        description: "NVIDIA GeForce RTX (stand-in)",
+        isFallbackAdapter: false,
+      };
       Object.defineProperty(GPUAdapter.prototype, "info", {
         get() {
           const info = descriptor.get!.call(this) as object;
-          return new Proxy(info, { get: (target, property) => (typeof property === "string" && property in names ? names[property] : Reflect.get(target, property, target)) });
+          return new Proxy(info, {
+            get: (target, property) =>
+              typeof property === "string" && property in names
+                ? names[property]
+                : Reflect.get(target, property, target),
+          });
         },
       });
     });
     const real = profile.context.pages()[0] ?? (await profile.context.newPage());
     await start(real, { webllmInPage: true });
     const both = await info(real, "both-builds");
-    expect(both).toMatchObject({ engine: "webllm", engine_reason: "web-llm on the WebGPU adapter", build: { format: "mlc" } });
+    expect(both).toMatchObject({
+      engine: "webllm",
+      engine_reason: "web-llm on the WebGPU adapter",
+      build: { format: "mlc" },
+    });
     expect(await info(real, "needs-f16")).toMatchObject({ engine: "llamacpp" });
     // A stream's headers come once its model has loaded (about 30 s here), before any token
     // (minutes on SwiftShader): they name the engine, and the client then leaves.
     const response = await real.evaluate(async () => {
       const controller = new AbortController();
-      const reply = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: "both-builds", messages: [{ role: "user", content: "Hi" }], max_tokens: 1, stream: true }), signal: controller.signal });
+      const reply = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({
+          model: "both-builds",
+          messages: [{ role: "user", content: "Hi" }],
+          max_tokens: 1,
+          stream: true,
+        }),
+        signal: controller.signal,
+      });
       controller.abort();
-      return { status: reply.status, engine: reply.headers.get("x-inference-engine"), reason: reply.headers.get("x-inference-engine-reason") };
+      return {
+        status: reply.status,
+        engine: reply.headers.get("x-inference-engine"),
+        reason: reply.headers.get("x-inference-engine-reason"),
+      };
     });
     expect(response).toEqual({ status: 200, engine: "webllm", reason: "web-llm on the WebGPU adapter" });
   } finally {
@@ -431,7 +648,11 @@ test("a cross-origin isolated page runs llama.cpp on every core, and chats the s
     await start(isolated, { isolated: true });
     const cores = await isolated.evaluate(() => (crossOriginIsolated ? navigator.hardwareConcurrency : 0));
     expect(cores).toBeGreaterThan(0);
-    const completion = await isolated.evaluate(({ id, messages }) => window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 4, temperature: 0 }), { id: model, messages: history });
+    const completion = await isolated.evaluate(
+      ({ id, messages }) =>
+        window.harness.client().chat.completions.create({ model: id, messages, max_tokens: 4, temperature: 0 }),
+      { id: model, messages: history },
+    );
     expect(completion.choices[0]?.message.content).toBe(wholeText);
     expect(await info(isolated, model)).toMatchObject({ loaded: true, threads: cores });
   } finally {
@@ -445,7 +666,10 @@ test("llama.cpp's WebAssembly not served is a 503 naming its URL and the option 
     const missing = profile.context.pages()[0] ?? (await profile.context.newPage());
     await start(missing, { wllamaWasmUrl: `${origin()}/nowhere/wllama.wasm` });
     const error = await missing.evaluate(async (id) => {
-      const response = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }) });
+      const response = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+      });
       return { status: response.status, body: (await response.json()) as { error: { code: string; message: string } } };
     }, model);
     expect(error, JSON.stringify(error)).toMatchObject({ status: 503, body: { error: { code: "model_load_failed" } } });

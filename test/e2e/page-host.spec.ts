@@ -7,19 +7,34 @@ import { expect, openHarness, test } from "./harness.js";
 const options = { engine: "deterministic" as const, engineHost: "page" as const, pageEngine: {}, tokenDelayMs: 20 };
 const model = "gamma-7b-instruct-v0.3";
 
-test("a page-hosted engine serves chat, streams and aborts; a restarted worker finds its host again", async ({ context, page }) => {
+test("a page-hosted engine serves chat, streams and aborts; a restarted worker finds its host again", async ({
+  context,
+  page,
+}) => {
   await openHarness(page, options);
   const info = await page.evaluate(async (id) => (await window.harness.fetch(`/model/info?model=${id}`)).json(), model);
   expect(info).toMatchObject({ engine: "deterministic (page-hosted)", runnable: { ok: true } });
 
   const result = await page.evaluate(async (id) => {
     const client = window.harness.client();
-    const whole = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6 });
+    const whole = await client.chat.completions.create({
+      model: id,
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 6,
+    });
     let streamed = "";
-    const stream = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6, stream: true });
+    const stream = await client.chat.completions.create({
+      model: id,
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 6,
+      stream: true,
+    });
     for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? "";
     const controller = new AbortController();
-    const long = await client.chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], stream: true }, { signal: controller.signal });
+    const long = await client.chat.completions.create(
+      { model: id, messages: [{ role: "user", content: "Hi" }], stream: true },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     try {
       for await (const chunk of long) {
@@ -40,7 +55,12 @@ test("a page-hosted engine serves chat, streams and aborts; a restarted worker f
   await cdp.send("ServiceWorker.enable");
   await cdp.send("ServiceWorker.stopAllWorkers");
   const again = await page.evaluate(
-    async (id) => (await window.harness.client().chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6 })).choices[0]?.message.content,
+    async (id) =>
+      (
+        await window.harness
+          .client()
+          .chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 6 })
+      ).choices[0]?.message.content,
     model,
   );
   expect(again).toBe(result.whole.choices[0]?.message.content);

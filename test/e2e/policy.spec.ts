@@ -17,26 +17,29 @@ async function ledgerOf(page: Page) {
 
 test("401 for a bad or revoked key and 403 at zero balance, through the openai SDK", async ({ page }) => {
   await openHarness(page, { engine: "deterministic" }, { creditUsd: 0 });
-  const result = await page.evaluate(async ({ id, history }) => {
-    const attempt = async (apiKey: string) => {
-      try {
-        await window.harness.client(apiKey).chat.completions.create({ model: id, messages: history, max_tokens: 4 });
-        return null;
-      } catch (error) {
-        const apiError = error as { status: number; type: string; code: string; message: string };
-        return { status: apiError.status, type: apiError.type, code: apiError.code, message: apiError.message };
-      }
-    };
-    const broke = await attempt(window.harness.key);
-    const wrong = await attempt("sk-this-is-not-a-key-of-ours-at-all-0000000");
-    const admin = window.harness.handle!.admin;
-    const funded = await admin.createAccount({ name: "funded", creditUsd: 1 });
-    const revoked = await admin.createKey({ accountId: funded.id });
-    const before = await attempt(revoked.key);
-    await admin.revokeKey(revoked.id);
-    const after = await attempt(revoked.key);
-    return { broke, wrong, before, after };
-  }, { id: model, history: messages });
+  const result = await page.evaluate(
+    async ({ id, history }) => {
+      const attempt = async (apiKey: string) => {
+        try {
+          await window.harness.client(apiKey).chat.completions.create({ model: id, messages: history, max_tokens: 4 });
+          return null;
+        } catch (error) {
+          const apiError = error as { status: number; type: string; code: string; message: string };
+          return { status: apiError.status, type: apiError.type, code: apiError.code, message: apiError.message };
+        }
+      };
+      const broke = await attempt(window.harness.key);
+      const wrong = await attempt("sk-this-is-not-a-key-of-ours-at-all-0000000");
+      const admin = window.harness.handle!.admin;
+      const funded = await admin.createAccount({ name: "funded", creditUsd: 1 });
+      const revoked = await admin.createKey({ accountId: funded.id });
+      const before = await attempt(revoked.key);
+      await admin.revokeKey(revoked.id);
+      const after = await attempt(revoked.key);
+      return { broke, wrong, before, after };
+    },
+    { id: model, history: messages },
+  );
   expect(result.broke).toMatchObject({ status: 403, type: "insufficient_quota", code: "insufficient_quota" });
   expect(result.broke?.message).toContain("insufficient balance");
   expect(result.wrong).toMatchObject({ status: 401, type: "invalid_request_error", code: "invalid_api_key" });
@@ -44,7 +47,10 @@ test("401 for a bad or revoked key and 403 at zero balance, through the openai S
   expect(result.after).toMatchObject({ status: 401, code: "invalid_api_key" });
 });
 
-test("the worker keeps keys in memory, yet a key re-limited or revoked in another tab is refused on its very next request", async ({ context, page }) => {
+test("the worker keeps keys in memory, yet a key re-limited or revoked in another tab is refused on its very next request", async ({
+  context,
+  page,
+}) => {
   const { keyId } = await openHarness(page, { engine: "deterministic" });
   const other = await context.newPage();
   await openHarness(other, { engine: "deterministic" }, null);
@@ -61,22 +67,54 @@ test("the worker keeps keys in memory, yet a key re-limited or revoked in anothe
 
 test("rate-limit headers on success and on error, read by fetch and surfaced by the SDK", async ({ page }) => {
   await openHarness(page, { engine: "deterministic" }, { rpm: 3, tpm: 5_000 });
-  const result = await page.evaluate(async ({ id, history }) => {
-    const names = ["limit-requests", "remaining-requests", "reset-requests", "limit-tokens", "remaining-tokens", "reset-tokens"];
-    const pick = (headers: Headers) => Object.fromEntries(names.map((name) => [name, headers.get(`x-ratelimit-${name}`)]));
-    const models = await window.harness.fetch("/models");
-    const { response } = await window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 4 }).withResponse();
-    const invalid = await window.harness.fetch("/chat/completions", { method: "POST", body: JSON.stringify({ model: id }) });
-    const last = await window.harness.client().models.list().withResponse();
-    let sdkError: Record<string, string | null> = {};
-    try {
-      await window.harness.client().models.list();
-    } catch (error) {
-      sdkError = { status: String((error as { status: number }).status), ...pick((error as { headers: Headers }).headers), retryAfter: (error as { headers: Headers }).headers.get("retry-after") };
-    }
-    return { models: pick(models.headers), chat: pick(response.headers), invalid: { status: invalid.status, ...pick(invalid.headers) }, last: pick(last.response.headers), sdkError };
-  }, { id: model, history: messages });
-  expect(result.models).toMatchObject({ "limit-requests": "3", "remaining-requests": "2", "limit-tokens": "5000", "remaining-tokens": "5000" });
+  const result = await page.evaluate(
+    async ({ id, history }) => {
+      const names = [
+        "limit-requests",
+        "remaining-requests",
+        "reset-requests",
+        "limit-tokens",
+        "remaining-tokens",
+        "reset-tokens",
+      ];
+      const pick = (headers: Headers) =>
+        Object.fromEntries(names.map((name) => [name, headers.get(`x-ratelimit-${name}`)]));
+      const models = await window.harness.fetch("/models");
+      const { response } = await window.harness
+        .client()
+        .chat.completions.create({ model: id, messages: history, max_tokens: 4 })
+        .withResponse();
+      const invalid = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ model: id }),
+      });
+      const last = await window.harness.client().models.list().withResponse();
+      let sdkError: Record<string, string | null> = {};
+      try {
+        await window.harness.client().models.list();
+      } catch (error) {
+        sdkError = {
+          status: String((error as { status: number }).status),
+          ...pick((error as { headers: Headers }).headers),
+          retryAfter: (error as { headers: Headers }).headers.get("retry-after"),
+        };
+      }
+      return {
+        models: pick(models.headers),
+        chat: pick(response.headers),
+        invalid: { status: invalid.status, ...pick(invalid.headers) },
+        last: pick(last.response.headers),
+        sdkError,
+      };
+    },
+    { id: model, history: messages },
+  );
+  expect(result.models).toMatchObject({
+    "limit-requests": "3",
+    "remaining-requests": "2",
+    "limit-tokens": "5000",
+    "remaining-tokens": "5000",
+  });
   expect(new Date(result.models["reset-requests"]!).toISOString()).toBe(result.models["reset-requests"]);
   expect(result.chat["remaining-requests"]).toBe("1");
   // Prompt + max_tokens were admitted, then corrected to the real count.
@@ -88,13 +126,17 @@ test("rate-limit headers on success and on error, read by fetch and surfaced by 
   expect(Number(result.sdkError.retryAfter)).toBeGreaterThan(0);
 });
 
-test("200 concurrent requests from 4 tabs against an account that can pay for exactly 37: 37 succeed, the rest get 403, the ledger matches", async ({ context, page }) => {
+test("200 concurrent requests from 4 tabs against an account that can pay for exactly 37: 37 succeed, the rest get 403, the ledger matches", async ({
+  context,
+  page,
+}) => {
   test.setTimeout(120_000);
   const options = { engine: "deterministic" as const, tokenDelayMs: 0, maxQueued: 256 };
   await openHarness(page, options, { creditUsd: 1, rpm: 1_000 });
   // One probe, on another account, gives the exact cost of one request: every reply here is cut at max_tokens.
   const probe = await page.evaluate(
-    async ({ id, history }) => (await window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 4 })).usage!,
+    async ({ id, history }) =>
+      (await window.harness.client().chat.completions.create({ model: id, messages: history, max_tokens: 4 })).usage!,
     { id: model, history: messages },
   );
   expect(probe.completion_tokens).toBe(4);
@@ -118,7 +160,9 @@ test("200 concurrent requests from 4 tabs against an account that can pay for ex
             Promise.all(
               Array.from({ length: 50 }, async () => {
                 try {
-                  await window.harness.client(key).chat.completions.create({ model: id, messages: history, max_tokens: 4 });
+                  await window.harness
+                    .client(key)
+                    .chat.completions.create({ model: id, messages: history, max_tokens: 4 });
                   return 200;
                 } catch (error) {
                   return (error as { status: number }).status;
@@ -152,7 +196,14 @@ test("RPM is enforced across tabs: exactly the limit passes in a window", async 
     await Promise.all(
       tabs.map((tab) =>
         tab.evaluate(
-          (secret) => Promise.all(Array.from({ length: 6 }, () => window.harness.fetch("/models", { headers: { authorization: `Bearer ${secret}` } }).then((response) => response.status))),
+          (secret) =>
+            Promise.all(
+              Array.from({ length: 6 }, () =>
+                window.harness
+                  .fetch("/models", { headers: { authorization: `Bearer ${secret}` } })
+                  .then((response) => response.status),
+              ),
+            ),
           key,
         ),
       ),
@@ -172,7 +223,14 @@ test("a tab closed mid-stream is charged for the tokens streamed, as aborted", a
       const seen = { chunks: 0 };
       (window as unknown as { seen: typeof seen }).seen = seen;
       void (async () => {
-        const stream = await window.harness.client(secret).chat.completions.create({ model: id, messages: [{ role: "user", content: "A long story, please." }], max_tokens: 200, stream: true });
+        const stream = await window.harness
+          .client(secret)
+          .chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "A long story, please." }],
+            max_tokens: 200,
+            stream: true,
+          });
         for await (const chunk of stream) if (chunk.choices[0]?.delta.content) seen.chunks++;
       })();
     },
@@ -181,7 +239,11 @@ test("a tab closed mid-stream is charged for the tokens streamed, as aborted", a
   await streamer.waitForFunction(() => (window as unknown as { seen: { chunks: number } }).seen.chunks >= 4);
   const observed = await streamer.evaluate(() => (window as unknown as { seen: { chunks: number } }).seen.chunks);
   await streamer.close();
-  await expect.poll(async () => (await ledgerOf(page)).entries.filter((entry) => entry.kind === "charge").length, { timeout: 10_000 }).toBe(1);
+  await expect
+    .poll(async () => (await ledgerOf(page)).entries.filter((entry) => entry.kind === "charge").length, {
+      timeout: 10_000,
+    })
+    .toBe(1);
   const { account, entries } = await ledgerOf(page);
   const charge = entries.find((entry) => entry.kind === "charge")!;
   expect(charge.status).toBe("aborted");
@@ -192,18 +254,28 @@ test("a tab closed mid-stream is charged for the tokens streamed, as aborted", a
   expect(account).toMatchObject({ reservedNanoUsd: 0, balanceNanoUsd: 10_000_000_000 - charge.amountNanoUsd });
 });
 
-test("a worker terminated mid-request: its reservation is released when the worker restarts", async ({ context, page }) => {
+test("a worker terminated mid-request: its reservation is released when the worker restarts", async ({
+  context,
+  page,
+}) => {
   await openHarness(page, { engine: "deterministic", tokenDelayMs: 200 });
   await page.evaluate((id) => {
     void window.harness
       .client()
-      .chat.completions.create({ model: id, messages: [{ role: "user", content: "Take your time." }], max_tokens: 200, stream: true })
+      .chat.completions.create({
+        model: id,
+        messages: [{ role: "user", content: "Take your time." }],
+        max_tokens: 200,
+        stream: true,
+      })
       .then(async (stream) => {
         for await (const chunk of stream) void chunk;
       })
       .catch(() => undefined);
   }, model);
-  await expect.poll(async () => (await ledgerOf(page)).account?.reservedNanoUsd, { timeout: 10_000 }).toBeGreaterThan(0);
+  await expect
+    .poll(async () => (await ledgerOf(page)).account?.reservedNanoUsd, { timeout: 10_000 })
+    .toBeGreaterThan(0);
   const cdp = await context.newCDPSession(page);
   await cdp.send("ServiceWorker.enable");
   await cdp.send("ServiceWorker.stopAllWorkers");
@@ -212,12 +284,19 @@ test("a worker terminated mid-request: its reservation is released when the work
   expect(status).toBe(200);
   const { account, entries } = await ledgerOf(page);
   expect(account).toMatchObject({ reservedNanoUsd: 0, balanceNanoUsd: 10_000_000_000 });
-  expect(entries.filter((entry) => entry.kind === "charge")).toEqual([expect.objectContaining({ status: "failed", amountNanoUsd: 0 })]);
+  expect(entries.filter((entry) => entry.kind === "charge")).toEqual([
+    expect.objectContaining({ status: "failed", amountNanoUsd: 0 }),
+  ]);
 });
 
 test("a plain-HTTP base URL is refused with a clear error", async ({ page }) => {
   await page.goto(`${process.env.E2E_ORIGIN}/index.html`);
   await expect(page.locator("#status")).toHaveText("ready");
-  const message = await page.evaluate(() => window.harness.start({ engine: "deterministic", baseUrl: "http://api.example/openai" }).then(() => "started", (error: Error) => error.message));
+  const message = await page.evaluate(() =>
+    window.harness.start({ engine: "deterministic", baseUrl: "http://api.example/openai" }).then(
+      () => "started",
+      (error: Error) => error.message,
+    ),
+  );
   expect(message).toContain("must use https:");
 });

@@ -16,7 +16,10 @@ const run = promisify(execFile);
 
 /** The demo server on a free port, as `npm start` starts it once built. */
 async function startDemoServer(): Promise<{ origin: string; process: ChildProcess }> {
-  const server = spawn(process.execPath, [resolve(root, "scripts/serve-demo.mjs")], { env: { ...process.env, PORT: "0" }, stdio: ["ignore", "pipe", "inherit"] });
+  const server = spawn(process.execPath, [resolve(root, "scripts/serve-demo.mjs")], {
+    env: { ...process.env, PORT: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const origin = await new Promise<string>((done, fail) => {
     let output = "";
     server.stdout!.on("data", (chunk: Buffer) => {
@@ -36,13 +39,22 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     const baseURL = `${server.origin}/openai/v1`;
     const closed = await fetch(`${baseURL}/models`);
     expect(closed.status).toBe(503);
-    expect(((await closed.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "no_open_tab", message: expect.stringContaining(`open ${server.origin}/`) });
+    expect(((await closed.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "no_open_tab",
+      message: expect.stringContaining(`open ${server.origin}/`),
+    });
 
     // The page and its worker script are served under the demo's Content Security Policy, and the
     // demo runs under it (the chat below).
     for (const path of ["/", "/sw.js"]) {
       const policy = (await fetch(`${server.origin}${path}`)).headers.get("content-security-policy") ?? "";
-      for (const directive of ["img-src 'self' data: blob:", "form-action 'none'", "frame-ancestors 'none'", "connect-src 'self'"]) expect(policy).toContain(directive);
+      for (const directive of [
+        "img-src 'self' data: blob:",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "connect-src 'self'",
+      ])
+        expect(policy).toContain(directive);
     }
     const page: Page = profile.context.pages()[0] ?? (await profile.context.newPage());
     const violations: string[] = [];
@@ -57,28 +69,43 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     await expect(page.locator("#new-key-value")).toHaveText(/^sk-/);
     const key = (await page.locator("#new-key-value").textContent())!;
     await expect(page.locator("#new-key-reach")).toContainText("through the demo server's relay");
-    const curl = page.locator(".snippet").filter({ has: page.getByRole("heading", { name: "curl" }) }).locator("code");
+    const curl = page
+      .locator(".snippet")
+      .filter({ has: page.getByRole("heading", { name: "curl" }) })
+      .locator("code");
     await expect(curl).toContainText(`curl ${baseURL}/chat/completions`);
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 900 });
-      await page.locator("#new-key").screenshot({ path: test.info().outputPath(`demo-keys-new-key-relayed-${width}.png`) });
+      await page
+        .locator("#new-key")
+        .screenshot({ path: test.info().outputPath(`demo-keys-new-key-relayed-${width}.png`) });
     }
 
     // The notice's curl snippet, run as a person pastes it into a shell.
-    const { stdout } = await run("bash", ["-c", `${await curl.textContent()} --silent --show-error`]).catch((error: Error) => {
-      throw new Error(`curl failed (the browser tests need curl: apt-get install curl): ${error.message}`);
-    });
+    const { stdout } = await run("bash", ["-c", `${await curl.textContent()} --silent --show-error`]).catch(
+      (error: Error) => {
+        throw new Error(`curl failed (the browser tests need curl: apt-get install curl): ${error.message}`);
+      },
+    );
     const viaCurl = chatCompletionSchema.parse(JSON.parse(stdout));
     expect(viaCurl.choices[0]?.message.content).toMatch(/\S/);
 
     // The openai SDK in Node, whole and streamed, with the worker's headers passed through.
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
-    const { data: completion, response } = await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "Hello from Node" }], max_tokens: 8 }).withResponse();
+    const { data: completion, response } = await client.chat.completions
+      .create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "Hello from Node" }], max_tokens: 8 })
+      .withResponse();
     expect(completion.usage?.completion_tokens).toBe(8);
     expect(response.headers.get("x-ratelimit-limit-requests")).toBe("60");
     expect(response.headers.get("x-request-id")).toMatch(/^req_/);
     let streamed = "";
-    for await (const chunk of await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "Stream it" }], max_tokens: 8, stream: true })) streamed += chunk.choices[0]?.delta.content ?? "";
+    for await (const chunk of await client.chat.completions.create({
+      model: "beta-2-9b-it",
+      messages: [{ role: "user", content: "Stream it" }],
+      max_tokens: 8,
+      stream: true,
+    }))
+      streamed += chunk.choices[0]?.delta.content ?? "";
     expect(streamed).toMatch(/\S/);
     expect((await client.models.list()).data.map((model) => model.id)).toContain("alpha3:8b-instruct-q8_0");
     const refused = await fetch(`${baseURL}/models`, { headers: { authorization: "Bearer sk-not-a-key" } });
@@ -86,7 +113,10 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
 
     // A client that goes away stops its generation in the tab, which bills what streamed.
     const abort = new AbortController();
-    const long = await client.chat.completions.create({ model: "beta-2-9b-it", messages: [{ role: "user", content: "A long story" }], max_tokens: 400, stream: true }, { signal: abort.signal });
+    const long = await client.chat.completions.create(
+      { model: "beta-2-9b-it", messages: [{ role: "user", content: "A long story" }], max_tokens: 400, stream: true },
+      { signal: abort.signal },
+    );
     for await (const _chunk of long) break;
     abort.abort();
     await page.getByRole("tab", { name: "Keys & usage" }).click();
@@ -96,7 +126,9 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     expect(violations).toEqual([]);
 
     await page.close();
-    await expect.poll(async () => (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(503);
+    await expect
+      .poll(async () => (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status)
+      .toBe(503);
   } finally {
     await profile.dispose();
     server.process.kill();

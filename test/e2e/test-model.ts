@@ -18,6 +18,14 @@ export function testGgufEntry(origin: string): ModelEntryInput {
     family: "llama3",
     contextWindow: 2_048,
     price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 },
-    gguf: [{ modelId: "llama3-test-q8_0", file: `${origin}/test-gguf/llama3-test-q8_0.gguf`, quantization: "Q8_0", sizeMB: 44, kvCache: { layers: 4, kvHeads: 2, headDim: 64 } }],
+    gguf: [
+      {
+        modelId: "llama3-test-q8_0",
+        file: `${origin}/test-gguf/llama3-test-q8_0.gguf`,
+        quantization: "Q8_0",
+        sizeMB: 44,
+        kvCache: { layers: 4, kvHeads: 2, headDim: 64 },
+      },
+    ],
   };
 }

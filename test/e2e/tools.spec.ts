@@ -14,33 +14,60 @@ const ajv = new Ajv({ strict: false });
 const weather: ToolSpec = {
   name: "get_weather",
   description: "Current weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city", "unit"], additionalProperties: false },
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } },
+    required: ["city", "unit"],
+    additionalProperties: false,
+  },
 };
 const tools = [{ type: "function" as const, function: weather }];
 const models = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
 
 test("every grammar we generate parses with the real xgrammar", async ({ page }) => {
   await openHarness(page);
-  const lights: ToolSpec = { name: "set_lights", parameters: { type: "object", properties: { on: { type: "boolean" }, rooms: { type: "array", items: { enum: ["hall", "kitchen"] } } } } };
+  const lights: ToolSpec = {
+    name: "set_lights",
+    parameters: {
+      type: "object",
+      properties: { on: { type: "boolean" }, rooms: { type: "array", items: { enum: ["hall", "kitchen"] } } },
+    },
+  };
   const grammars: Record<string, string> = {
     jsonObject: schemaToGrammar({ type: "object" }),
-    recursive: schemaToGrammar({ $defs: { node: { type: "object", properties: { next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } } } }, $ref: "#/$defs/node" }),
+    recursive: schemaToGrammar({
+      $defs: {
+        node: { type: "object", properties: { next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } } },
+      },
+      $ref: "#/$defs/node",
+    }),
     escapes: schemaToGrammar({ enum: ['quote " and \\ backslash', "tab\there", "é ünïcode"] }),
   };
   for (const family of modelFamilies) {
     for (const choice of ["auto", "required", { name: "set_lights" }] as const) {
-      grammars[`${family}-${typeof choice === "object" ? "named" : choice}`] = toolGrammar(family, [weather, lights], choice, true);
+      grammars[`${family}-${typeof choice === "object" ? "named" : choice}`] = toolGrammar(
+        family,
+        [weather, lights],
+        choice,
+        true,
+      );
     }
   }
   const results = await page.evaluate(async (all) => {
     const outcome: Record<string, string> = {};
-    for (const [name, ebnf] of Object.entries(all)) outcome[name] = await window.harness.compileGrammar(ebnf).then(() => "ok", (error: Error) => error.message);
+    for (const [name, ebnf] of Object.entries(all))
+      outcome[name] = await window.harness.compileGrammar(ebnf).then(
+        () => "ok",
+        (error: Error) => error.message,
+      );
     return outcome;
   }, grammars);
   expect(results).toEqual(Object.fromEntries(Object.keys(grammars).map((name) => [name, "ok"])));
 });
 
-test("tool calls for every catalogue model through the SDK: created, streamed, and assembled by the stream helper", async ({ page }) => {
+test("tool calls for every catalogue model through the SDK: created, streamed, and assembled by the stream helper", async ({
+  page,
+}) => {
   await openHarness(page);
   const results = await page.evaluate(
     async ({ ids, toolList }) => {
@@ -48,8 +75,19 @@ test("tool calls for every catalogue model through the SDK: created, streamed, a
       const out = [];
       for (const model of ids) {
         const messages = [{ role: "user" as const, content: "Weather in Oslo, please." }];
-        const created = await client.chat.completions.create({ model, messages, tools: toolList, tool_choice: "required" });
-        const stream = await client.chat.completions.create({ model, messages, tools: toolList, tool_choice: "required", stream: true });
+        const created = await client.chat.completions.create({
+          model,
+          messages,
+          tools: toolList,
+          tool_choice: "required",
+        });
+        const stream = await client.chat.completions.create({
+          model,
+          messages,
+          tools: toolList,
+          tool_choice: "required",
+          stream: true,
+        });
         const streamed: { id?: string; name?: string; arguments: string }[] = [];
         for await (const chunk of stream) {
           for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
@@ -58,7 +96,12 @@ test("tool calls for every catalogue model through the SDK: created, streamed, a
             streamed[call.index]!.arguments += call.function?.arguments ?? "";
           }
         }
-        const helper = client.chat.completions.stream({ model, messages, tools: toolList, tool_choice: { type: "function", function: { name: "get_weather" } } });
+        const helper = client.chat.completions.stream({
+          model,
+          messages,
+          tools: toolList,
+          tool_choice: { type: "function", function: { name: "get_weather" } },
+        });
         const done: string[] = [];
         helper.on("tool_calls.function.arguments.done", (event) => done.push(event.arguments));
         const final = await helper.finalChatCompletion();
@@ -70,9 +113,21 @@ test("tool calls for every catalogue model through the SDK: created, streamed, a
   );
   for (const { model, created, streamed, final, done } of results) {
     const choice = created.choices[0]!;
-    expect({ model, finish: choice.finish_reason, content: choice.message.content }).toEqual({ model, finish: "tool_calls", content: null });
-    const call = choice.message.tool_calls![0]! as { id: string; type: string; function: { name: string; arguments: string } };
-    expect(call).toMatchObject({ id: expect.stringMatching(/^call_/), type: "function", function: { name: "get_weather" } });
+    expect({ model, finish: choice.finish_reason, content: choice.message.content }).toEqual({
+      model,
+      finish: "tool_calls",
+      content: null,
+    });
+    const call = choice.message.tool_calls![0]! as {
+      id: string;
+      type: string;
+      function: { name: string; arguments: string };
+    };
+    expect(call).toMatchObject({
+      id: expect.stringMatching(/^call_/),
+      type: "function",
+      function: { name: "get_weather" },
+    });
     expect(ajv.validate(weather.parameters, JSON.parse(call.function.arguments))).toBe(true);
     expect(streamed).toHaveLength(1);
     expect(streamed[0]).toMatchObject({ id: expect.stringMatching(/^call_/), name: "get_weather" });
@@ -109,13 +164,28 @@ test("a full two-turn tool loop with the SDK's runTools, and structured output t
       ],
     });
     const content = await runner.finalContent();
-    const schema = { type: "object", properties: { city: { type: "string" }, temperature: { type: "number" }, tags: { type: "array", items: { enum: ["cold", "wet"] } } }, required: ["city", "temperature", "tags"], additionalProperties: false };
+    const schema = {
+      type: "object",
+      properties: {
+        city: { type: "string" },
+        temperature: { type: "number" },
+        tags: { type: "array", items: { enum: ["cold", "wet"] } },
+      },
+      required: ["city", "temperature", "tags"],
+      additionalProperties: false,
+    };
     const structured = await client.chat.completions.create({
       model: "beta-2-9b-it",
       messages: [{ role: "user", content: "Describe Oslo's weather." }],
       response_format: { type: "json_schema", json_schema: { name: "report", schema, strict: true } },
     });
-    return { calls, content, roles: runner.messages.map((message) => message.role), structured: structured.choices[0]!.message.content, schema };
+    return {
+      calls,
+      content,
+      roles: runner.messages.map((message) => message.role),
+      structured: structured.choices[0]!.message.content,
+      schema,
+    };
   }, weather.parameters);
   expect(result.calls).toHaveLength(1);
   expect(ajv.validate(weather.parameters, result.calls[0])).toBe(true);

@@ -61,26 +61,42 @@ function completionObject(prompt: string, model: string, index: number) {
     created: 1_700_000_000,
     model,
     choices: [{ index: 0, text: words.join(""), logprobs: null, finish_reason: "length" }],
-    usage: { prompt_tokens: prompt.length, completion_tokens: words.length, total_tokens: prompt.length + words.length },
+    usage: {
+      prompt_tokens: prompt.length,
+      completion_tokens: words.length,
+      total_tokens: prompt.length + words.length,
+    },
   };
 }
 
 /** A legacy completion as llama-server (several prompts: an array) or Ollama (one string prompt only) answers it. */
 function legacyCompletion(mode: string, body: Record<string, unknown>, response: ServerResponse): void {
-  const json = (status: number, value: unknown) => response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+  const json = (status: number, value: unknown) =>
+    response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
   const model = String(body.model);
   if (Array.isArray(body.prompt)) {
-    if (mode === "ollama" || body.stream === true) return void json(400, { error: { message: "invalid prompt: expected a single string", type: "invalid_request_error" } });
-    return void json(200, (body.prompt as string[]).map((prompt, index) => completionObject(prompt, model, index)));
+    if (mode === "ollama" || body.stream === true)
+      return void json(400, {
+        error: { message: "invalid prompt: expected a single string", type: "invalid_request_error" },
+      });
+    return void json(
+      200,
+      (body.prompt as string[]).map((prompt, index) => completionObject(prompt, model, index)),
+    );
   }
   const prompt = String(body.prompt);
   if (body.stream !== true) return void json(200, completionObject(prompt, model, 0));
   const whole = completionObject(prompt, model, 0);
-  const send = (value: unknown) => response.write(`data: ${JSON.stringify({ id: whole.id, object: "text_completion", created: whole.created, model, ...(value as object) })}\n\n`);
+  const send = (value: unknown) =>
+    response.write(
+      `data: ${JSON.stringify({ id: whole.id, object: "text_completion", created: whole.created, model, ...(value as object) })}\n\n`,
+    );
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  for (const word of wordsFor(prompt)) send({ choices: [{ index: 0, text: word, logprobs: null, finish_reason: null }] });
+  for (const word of wordsFor(prompt))
+    send({ choices: [{ index: 0, text: word, logprobs: null, finish_reason: null }] });
   send({ choices: [{ index: 0, text: "", logprobs: null, finish_reason: "length" }] });
-  const includeUsage = mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+  const includeUsage =
+    mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
   if (includeUsage) send({ choices: [], usage: whole.usage });
   response.end("data: [DONE]\n\n");
 }
@@ -96,12 +112,27 @@ export async function startUpstream(secret: string): Promise<Upstream> {
       return;
     }
     const body = JSON.parse((await readBody(request)) || "{}") as Record<string, unknown>;
-    const call: UpstreamCall = { mode, path, authorization: request.headers.authorization ?? null, body, aborted: false, sent: 0 };
+    const call: UpstreamCall = {
+      mode,
+      path,
+      authorization: request.headers.authorization ?? null,
+      body,
+      aborted: false,
+      sent: 0,
+    };
     calls.push(call);
-    const json = (status: number, value: unknown) => response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
-    if (mode === "fail") return json(500, { error: { message: "the GPU fell off the bus", type: "server_error", code: null, param: null } });
-    if (mode === "ok" && call.authorization !== `Bearer ${secret}`) return json(401, { error: { message: "bad upstream key", type: "invalid_request_error", code: "invalid_api_key", param: null } });
-    if ((mode === "llama" || mode === "ollama") && path === "/v1/completions") return legacyCompletion(mode, body, response);
+    const json = (status: number, value: unknown) =>
+      response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+    if (mode === "fail")
+      return json(500, {
+        error: { message: "the GPU fell off the bus", type: "server_error", code: null, param: null },
+      });
+    if (mode === "ok" && call.authorization !== `Bearer ${secret}`)
+      return json(401, {
+        error: { message: "bad upstream key", type: "invalid_request_error", code: "invalid_api_key", param: null },
+      });
+    if ((mode === "llama" || mode === "ollama") && path === "/v1/completions")
+      return legacyCompletion(mode, body, response);
     if (path !== "/v1/chat/completions") return json(404, { error: { message: `no route ${path}` } });
 
     const words = mode === "slow" ? Array.from({ length: 300 }, (_, index) => ` w${index}`) : reply;
@@ -112,7 +143,9 @@ export async function startUpstream(secret: string): Promise<Upstream> {
       return json(200, {
         ...base,
         object: "chat.completion",
-        choices: [{ index: 0, message: { role: "assistant", content: words.join("") }, logprobs: null, finish_reason: "stop" }],
+        choices: [
+          { index: 0, message: { role: "assistant", content: words.join("") }, logprobs: null, finish_reason: "stop" },
+        ],
         ...(withUsage ? { usage } : {}),
       });
     }
@@ -120,9 +153,13 @@ export async function startUpstream(secret: string): Promise<Upstream> {
     response.on("close", () => {
       if (!response.writableFinished) call.aborted = true;
     });
-    const includeUsage = withUsage && (mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true);
-    const send = (value: unknown) => response.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", ...(value as object) })}\n\n`);
-    if (mode !== "llama") send({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] });
+    const includeUsage =
+      withUsage &&
+      (mode === "llama" || (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true);
+    const send = (value: unknown) =>
+      response.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", ...(value as object) })}\n\n`);
+    if (mode !== "llama")
+      send({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] });
     for (const word of words) {
       if (call.aborted) return;
       if (mode === "slow") await new Promise((resolve) => setTimeout(resolve, 100));

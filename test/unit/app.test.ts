@@ -3,7 +3,12 @@ import type { DeviceFeatures } from "../../src/model/builds.js";
 import type { ModelEntry } from "../../src/model/entry.js";
 import { EngineError } from "../../src/errors/engine.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  errorBodySchema,
+  textCompletionSchema,
+} from "../../src/wire/schemas.js";
 import { ChoosingEngine } from "../../src/engine/choice.js";
 import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 
@@ -14,7 +19,9 @@ const messages = [{ role: "user", content: "Hello" }];
 class ScriptedEngine implements Engine {
   readonly name = "scripted";
   seen: GenerationRequest[] = [];
-  constructor(private readonly script: (request: GenerationRequest, signal: AbortSignal) => AsyncGenerator<GenerationPart>) {}
+  constructor(
+    private readonly script: (request: GenerationRequest, signal: AbortSignal) => AsyncGenerator<GenerationPart>,
+  ) {}
   async device(): Promise<DeviceFeatures> {
     return { webgpu: true, features: new Set() };
   }
@@ -29,25 +36,51 @@ class ScriptedEngine implements Engine {
 }
 
 async function errorOf(response: Response) {
-  return { status: response.status, ...errorBodySchema.parse(await response.json()).error, requestId: response.headers.get("x-request-id") };
+  return {
+    status: response.status,
+    ...errorBodySchema.parse(await response.json()).error,
+    requestId: response.headers.get("x-request-id"),
+  };
 }
 
 describe("HTTP surface", () => {
   it("answers a chat completion with OpenAI's object and a request id", async () => {
     const { app, post, get } = await makeApp();
-    const response = await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 5, temperature: 0.2 }));
+    const response = await app.handle(
+      post("/v1/chat/completions", { model, messages, max_tokens: 5, temperature: 0.2 }),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("x-request-id")).toBe("req_0001");
     const body = chatCompletionSchema.parse(await response.json());
-    expect(body).toMatchObject({ id: "chatcmpl-0002", object: "chat.completion", created: 1_700_000_000, model, system_fingerprint: null });
-    expect(body.choices[0]).toMatchObject({ index: 0, finish_reason: "length", logprobs: null, message: { role: "assistant", refusal: null } });
+    expect(body).toMatchObject({
+      id: "chatcmpl-0002",
+      object: "chat.completion",
+      created: 1_700_000_000,
+      model,
+      system_fingerprint: null,
+    });
+    expect(body.choices[0]).toMatchObject({
+      index: 0,
+      finish_reason: "length",
+      logprobs: null,
+      message: { role: "assistant", refusal: null },
+    });
     expect(body.usage.completion_tokens).toBe(5);
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + 5);
   });
 
   it("streams the exact SSE sequence the SDK expects", async () => {
     const { app, post, get } = await makeApp();
-    const response = await app.handle(post("/chat/completions", { model, messages, max_tokens: 4, stream: true, stream_options: { include_usage: true }, n: 2 }));
+    const response = await app.handle(
+      post("/chat/completions", {
+        model,
+        messages,
+        max_tokens: 4,
+        stream: true,
+        stream_options: { include_usage: true },
+        n: 2,
+      }),
+    );
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = sseEvents(await response.text());
     expect(events.at(-1)).toBe("[DONE]");
@@ -68,21 +101,27 @@ describe("HTTP surface", () => {
 
   it("omits usage from chunks unless asked, as the hosted API does", async () => {
     const { app, post, get } = await makeApp();
-    const events = sseEvents(await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true }))).text());
+    const events = sseEvents(
+      await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true }))).text(),
+    );
     const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown>);
     expect(chunks.every((chunk) => !("usage" in chunk))).toBe(true);
   });
 
   it("answers legacy completions with one choice per prompt and echo", async () => {
     const { app, post, get } = await makeApp();
-    const response = await app.handle(post("/v1/completions", { model, prompt: ["One", "Two"], max_tokens: 3, echo: true }));
+    const response = await app.handle(
+      post("/v1/completions", { model, prompt: ["One", "Two"], max_tokens: 3, echo: true }),
+    );
     const body = textCompletionSchema.parse(await response.json());
     expect(body.choices.map((choice) => [choice.index, choice.text.split(/(?<=^(?:One|Two))/)[0]])).toEqual([
       [0, "One"],
       [1, "Two"],
     ]);
     expect(body.usage?.completion_tokens).toBe(6);
-    const defaults = textCompletionSchema.parse(await (await app.handle(post("/v1/completions", { model, prompt: "Count" }))).json());
+    const defaults = textCompletionSchema.parse(
+      await (await app.handle(post("/v1/completions", { model, prompt: "Count" }))).json(),
+    );
     // The legacy endpoint's default max_tokens is 16.
     expect(defaults.usage?.completion_tokens).toBeLessThanOrEqual(16);
   });
@@ -95,20 +134,49 @@ describe("HTTP surface", () => {
       param: "model",
       message: "The model `nope` does not exist or you do not have access to it.",
     });
-    expect(await errorOf(await app.handle(get("/v1/models/nope")))).toMatchObject({ status: 404, code: "model_not_found" });
+    expect(await errorOf(await app.handle(get("/v1/models/nope")))).toMatchObject({
+      status: 404,
+      code: "model_not_found",
+    });
     expect(await errorOf(await app.handle(get("/v1/model/info")))).toMatchObject({ status: 400, param: "model" });
-    expect(await errorOf(await app.handle(post("/v1/audio/speech", {})))).toMatchObject({ status: 404, code: "unknown_url" });
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, stream_options: { include_usage: true } })))).toMatchObject({
+    expect(await errorOf(await app.handle(post("/v1/audio/speech", {})))).toMatchObject({
+      status: 404,
+      code: "unknown_url",
+    });
+    expect(
+      await errorOf(
+        await app.handle(post("/v1/chat/completions", { model, messages, stream_options: { include_usage: true } })),
+      ),
+    ).toMatchObject({
       status: 400,
       param: "stream_options",
     });
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tool_choice: "required" })))).toMatchObject({ status: 400, param: "tool_choice" });
+    expect(
+      await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tool_choice: "required" }))),
+    ).toMatchObject({ status: 400, param: "tool_choice" });
     const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools, tool_choice: { type: "function", function: { name: "other" } } })))).toMatchObject({
+    expect(
+      await errorOf(
+        await app.handle(
+          post("/v1/chat/completions", {
+            model,
+            messages,
+            tools,
+            tool_choice: { type: "function", function: { name: "other" } },
+          }),
+        ),
+      ),
+    ).toMatchObject({
       status: 400,
       param: "tool_choice.function.name",
     });
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages, tools, response_format: { type: "json_object" } })))).toMatchObject({
+    expect(
+      await errorOf(
+        await app.handle(
+          post("/v1/chat/completions", { model, messages, tools, response_format: { type: "json_object" } }),
+        ),
+      ),
+    ).toMatchObject({
       status: 400,
       code: "unsupported_request",
       param: "response_format",
@@ -118,15 +186,25 @@ describe("HTTP surface", () => {
   it("refuses prompt plus max_tokens beyond the context window", async () => {
     const { app, post, get } = await makeApp();
     const small = "gamma-7b-instruct-v0.3";
-    const over = await errorOf(await app.handle(post("/v1/chat/completions", { model: small, messages, max_tokens: 4093 })));
+    const over = await errorOf(
+      await app.handle(post("/v1/chat/completions", { model: small, messages, max_tokens: 4093 })),
+    );
     expect(over).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
     expect(over.message).toMatch(/maximum context length is 4096 tokens/);
     const long = "word ".repeat(5000);
-    expect(await errorOf(await app.handle(post("/v1/chat/completions", { model: small, messages: [{ role: "user", content: long }] })))).toMatchObject({
+    expect(
+      await errorOf(
+        await app.handle(post("/v1/chat/completions", { model: small, messages: [{ role: "user", content: long }] })),
+      ),
+    ).toMatchObject({
       status: 400,
       code: "context_length_exceeded",
     });
-    expect(await errorOf(await app.handle(post("/v1/completions", { model: small, prompt: long })))).toMatchObject({ status: 400, code: "context_length_exceeded", param: "prompt" });
+    expect(await errorOf(await app.handle(post("/v1/completions", { model: small, prompt: long })))).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+      param: "prompt",
+    });
     // Within the window, a missing max_tokens becomes what the prompt leaves.
     const engine = new ScriptedEngine(async function* () {
       yield { type: "finish", reason: "stop", usage: { promptTokens: 9, completionTokens: 0 } };
@@ -138,7 +216,10 @@ describe("HTTP surface", () => {
   });
 
   it("bills the prompt an engine saw: whole, with the prefix it reused reported as cached", async () => {
-    const usageOf = async (usage: { promptTokens: number; cachedPromptTokens?: number; completionTokens: number }, path = "/v1/chat/completions") => {
+    const usageOf = async (
+      usage: { promptTokens: number; cachedPromptTokens?: number; completionTokens: number },
+      path = "/v1/chat/completions",
+    ) => {
       const engine = new ScriptedEngine(async function* () {
         yield { type: "finish", reason: "stop", usage };
       });
@@ -147,14 +228,27 @@ describe("HTTP surface", () => {
       return ((await (await scripted.app.handle(scripted.post(path, body))).json()) as { usage: unknown }).usage;
     };
     // Our count: what an engine that reused nothing and saw what we counted is billed.
-    const counted = ((await usageOf({ promptTokens: 0, completionTokens: 1 })) as { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens;
+    const counted = (
+      (await usageOf({ promptTokens: 0, completionTokens: 1 })) as {
+        prompt_tokens: number;
+        prompt_tokens_details: { cached_tokens: number };
+      }
+    ).prompt_tokens_details.cached_tokens;
     expect(counted).toBeGreaterThan(4);
     // llama.cpp says what it reused: 4 prefilled of our `counted`, the rest from its cache.
-    expect(await usageOf({ promptTokens: 4, cachedPromptTokens: counted - 4, completionTokens: 1 })).toMatchObject({ prompt_tokens: counted, prompt_tokens_details: { cached_tokens: counted - 4 } });
+    expect(await usageOf({ promptTokens: 4, cachedPromptTokens: counted - 4, completionTokens: 1 })).toMatchObject({
+      prompt_tokens: counted,
+      prompt_tokens_details: { cached_tokens: counted - 4 },
+    });
     // One more than we counted (llama.cpp's BOS before a raw prompt), one of them reused: what it saw is billed.
-    expect(await usageOf({ promptTokens: 1, cachedPromptTokens: 1, completionTokens: 1 }, "/v1/completions")).toMatchObject({ prompt_tokens: 2 });
+    expect(
+      await usageOf({ promptTokens: 1, cachedPromptTokens: 1, completionTokens: 1 }, "/v1/completions"),
+    ).toMatchObject({ prompt_tokens: 2 });
     // web-llm says only what it prefilled: the rest of our count is the cached part.
-    expect(await usageOf({ promptTokens: 3, completionTokens: 1 })).toMatchObject({ prompt_tokens: counted, prompt_tokens_details: { cached_tokens: counted - 3 } });
+    expect(await usageOf({ promptTokens: 3, completionTokens: 1 })).toMatchObject({
+      prompt_tokens: counted,
+      prompt_tokens_details: { cached_tokens: counted - 3 },
+    });
   });
 
   it("passes sampling, stop, seed and JSON mode through to the engine", async () => {
@@ -178,8 +272,22 @@ describe("HTTP surface", () => {
       }),
     );
     expect(engine.seen[0]).toMatchObject({
-      input: { kind: "chat", messages: [{ role: "system", content: "be json" }, { role: "user", content: "Hello" }] },
-      sampling: { temperature: 0, topP: 0.5, maxTokens: 9, stop: ["END"], presencePenalty: 1, frequencyPenalty: -1, seed: 42 },
+      input: {
+        kind: "chat",
+        messages: [
+          { role: "system", content: "be json" },
+          { role: "user", content: "Hello" },
+        ],
+      },
+      sampling: {
+        temperature: 0,
+        topP: 0.5,
+        maxTokens: 9,
+        stop: ["END"],
+        presencePenalty: 1,
+        frequencyPenalty: -1,
+        seed: 42,
+      },
       constraint: { kind: "json" },
     });
   });
@@ -190,7 +298,9 @@ describe("HTTP surface", () => {
         throw new RangeError("kernel fault");
       }),
     });
-    const error = await errorOf(await before.app.handle(before.post("/v1/chat/completions", { model, messages, stream: true })));
+    const error = await errorOf(
+      await before.app.handle(before.post("/v1/chat/completions", { model, messages, stream: true })),
+    );
     expect(error).toMatchObject({ status: 500, type: "server_error", code: "internal_error" });
     expect(error.message).toContain(error.requestId);
 
@@ -227,7 +337,10 @@ describe("HTTP surface", () => {
           throw new EngineError(kind, "no");
         }),
       });
-      expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages })))).toMatchObject({ status, code });
+      expect(await errorOf(await app.handle(post("/v1/chat/completions", { model, messages })))).toMatchObject({
+        status,
+        code,
+      });
     }
   });
 
@@ -241,7 +354,9 @@ describe("HTTP surface", () => {
     // The adapter goes away after the first look: choosing again would pick llama.cpp.
     let looks = 0;
     webllm.device = async () => ({ webgpu: looks++ === 0, features: new Set(["shader-f16"]) });
-    const { app, post } = await makeApp({ engine: new ChoosingEngine({ engines: { webllm, llamacpp }, policy: "auto" }) });
+    const { app, post } = await makeApp({
+      engine: new ChoosingEngine({ engines: { webllm, llamacpp }, policy: "auto" }),
+    });
     const response = await app.handle(post("/v1/chat/completions", { model, messages }));
     expect(response.status).toBe(200);
     expect(response.headers.get("x-inference-engine")).toBe("webllm");
@@ -277,7 +392,11 @@ describe("HTTP surface", () => {
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
       aborted.push(signal.aborted);
-      yield { type: "finish", reason: signal.aborted ? "abort" : "stop", usage: { promptTokens: 1, completionTokens: 1 } };
+      yield {
+        type: "finish",
+        reason: signal.aborted ? "abort" : "stop",
+        usage: { promptTokens: 1, completionTokens: 1 },
+      };
     });
     const { app, post } = await makeApp({ engine });
     const response = await app.handle(post("/v1/chat/completions", { model, messages, stream: true }));
@@ -323,8 +442,12 @@ describe("HTTP surface", () => {
     const failing = await makeApp({ engine: slowStart(true), respond });
     const failed = await failing.app.handle(failing.post("/v1/chat/completions", { model, messages }));
     expect(failed.status).toBe(200);
-    expect(JSON.parse(await failed.text())).toMatchObject({ error: { type: "service_unavailable", code: "model_load_failed" } });
+    expect(JSON.parse(await failed.text())).toMatchObject({
+      error: { type: "service_unavailable", code: "model_load_failed" },
+    });
     await checkLedgerInvariant(failing.database);
-    expect((await failing.database.getAll("ledger")).filter((entry) => entry.kind === "charge").map((entry) => entry.status)).toEqual(["failed"]);
+    expect(
+      (await failing.database.getAll("ledger")).filter((entry) => entry.kind === "charge").map((entry) => entry.status),
+    ).toEqual(["failed"]);
   });
 });

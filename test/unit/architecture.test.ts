@@ -82,7 +82,8 @@ function circles(graph: Map<string, string[]>): string[][] {
       onStack.delete(member);
       component.push(member);
     } while (member !== node);
-    if (component.length > 1 || graph.get(node)?.includes(node)) found.push(component.map((file) => relative(root, file)).sort());
+    if (component.length > 1 || graph.get(node)?.includes(node))
+      found.push(component.map((file) => relative(root, file)).sort());
   };
   for (const node of graph.keys()) if (!index.has(node)) visit(node);
   return found;
@@ -101,7 +102,8 @@ describe("the floor plan", () => {
         .split(";")
         .map((statement) => statement.trim())
         .filter(Boolean);
-      for (const statement of statements) expect(statement, `${entry} holds only re-exports`).toMatch(/^export (type )?\{[^}]*\} from "\.\/[^"]+"$/);
+      for (const statement of statements)
+        expect(statement, `${entry} holds only re-exports`).toMatch(/^export (type )?\{[^}]*\} from "\.\/[^"]+"$/);
     }
   });
 
@@ -116,8 +118,10 @@ describe("the floor plan", () => {
       const from = layerOf(file);
       for (const target of targets) {
         const to = target.startsWith(source) ? layerOf(target) : "outside src";
-        if (to === "outside src") wrong.push(`${relative(root, file)} → ${relative(root, target)} (outside the library)`);
-        else if (to !== from && ranks[to]! >= ranks[from]!) wrong.push(`${relative(root, file)} (${from}) → ${relative(root, target)} (${to})`);
+        if (to === "outside src")
+          wrong.push(`${relative(root, file)} → ${relative(root, target)} (outside the library)`);
+        else if (to !== from && ranks[to]! >= ranks[from]!)
+          wrong.push(`${relative(root, file)} (${from}) → ${relative(root, target)} (${to})`);
       }
     }
     expect(wrong).toEqual([]);
@@ -145,7 +149,21 @@ describe("the floor plan", () => {
     expect(ranks.policy! >= ranks.engine!).toBe(true);
     const a = join(source, "model/a.ts");
     const b = join(source, "model/b.ts");
-    expect(circles(new Map([[a, [b]], [b, [a]]]))).toHaveLength(1);
-    expect(circles(new Map([[a, [b]], [b, []]]))).toHaveLength(0);
+    expect(
+      circles(
+        new Map([
+          [a, [b]],
+          [b, [a]],
+        ]),
+      ),
+    ).toHaveLength(1);
+    expect(
+      circles(
+        new Map([
+          [a, [b]],
+          [b, []],
+        ]),
+      ),
+    ).toHaveLength(0);
   });
 });

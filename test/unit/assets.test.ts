@@ -18,7 +18,10 @@ function server(files: Record<string, Uint8Array | string>, options: { html200?:
     const path = new URL(String(input)).pathname;
     const body = files[path];
     if (body !== undefined) return new Response(body as BodyInit, { headers: { "content-type": "application/gzip" } });
-    return new Response("<!doctype html><p>app</p>", { status: options.html200 ? 200 : 404, headers: { "content-type": "text/html" } });
+    return new Response("<!doctype html><p>app</p>", {
+      status: options.html200 ? 200 : 404,
+      headers: { "content-type": "text/html" },
+    });
   };
 }
 
@@ -27,7 +30,10 @@ describe("tokenizer assets", () => {
     for (const name of Object.keys(tokenizerSources)) {
       const plain = tokenizerSources[name]();
       const file = writeCompactTokenizer(name, compactDirectory);
-      const source = fetchTokenizerSource("https://app.example/tokenizers/", server({ [`/tokenizers/${name}.json.gz`]: readFileSync(file) }));
+      const source = fetchTokenizerSource(
+        "https://app.example/tokenizers/",
+        server({ [`/tokenizers/${name}.json.gz`]: readFileSync(file) }),
+      );
       const loaded = await source(name);
       expect(loaded.config).toEqual(plain.config);
       expect(loaded.tokenizer).toEqual(plain.tokenizer);
@@ -53,13 +59,27 @@ describe("tokenizer assets", () => {
   });
 
   it("a network failure is transient (Retry-After), a file that is not a tokenizer permanent", async () => {
-    const offline = new Tokenizers(fetchTokenizerSource("https://app.example/t/", async () => Promise.reject(new TypeError("Failed to fetch"))));
-    const transient = errorResponse(toApiError(await offline.forFamily("qwen2").catch((caught: unknown) => caught), "req_2"));
-    expect([transient.status, transient.headers.get("retry-after"), transient.headers.get("x-should-retry")]).toEqual([503, "10", null]);
-    const garbage = new Tokenizers(fetchTokenizerSource("https://app.example/t/", server({ "/t/qwen2.json.gz": "{\"not\":\"a tokenizer\"}" })));
-    const corrupt = errorResponse(toApiError(await garbage.forFamily("qwen2").catch((caught: unknown) => caught), "req_3"));
+    const offline = new Tokenizers(
+      fetchTokenizerSource("https://app.example/t/", async () => Promise.reject(new TypeError("Failed to fetch"))),
+    );
+    const transient = errorResponse(
+      toApiError(await offline.forFamily("qwen2").catch((caught: unknown) => caught), "req_2"),
+    );
+    expect([transient.status, transient.headers.get("retry-after"), transient.headers.get("x-should-retry")]).toEqual([
+      503,
+      "10",
+      null,
+    ]);
+    const garbage = new Tokenizers(
+      fetchTokenizerSource("https://app.example/t/", server({ "/t/qwen2.json.gz": '{"not":"a tokenizer"}' })),
+    );
+    const corrupt = errorResponse(
+      toApiError(await garbage.forFamily("qwen2").catch((caught: unknown) => caught), "req_3"),
+    );
     expect([corrupt.status, corrupt.headers.get("x-should-retry")]).toEqual([503, "false"]);
-    expect(((await corrupt.json()) as { error: { message: string } }).error.message).toContain("https://app.example/t/qwen2.json.gz could not be read");
+    expect(((await corrupt.json()) as { error: { message: string } }).error.message).toContain(
+      "https://app.example/t/qwen2.json.gz could not be read",
+    );
   });
 });
 
@@ -67,18 +87,49 @@ describe("engine and asset failures", () => {
   it("each maps to its status, code and retry advice", () => {
     const cases: [EngineError, number, string, Record<string, string | null>][] = [
       [new EngineError("busy", "full"), 503, "engine_busy", { "retry-after": "1", "x-should-retry": null }],
-      [new EngineError("device", "no f16"), 503, "model_not_runnable", { "retry-after": null, "x-should-retry": "false" }],
-      [new EngineError("load_failed", "404"), 503, "model_load_failed", { "retry-after": null, "x-should-retry": "false" }],
-      [new EngineError("load_failed", "offline", { retryAfterSeconds: 10 }), 503, "model_load_failed", { "retry-after": "10", "x-should-retry": null }],
+      [
+        new EngineError("device", "no f16"),
+        503,
+        "model_not_runnable",
+        { "retry-after": null, "x-should-retry": "false" },
+      ],
+      [
+        new EngineError("load_failed", "404"),
+        503,
+        "model_load_failed",
+        { "retry-after": null, "x-should-retry": "false" },
+      ],
+      [
+        new EngineError("load_failed", "offline", { retryAfterSeconds: 10 }),
+        503,
+        "model_load_failed",
+        { "retry-after": "10", "x-should-retry": null },
+      ],
       [new EngineError("asset", "404"), 503, "asset_unavailable", { "retry-after": null, "x-should-retry": "false" }],
-      [new EngineError("asset", "offline", { retryAfterSeconds: 10 }), 503, "asset_unavailable", { "retry-after": "10", "x-should-retry": null }],
-      [new EngineError("unsupported", "no"), 400, "unsupported_request", { "retry-after": null, "x-should-retry": null }],
-      [new EngineError("context_length", "long"), 400, "context_length_exceeded", { "retry-after": null, "x-should-retry": null }],
+      [
+        new EngineError("asset", "offline", { retryAfterSeconds: 10 }),
+        503,
+        "asset_unavailable",
+        { "retry-after": "10", "x-should-retry": null },
+      ],
+      [
+        new EngineError("unsupported", "no"),
+        400,
+        "unsupported_request",
+        { "retry-after": null, "x-should-retry": null },
+      ],
+      [
+        new EngineError("context_length", "long"),
+        400,
+        "context_length_exceeded",
+        { "retry-after": null, "x-should-retry": null },
+      ],
     ];
     for (const [error, status, code, headers] of cases) {
       const response = errorResponse(engineErrorToApi(error));
       expect([response.status, engineErrorToApi(error).code]).toEqual([status, code]);
-      for (const [name, value] of Object.entries(headers)) expect(response.headers.get(name), `${code} ${name}`).toBe(value);
+      for (const [name, value] of Object.entries(headers))
+        expect(response.headers.get(name), `${code} ${name}`).toBe(value);
     }
   });
 });

@@ -43,13 +43,22 @@ describe("the benchmark's verdicts", () => {
 
   it("says a target is not resolved when the interval crosses it, however good the median looks", () => {
     const rows = targets(summary([0.959, 1.1], [-1168.6, 726.3])) as Verdict[];
-    expect(verdictOf(rows, "Decode throughput")).toMatchObject({ verdict: "unresolved", gap: "the median's 95% interval, 0.959 to 1.100, spans the target" });
-    expect(verdictOf(rows, "TTFT overhead")).toMatchObject({ verdict: "unresolved", gap: "the median's 95% interval, -1168.6 to 726.3 ms, spans the target" });
+    expect(verdictOf(rows, "Decode throughput")).toMatchObject({
+      verdict: "unresolved",
+      gap: "the median's 95% interval, 0.959 to 1.100, spans the target",
+    });
+    expect(verdictOf(rows, "TTFT overhead")).toMatchObject({
+      verdict: "unresolved",
+      gap: "the median's 95% interval, -1168.6 to 726.3 ms, spans the target",
+    });
     expect(verdictOf(targets(summary(null, null)) as Verdict[], "TTFT overhead").verdict).toBe("unresolved");
   });
 
   it("judges the round-trip and policy targets on their value", () => {
-    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({ verdict: "missed", gap: "0.55 over (2.70 ms against 1.50 ms)" });
+    expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 2.7)) as Verdict[], "GET /v1/models")).toMatchObject({
+      verdict: "missed",
+      gap: "0.55 over (2.70 ms against 1.50 ms)",
+    });
     expect(verdictOf(targets(summary([0.99, 1.1], [1, 4], 1.8)) as Verdict[], "GET /v1/models").verdict).toBe("met");
     expect(verdictOf(targets(summary([0.99, 1.1], [1, 4])) as Verdict[], "Policy per request").verdict).toBe("met");
   });
@@ -59,7 +68,13 @@ describe("the engines' comparison", () => {
   it("reports each engine's TTFT, prefill and decode rates from its own samples, and a run without it stays as it was", () => {
     const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
     expect(report({ ...saved, engines: [] }).markdown).not.toContain("## 6.");
-    const sample = (promptTokens: number, firstTokenMs: number, totalMs: number) => ({ promptTokens, firstTokenMs, totalMs, completionTokens: 4, text: "" });
+    const sample = (promptTokens: number, firstTokenMs: number, totalMs: number) => ({
+      promptTokens,
+      firstTokenMs,
+      totalMs,
+      completionTokens: 4,
+      text: "",
+    });
     const withEngines = {
       ...saved,
       plan: { ...saved.plan, engineMaxTokens: { webllm: 4, llamacpp: 4 } },
@@ -80,9 +95,23 @@ describe("our cost, isolated", () => {
     const saved = JSON.parse(readFileSync(new URL("../../bench/results/latest.json", import.meta.url), "utf8"));
     const pair = (iteration: number, stream: boolean, extraMs: number) => [
       // The echo's round trip just before (the worker's floor) is not ours: 2 − 0.01 − 1.5.
-      { iteration, stream, tokens: 16, ours: { firstByteMs: 2, totalMs: 3, completionTokens: 16 }, direct: { firstPartMs: 0.01, totalMs: 0.1 }, echoMs: 1.5 },
+      {
+        iteration,
+        stream,
+        tokens: 16,
+        ours: { firstByteMs: 2, totalMs: 3, completionTokens: 16 },
+        direct: { firstPartMs: 0.01, totalMs: 0.1 },
+        echoMs: 1.5,
+      },
       // 240 more tokens: 240 × 10 µs of ours over 0.2 ms more of the engine's.
-      { iteration, stream, tokens: 256, ours: { firstByteMs: 2, totalMs: 3 + 0.2 + extraMs, completionTokens: 256 }, direct: { firstPartMs: 0.01, totalMs: 0.3 }, echoMs: 1.5 },
+      {
+        iteration,
+        stream,
+        tokens: 256,
+        ours: { firstByteMs: 2, totalMs: 3 + 0.2 + extraMs, completionTokens: 256 },
+        direct: { firstPartMs: 0.01, totalMs: 0.3 },
+        echoMs: 1.5,
+      },
     ];
     const ourCost = [0, 1, 2].flatMap((iteration) => [...pair(iteration, true, 2.4), ...pair(iteration, false, 1.2)]);
     const run = { ...saved, plan: { ...saved.plan, costTokens: [16, 256] }, ourCost };
@@ -95,6 +124,8 @@ describe("our cost, isolated", () => {
     expect(markdown).toContain("## 7. Our cost, isolated");
     expect(markdown).toContain("| Our marginal cost per token (streamed, p50) | ≤ 20 µs | 10.00 µs | yes |");
     expect(markdown).toContain("| Decode throughput, ours / raw (streamed, median) | ≥ 0.98 |");
-    expect(markdown).toMatch(/Decode throughput, ours \/ raw \(streamed, median\) \| ≥ 0\.98 \| [\d.]+ \| n\/a \(software adapter\)/);
+    expect(markdown).toMatch(
+      /Decode throughput, ours \/ raw \(streamed, median\) \| ≥ 0\.98 \| [\d.]+ \| n\/a \(software adapter\)/,
+    );
   });
 });

@@ -13,10 +13,27 @@ const families = ["llama3", "qwen2", "mistral", "gemma"] as const;
 /** Long words of many shapes (each at least the fast path's length). */
 function words(): string[] {
   const random = seededRandom(7);
-  const pick = (alphabet: string, length: number) => Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
-  const list = ["a", " ", "\n", "!", "1", "é", "Ġ", "▁", "的", "😀"].flatMap((character) => [256, 257, 300, 1000, 1027].map((length) => character.repeat(length)));
-  list.push("ab".repeat(300), "abc".repeat(200), "([{".repeat(150), "aaaab".repeat(100), "-".repeat(700), "/".repeat(400) + "-".repeat(400));
-  for (let index = 0; index < 40; index++) list.push(pick("ab", 256 + index * 37), pick("abcdefghij", 300 + index * 11), pick("etaoinshrdlu ", 500), pick("漢字かなカナ", 400), pick("aé😀\u0301 ", 600));
+  const pick = (alphabet: string, length: number) =>
+    Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+  const list = ["a", " ", "\n", "!", "1", "é", "Ġ", "▁", "的", "😀"].flatMap((character) =>
+    [256, 257, 300, 1000, 1027].map((length) => character.repeat(length)),
+  );
+  list.push(
+    "ab".repeat(300),
+    "abc".repeat(200),
+    "([{".repeat(150),
+    "aaaab".repeat(100),
+    "-".repeat(700),
+    "/".repeat(400) + "-".repeat(400),
+  );
+  for (let index = 0; index < 40; index++)
+    list.push(
+      pick("ab", 256 + index * 37),
+      pick("abcdefghij", 300 + index * 11),
+      pick("etaoinshrdlu ", 500),
+      pick("漢字かなカナ", 400),
+      pick("aé😀\u0301 ", 600),
+    );
   return list;
 }
 
@@ -27,8 +44,14 @@ describe("the fast BPE for long words", () => {
       const fast = tokenizerFromFiles(files);
       // The library's own encoder: a second copy whose model keeps its bpe (the fast one only takes words of 256+ characters).
       const { TokenizerLoader } = await import("@lenml/tokenizers");
-      const reference = TokenizerLoader.fromPreTrained({ tokenizerJSON: files.tokenizer as never, tokenizerConfig: files.config as never });
-      for (const word of words()) expect(fast.encode(word), JSON.stringify(word.slice(0, 20))).toEqual(reference.encode(word, { add_special_tokens: false }));
+      const reference = TokenizerLoader.fromPreTrained({
+        tokenizerJSON: files.tokenizer as never,
+        tokenizerConfig: files.config as never,
+      });
+      for (const word of words())
+        expect(fast.encode(word), JSON.stringify(word.slice(0, 20))).toEqual(
+          reference.encode(word, { add_special_tokens: false }),
+        );
     });
   }
 
@@ -36,7 +59,10 @@ describe("the fast BPE for long words", () => {
     const files = await fileTokenizerSource("llama3");
     const fast = tokenizerFromFiles(files);
     const { TokenizerLoader } = await import("@lenml/tokenizers");
-    const reference = TokenizerLoader.fromPreTrained({ tokenizerJSON: files.tokenizer as never, tokenizerConfig: files.config as never });
+    const reference = TokenizerLoader.fromPreTrained({
+      tokenizerJSON: files.tokenizer as never,
+      tokenizerConfig: files.config as never,
+    });
     const text = "a".repeat(400_000);
     // The merge table is built once, on the first long word.
     fast.encode("b".repeat(300));
@@ -46,7 +72,9 @@ describe("the fast BPE for long words", () => {
     started = performance.now();
     expect(fast.encode(text)).toEqual(expected);
     const quick = performance.now() - started;
-    console.log(`400,000 'a': library ${slow.toFixed(0)} ms, fast ${quick.toFixed(0)} ms (${(slow / quick).toFixed(1)}x)`);
+    console.log(
+      `400,000 'a': library ${slow.toFixed(0)} ms, fast ${quick.toFixed(0)} ms (${(slow / quick).toFixed(1)}x)`,
+    );
     expect(quick * 3).toBeLessThan(slow);
   });
 });

@@ -10,16 +10,30 @@ const model = Catalogue.create().get("alpha3:8b-instruct-q8_0")!;
 const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
 const llama = await tokenizers.forFamily(model.family);
 
-function request(overrides: Partial<GenerationRequest["sampling"]> = {}, content = "Tell me something."): GenerationRequest {
+function request(
+  overrides: Partial<GenerationRequest["sampling"]> = {},
+  content = "Tell me something.",
+): GenerationRequest {
   return {
     model,
     input: {
       kind: "chat",
       messages: [{ role: "user", content }],
-      segments: renderChatSegments(model.family, [{ role: "user", content }]).map((segment) => ({ ...segment, tokens: encodePrompt(llama, segment.pieces) })),
+      segments: renderChatSegments(model.family, [{ role: "user", content }]).map((segment) => ({
+        ...segment,
+        tokens: encodePrompt(llama, segment.pieces),
+      })),
       tokens: encodePrompt(llama, renderChatPieces(model.family, [{ role: "user", content }])),
     },
-    sampling: { temperature: 1, topP: 1, maxTokens: 500, stop: [], presencePenalty: 0, frequencyPenalty: 0, ...overrides },
+    sampling: {
+      temperature: 1,
+      topP: 1,
+      maxTokens: 500,
+      stop: [],
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      ...overrides,
+    },
   };
 }
 
@@ -49,7 +63,9 @@ describe("deterministic engine", () => {
   it("counts prompt and completion tokens with the family's real tokenizer, one token per delta", async () => {
     const tokenizer = await tokenizers.forFamily("llama3");
     const result = await collect(engine.generate(request(), new AbortController().signal));
-    expect(result.finish.usage.promptTokens).toBe(tokenizer.encode(renderChat("llama3", [{ role: "user", content: "Tell me something." }])).length);
+    expect(result.finish.usage.promptTokens).toBe(
+      tokenizer.encode(renderChat("llama3", [{ role: "user", content: "Tell me something." }])).length,
+    );
     expect(result.finish.usage.completionTokens).toBe(tokenizer.encode(result.text).length);
     expect(result.deltas).toBe(result.finish.usage.completionTokens);
   });
@@ -89,8 +105,17 @@ describe("deterministic engine", () => {
   });
 
   it("answers JSON mode with JSON, and refuses what it cannot honour", async () => {
-    const json = await collect(engine.generate({ ...request(), constraint: { kind: "json" } }, new AbortController().signal));
+    const json = await collect(
+      engine.generate({ ...request(), constraint: { kind: "json" } }, new AbortController().signal),
+    );
     expect(JSON.parse(json.text)).toMatchObject({ reply: expect.any(String) });
-    await expect(collect(engine.generate({ ...request(), constraint: { kind: "grammar", grammar: 'root ::= "x"' } }, new AbortController().signal))).rejects.toMatchObject({ kind: "unsupported" });
+    await expect(
+      collect(
+        engine.generate(
+          { ...request(), constraint: { kind: "grammar", grammar: 'root ::= "x"' } },
+          new AbortController().signal,
+        ),
+      ),
+    ).rejects.toMatchObject({ kind: "unsupported" });
   });
 });

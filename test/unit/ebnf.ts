@@ -34,7 +34,8 @@ class Parser {
   }
   sequence(): Node {
     const items: Node[] = [];
-    for (this.skip(); this.position < this.source.length && !"|)".includes(this.source[this.position]!); this.skip()) items.push(this.postfix());
+    for (this.skip(); this.position < this.source.length && !"|)".includes(this.source[this.position]!); this.skip())
+      items.push(this.postfix());
     return items.length === 1 ? items[0]! : { type: "sequence", items };
   }
   postfix(): Node {
@@ -112,7 +113,8 @@ export function parseGrammar(grammar: string): Map<string, Node> {
     const parser = new Parser(line.slice(at + 5));
     const node = parser.choice();
     parser.skip();
-    if (parser.position !== parser.source.length) throw new Error(`trailing input in rule ${line.slice(0, at)}: ${parser.source.slice(parser.position)}`);
+    if (parser.position !== parser.source.length)
+      throw new Error(`trailing input in rule ${line.slice(0, at)}: ${parser.source.slice(parser.position)}`);
     rules.set(line.slice(0, at).trim(), node);
   }
   for (const node of rules.values()) checkReferences(node, rules);
@@ -150,7 +152,10 @@ export function accepts(grammar: string, input: string): boolean {
         return result;
       }
       case "sequence":
-        return node.items.reduce((positions, item) => new Set([...positions].flatMap((start) => [...ends(item, start)])), new Set([position]));
+        return node.items.reduce(
+          (positions, item) => new Set([...positions].flatMap((start) => [...ends(item, start)])),
+          new Set([position]),
+        );
       case "choice":
         return new Set(node.options.flatMap((option) => [...ends(option, position)]));
       case "repeat": {
@@ -160,7 +165,8 @@ export function accepts(grammar: string, input: string): boolean {
           if (count >= node.min) frontier.forEach((end) => result.add(end));
           if (count >= node.max) break;
           const next = new Set<number>();
-          for (const start of frontier) for (const end of ends(node.item, start)) if (end > start && !result.has(end)) next.add(end);
+          for (const start of frontier)
+            for (const end of ends(node.item, start)) if (end > start && !result.has(end)) next.add(end);
           frontier = next;
         }
         return result;

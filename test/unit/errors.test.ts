@@ -1,15 +1,35 @@
 import { describe, expect, it } from "vitest";
-import { ApiError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError, ServiceUnavailableError, toApiError } from "../../src/errors/api.js";
+import {
+  ApiError,
+  AuthenticationError,
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServiceUnavailableError,
+  toApiError,
+} from "../../src/errors/api.js";
 import { errorResponse } from "../../src/http/responses.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";
 
 describe("errors", () => {
   it("one class per status, each with OpenAI's type and code", () => {
     const cases: [ApiError, number, string, string | null][] = [
-      [new BadRequestError("bad", { param: "model", code: "invalid_value" }), 400, "invalid_request_error", "invalid_value"],
+      [
+        new BadRequestError("bad", { param: "model", code: "invalid_value" }),
+        400,
+        "invalid_request_error",
+        "invalid_value",
+      ],
       [new AuthenticationError("no key"), 401, "invalid_request_error", "invalid_api_key"],
       [new PermissionDeniedError("insufficient balance"), 403, "insufficient_quota", "insufficient_quota"],
-      [new NotFoundError("missing", { code: "model_not_found", param: "model" }), 404, "invalid_request_error", "model_not_found"],
+      [
+        new NotFoundError("missing", { code: "model_not_found", param: "model" }),
+        404,
+        "invalid_request_error",
+        "model_not_found",
+      ],
       [new RateLimitError("slow down", 1.2), 429, "rate_limit_exceeded", "rate_limit_exceeded"],
       [new InternalServerError("boom"), 500, "server_error", "internal_error"],
       [new ServiceUnavailableError("busy"), 503, "service_unavailable", "service_unavailable"],
@@ -27,7 +47,9 @@ describe("errors", () => {
     expect(response.headers.get("retry-after")).toBe("2");
     expect(response.headers.get("x-extra")).toBe("1");
     expect(response.headers.get("content-type")).toBe("application/json");
-    expect(await response.json()).toEqual({ error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded", param: null } });
+    expect(await response.json()).toEqual({
+      error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded", param: null },
+    });
   });
 
   it("turns unknown failures into 500s that name the request id, never 400", () => {

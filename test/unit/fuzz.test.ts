@@ -19,8 +19,22 @@ function nested(depth: number, leaf: unknown, wrap: (inner: unknown) => unknown)
   return value;
 }
 
-const deepSchema = (depth: number) => nested(depth, { type: "string" }, (inner) => ({ type: "object", properties: { a: inner }, required: ["a"] }));
-const weirdNames = ["constructor", "__proto__", "toString", "hasOwnProperty", "%", "%zz", "~2", "", "\u0000", "\ud800", "👩‍👩‍👧", "a/b"];
+const deepSchema = (depth: number) =>
+  nested(depth, { type: "string" }, (inner) => ({ type: "object", properties: { a: inner }, required: ["a"] }));
+const weirdNames = [
+  "constructor",
+  "__proto__",
+  "toString",
+  "hasOwnProperty",
+  "%",
+  "%zz",
+  "~2",
+  "",
+  "\u0000",
+  "\ud800",
+  "👩‍👩‍👧",
+  "a/b",
+];
 const weirdStrings = ["\ud800", "\udfff", "\u0000", "\u202e", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "e\u0301", "\uffff", "a".repeat(300)];
 
 /** Values each parameter refuses. */
@@ -37,31 +51,138 @@ type Case = { name: string; request: (app: TestApp) => Request };
 
 /** One malformed request of a class chosen by `random`. */
 function malformed(random: () => number, index: number): Case {
-  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-  const schemaWith = (schema: unknown) => ({ model, messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_schema", json_schema: { name: "s", schema } } });
-  const toolWith = (parameters: unknown) => ({ model, messages: [{ role: "user", content: "Hi" }], tools: [{ type: "function", function: { name: "f", parameters } }] });
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const schemaWith = (schema: unknown) => ({
+    model,
+    messages: [{ role: "user", content: "Hi" }],
+    response_format: { type: "json_schema", json_schema: { name: "s", schema } },
+  });
+  const toolWith = (parameters: unknown) => ({
+    model,
+    messages: [{ role: "user", content: "Hi" }],
+    tools: [{ type: "function", function: { name: "f", parameters } }],
+  });
   const classes: (() => Case)[] = [
-    () => ({ name: "path escape", request: (app) => app.get(`/v1/models/${pick(["%", "%zz", "%E0%A4%A", "a%", "%%", "%ud800"])}`) }),
-    () => ({ name: "deep schema", request: (app) => app.post("/v1/chat/completions", schemaWith(deepSchema(33 + Math.floor(random() * 1000)))) }),
-    () => ({ name: "deep tool parameters", request: (app) => app.post("/v1/chat/completions", toolWith(deepSchema(33 + Math.floor(random() * 1000)))) }),
+    () => ({
+      name: "path escape",
+      request: (app) => app.get(`/v1/models/${pick(["%", "%zz", "%E0%A4%A", "a%", "%%", "%ud800"])}`),
+    }),
+    () => ({
+      name: "deep schema",
+      request: (app) => app.post("/v1/chat/completions", schemaWith(deepSchema(33 + Math.floor(random() * 1000)))),
+    }),
+    () => ({
+      name: "deep tool parameters",
+      request: (app) => app.post("/v1/chat/completions", toolWith(deepSchema(33 + Math.floor(random() * 1000)))),
+    }),
     () => ({
       name: "prototype $ref",
-      request: (app) => app.post("/v1/chat/completions", schemaWith({ $defs: { a: { type: "string" } }, type: "object", properties: { x: { $ref: `#/$defs/${pick(weirdNames)}` } } })),
+      request: (app) =>
+        app.post(
+          "/v1/chat/completions",
+          schemaWith({
+            $defs: { a: { type: "string" } },
+            type: "object",
+            properties: { x: { $ref: `#/$defs/${pick(weirdNames)}` } },
+          }),
+        ),
     }),
-    () => ({ name: "prototype required", request: (app) => app.post("/v1/chat/completions", toolWith({ type: "object", properties: {}, required: [pick(weirdNames)] })) }),
-    () => ({ name: "prototype keyword", request: (app) => app.post("/v1/chat/completions", `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"__proto__":{"type":"string"},"type":"object"}}}}`) }),
-    () => ({ name: "malformed JSON", request: (app) => app.post("/v1/chat/completions", pick(["{", "[]", "null", "\"x\"", "{\"model\":", "{'a':1}", "\u0000", "{\"a\":1}}", nested(2000, "", (inner) => `[${String(inner)}]`) as string])) }),
-    () => ({ name: "giant body", request: (app) => app.post("/v1/completions", { model, prompt: "a".repeat(maxBodyBytes + 1) }) }),
-    () => ({ name: "giant prompt", request: (app) => app.post("/v1/completions", { model, prompt: pick(["word ", "a", "🙂", "\u00e9 "]).repeat(300_000 + Math.floor(random() * 100_000)) }) }),
-    () => ({ name: "giant messages", request: (app) => app.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "lorem ipsum ".repeat(150_000) }] }) }),
-    () => ({ name: "wrong type", request: (app) => app.post("/v1/chat/completions", { model, messages: pick([null, 1, "Hi", [{}], [{ role: pick(["user", "bot", 3]) }], [{ role: "user", content: { text: 1 } }]]) }) }),
+    () => ({
+      name: "prototype required",
+      request: (app) =>
+        app.post("/v1/chat/completions", toolWith({ type: "object", properties: {}, required: [pick(weirdNames)] })),
+    }),
+    () => ({
+      name: "prototype keyword",
+      request: (app) =>
+        app.post(
+          "/v1/chat/completions",
+          `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"__proto__":{"type":"string"},"type":"object"}}}}`,
+        ),
+    }),
+    () => ({
+      name: "malformed JSON",
+      request: (app) =>
+        app.post(
+          "/v1/chat/completions",
+          pick([
+            "{",
+            "[]",
+            "null",
+            '"x"',
+            '{"model":',
+            "{'a':1}",
+            "\u0000",
+            '{"a":1}}',
+            nested(2000, "", (inner) => `[${String(inner)}]`) as string,
+          ]),
+        ),
+    }),
+    () => ({
+      name: "giant body",
+      request: (app) => app.post("/v1/completions", { model, prompt: "a".repeat(maxBodyBytes + 1) }),
+    }),
+    () => ({
+      name: "giant prompt",
+      request: (app) =>
+        app.post("/v1/completions", {
+          model,
+          prompt: pick(["word ", "a", "🙂", "\u00e9 "]).repeat(300_000 + Math.floor(random() * 100_000)),
+        }),
+    }),
+    () => ({
+      name: "giant messages",
+      request: (app) =>
+        app.post("/v1/chat/completions", {
+          model,
+          messages: [{ role: "user", content: "lorem ipsum ".repeat(150_000) }],
+        }),
+    }),
+    () => ({
+      name: "wrong type",
+      request: (app) =>
+        app.post("/v1/chat/completions", {
+          model,
+          messages: pick([
+            null,
+            1,
+            "Hi",
+            [{}],
+            [{ role: pick(["user", "bot", 3]) }],
+            [{ role: "user", content: { text: 1 } }],
+          ]),
+        }),
+    }),
     () => {
       const [parameter, values] = pick(Object.entries(outOfRange));
-      return { name: "out of range", request: (app) => app.post("/v1/chat/completions", { model, messages: [{ role: "user", content: pick(weirdStrings) }], [parameter]: pick(values) }) };
+      return {
+        name: "out of range",
+        request: (app) =>
+          app.post("/v1/chat/completions", {
+            model,
+            messages: [{ role: "user", content: pick(weirdStrings) }],
+            [parameter]: pick(values),
+          }),
+      };
     },
-    () => ({ name: "unknown parameter", request: (app) => app.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], [pick(weirdNames.filter(Boolean))]: 1 }) }),
-    () => ({ name: "unknown model", request: (app) => app.post("/v1/chat/completions", { model: pick(weirdStrings), messages: [{ role: "user", content: "Hi" }] }) }),
-    () => ({ name: "unknown url", request: (app) => app.get(`/v1/${pick(["engines", "models/x/y", "chat", "%2e%2e/admin", "files"])}`) }),
+    () => ({
+      name: "unknown parameter",
+      request: (app) =>
+        app.post("/v1/chat/completions", {
+          model,
+          messages: [{ role: "user", content: "Hi" }],
+          [pick(weirdNames.filter(Boolean))]: 1,
+        }),
+    }),
+    () => ({
+      name: "unknown model",
+      request: (app) =>
+        app.post("/v1/chat/completions", { model: pick(weirdStrings), messages: [{ role: "user", content: "Hi" }] }),
+    }),
+    () => ({
+      name: "unknown url",
+      request: (app) => app.get(`/v1/${pick(["engines", "models/x/y", "chat", "%2e%2e/admin", "files"])}`),
+    }),
   ];
   const made = classes[index % classes.length]!();
   return made;
@@ -72,7 +193,9 @@ describe("malformed requests", () => {
     const test = await makeApp({ rpm: 1_000_000, tpm: 1_000_000_000 });
     // The first request loads the model's tokenizer (about a second on a slow machine). It is
     // made before the corpus so the bound below is on answering bad input, not on a cold start.
-    const warm = await test.app.handle(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 1 }));
+    const warm = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 1 }),
+    );
     expect(warm.status).toBe(200);
     const random = seededRandom(20261123);
     const slowest = { name: "", ms: 0 };
@@ -98,7 +221,9 @@ describe("malformed requests", () => {
     expect(slowest.ms, `slowest: ${slowest.name}`).toBeLessThan(1_500);
     expect(classes.size).toBe(15);
 
-    const fine = await test.app.handle(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 }));
+    const fine = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 }),
+    );
     expect(fine.status).toBe(200);
     expect(((await fine.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(3);
     const charges = (await test.database.getAll("ledger")).filter((entry) => entry.kind === "charge");
@@ -114,14 +239,45 @@ describe("malformed requests", () => {
       return { status: response.status, ...errorBodySchema.parse(await response.json()).error };
     };
     expect(await error(test.get("/v1/models/%"))).toMatchObject({ status: 400, code: "invalid_value" });
-    const deep = await error(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_schema", json_schema: { name: "s", schema: deepSchema(1000) } } }));
+    const deep = await error(
+      test.post("/v1/chat/completions", {
+        model,
+        messages: [{ role: "user", content: "Hi" }],
+        response_format: { type: "json_schema", json_schema: { name: "s", schema: deepSchema(1000) } },
+      }),
+    );
     expect(deep).toMatchObject({ status: 400, code: "invalid_schema" });
     expect(deep.message).toContain("nests deeper than 32 levels");
-    const required = await error(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: {}, required: ["constructor"] } } }] }));
+    const required = await error(
+      test.post("/v1/chat/completions", {
+        model,
+        messages: [{ role: "user", content: "Hi" }],
+        tools: [
+          {
+            type: "function",
+            function: { name: "f", parameters: { type: "object", properties: {}, required: ["constructor"] } },
+          },
+        ],
+      }),
+    );
     expect(required).toMatchObject({ status: 400, code: "invalid_schema" });
-    const proto = await error(test.post("/v1/chat/completions", `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","__proto__":{}}}}]}`));
+    const proto = await error(
+      test.post(
+        "/v1/chat/completions",
+        `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","__proto__":{}}}}]}`,
+      ),
+    );
     expect(proto.message).toContain("'__proto__' is not supported");
-    const reference = await error(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_schema", json_schema: { name: "s", schema: { $defs: {}, $ref: "#/$defs/constructor" } } } }));
+    const reference = await error(
+      test.post("/v1/chat/completions", {
+        model,
+        messages: [{ role: "user", content: "Hi" }],
+        response_format: {
+          type: "json_schema",
+          json_schema: { name: "s", schema: { $defs: {}, $ref: "#/$defs/constructor" } },
+        },
+      }),
+    );
     expect(reference).toMatchObject({ status: 400, code: "invalid_schema" });
     const large = await error(test.post("/v1/completions", { model, prompt: "a".repeat(maxBodyBytes) }));
     expect(large).toMatchObject({ status: 413, code: "request_too_large", type: "invalid_request_error" });
@@ -130,7 +286,9 @@ describe("malformed requests", () => {
     const long = await error(giant);
     expect(performance.now() - started).toBeLessThan(1_500);
     expect(long).toMatchObject({ status: 400, code: "context_length_exceeded", param: "prompt" });
-    expect(long.message).toMatch(/maximum context length is 8192 tokens\. However, your prompt resulted in at least \d+ tokens/);
+    expect(long.message).toMatch(
+      /maximum context length is 8192 tokens\. However, your prompt resulted in at least \d+ tokens/,
+    );
   }, 60_000);
 });
 
@@ -156,21 +314,66 @@ describe("adversarial input: linear time on every path", () => {
     "spaces then text": `${" ".repeat(size)}b`,
   };
   /** Up to the body limit (8 MiB): one field holds it all. */
-  const giants: Record<string, string> = { "giant spaces": " ".repeat(8_000_000), "giant letters": "a".repeat(8_000_000), "giant newlines": "\n".repeat(4_000_000) };
-  const tool = (description: string) => [{ type: "function", function: { name: "f", description, parameters: { type: "object", properties: { q: { type: "string" } } } } }];
+  const giants: Record<string, string> = {
+    "giant spaces": " ".repeat(8_000_000),
+    "giant letters": "a".repeat(8_000_000),
+    "giant newlines": "\n".repeat(4_000_000),
+  };
+  const tool = (description: string) => [
+    {
+      type: "function",
+      function: { name: "f", description, parameters: { type: "object", properties: { q: { type: "string" } } } },
+    },
+  ];
   const fields: Record<string, (model: string, text: string) => [string, unknown]> = {
-    "user content": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "user", content: text }], max_tokens: 1 }],
-    "system content": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "system", content: text }, { role: "user", content: "Hi" }], max_tokens: 1 }],
-    "assistant content": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: text }, { role: "user", content: "Go on" }], max_tokens: 1 }],
-    "user name": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi", name: text }], max_tokens: 1 }],
-    "tool description": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], tools: tool(text), max_tokens: 1 }],
+    "user content": (model, text) => [
+      "/v1/chat/completions",
+      { model, messages: [{ role: "user", content: text }], max_tokens: 1 },
+    ],
+    "system content": (model, text) => [
+      "/v1/chat/completions",
+      {
+        model,
+        messages: [
+          { role: "system", content: text },
+          { role: "user", content: "Hi" },
+        ],
+        max_tokens: 1,
+      },
+    ],
+    "assistant content": (model, text) => [
+      "/v1/chat/completions",
+      {
+        model,
+        messages: [
+          { role: "user", content: "Hi" },
+          { role: "assistant", content: text },
+          { role: "user", content: "Go on" },
+        ],
+        max_tokens: 1,
+      },
+    ],
+    "user name": (model, text) => [
+      "/v1/chat/completions",
+      { model, messages: [{ role: "user", content: "Hi", name: text }], max_tokens: 1 },
+    ],
+    "tool description": (model, text) => [
+      "/v1/chat/completions",
+      { model, messages: [{ role: "user", content: "Hi" }], tools: tool(text), max_tokens: 1 },
+    ],
     "tool-call arguments": (model, text) => [
       "/v1/chat/completions",
       {
         model,
         messages: [
           { role: "user", content: "Hi" },
-          { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: JSON.stringify({ q: text }) } }] },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              { id: "call_1", type: "function", function: { name: "f", arguments: JSON.stringify({ q: text }) } },
+            ],
+          },
           { role: "tool", tool_call_id: "call_1", content: "ok" },
         ],
         tools: tool("Looks up."),
@@ -183,16 +386,28 @@ describe("adversarial input: linear time on every path", () => {
         model,
         messages: [
           { role: "user", content: "Hi" },
-          { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }],
+          },
           { role: "tool", tool_call_id: "call_1", content: text },
         ],
         max_tokens: 1,
       },
     ],
-    "stop sequence": (model, text) => ["/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], stop: [text.slice(0, 5_000)], max_tokens: 1 }],
+    "stop sequence": (model, text) => [
+      "/v1/chat/completions",
+      { model, messages: [{ role: "user", content: "Hi" }], stop: [text.slice(0, 5_000)], max_tokens: 1 },
+    ],
     "legacy prompt": (model, text) => ["/v1/completions", { model, prompt: text, max_tokens: 1 }],
   };
-  const families = { llama3: "alpha3:8b-instruct-q8_0", gemma2: "beta-2-9b-it", mistral: "gamma-7b-instruct-v0.3", qwen2: "qwen-test" };
+  const families = {
+    llama3: "alpha3:8b-instruct-q8_0",
+    gemma2: "beta-2-9b-it",
+    mistral: "gamma-7b-instruct-v0.3",
+    qwen2: "qwen-test",
+  };
 
   it(`every shape in every field on every family is answered within ${answerBound} ms, and another tab is served meanwhile`, async () => {
     const test = await makeApp({
@@ -203,7 +418,13 @@ describe("adversarial input: linear time on every path", () => {
       models: [{ ...Catalogue.create().get("alpha3:8b-instruct-q8_0")!, id: "qwen-test", family: "qwen2" }],
     });
     for (const model of Object.values(families)) {
-      const warm = await test.app.handle(test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: `Hello ${"b".repeat(300)}` }], max_tokens: 1 }));
+      const warm = await test.app.handle(
+        test.post("/v1/chat/completions", {
+          model,
+          messages: [{ role: "user", content: `Hello ${"b".repeat(300)}` }],
+          max_tokens: 1,
+        }),
+      );
       expect(warm.status).toBe(200);
     }
     // The other tab: a request every few milliseconds, each timed from sending to its answer.
@@ -221,7 +442,11 @@ describe("adversarial input: linear time on every path", () => {
     const cases = (family: string) =>
       Object.entries(shapes)
         .flatMap(([shape, text]) => Object.keys(fields).map((field) => [shape, text, field] as const))
-        .concat(Object.entries(giants).flatMap(([shape, text]) => ["user content", "legacy prompt"].map((field) => [shape, text, field] as const)))
+        .concat(
+          Object.entries(giants).flatMap(([shape, text]) =>
+            ["user content", "legacy prompt"].map((field) => [shape, text, field] as const),
+          ),
+        )
         .map(([shape, text, field]) => ({ shape, text, field, family }));
     for (const [family, model] of Object.entries(families)) {
       for (const { shape, text, field } of cases(family)) {
@@ -244,7 +469,10 @@ describe("adversarial input: linear time on every path", () => {
     // Many short turns: each earlier reply is rendered as a prefix to cut the prompt for web-llm's cache.
     for (const [family, model] of Object.entries(families)) {
       for (const count of [1_500, 20_000]) {
-        const messages = Array.from({ length: count }, (_, index) => ({ role: index % 2 ? "assistant" : "user", content: `turn ${index}` }));
+        const messages = Array.from({ length: count }, (_, index) => ({
+          role: index % 2 ? "assistant" : "user",
+          content: `turn ${index}`,
+        }));
         const started = performance.now();
         const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 1 }));
         await response.text();
@@ -259,7 +487,9 @@ describe("adversarial input: linear time on every path", () => {
     await probe;
     expect(slowest.ms, `slowest: ${slowest.name}`).toBeLessThan(answerBound);
     expect(slowestProbe).toBeLessThan(answerBound);
-    console.log(`slowest: ${slowest.name} in ${slowest.ms.toFixed(0)} ms; the other tab waited at most ${slowestProbe.toFixed(0)} ms`);
+    console.log(
+      `slowest: ${slowest.name} in ${slowest.ms.toFixed(0)} ms; the other tab waited at most ${slowestProbe.toFixed(0)} ms`,
+    );
     await checkLedgerInvariant(test.database);
   }, 600_000);
 });

@@ -30,13 +30,24 @@ const ggufModel = (extra: Partial<ModelEntry> = {}): ModelEntry =>
 
 describe("GBNF", () => {
   it("renames rules to llama.cpp's alphabet and leaves literals and classes alone", () => {
-    expect(toGbnf('root ::= json_value "a_b" [_x]\njson_value ::= "\\"_" # a_comment\n')).toBe('root ::= json-value "a_b" [_x]\njson-value ::= "\\"_" \n');
+    expect(toGbnf('root ::= json_value "a_b" [_x]\njson_value ::= "\\"_" # a_comment\n')).toBe(
+      'root ::= json-value "a_b" [_x]\njson-value ::= "\\"_" \n',
+    );
   });
 
   it("turns every grammar we build into names llama.cpp accepts", () => {
     const grammars = [
-      schemaToGrammar({ type: "object", properties: { snake_case: { type: "array", items: { enum: ["a_b", 1] } } }, required: ["snake_case"] }),
-      toolGrammar("llama3", [{ name: "set_flag", parameters: { type: "object", properties: { on_off: { type: "boolean" } } } }], "auto", true),
+      schemaToGrammar({
+        type: "object",
+        properties: { snake_case: { type: "array", items: { enum: ["a_b", 1] } } },
+        required: ["snake_case"],
+      }),
+      toolGrammar(
+        "llama3",
+        [{ name: "set_flag", parameters: { type: "object", properties: { on_off: { type: "boolean" } } } }],
+        "auto",
+        true,
+      ),
       toolGrammar("mistral", [{ name: "pick_one", parameters: { type: "object" } }], "required", false),
     ];
     for (const grammar of grammars) {
@@ -64,11 +75,23 @@ describe("GGUF builds in the catalogue", () => {
 
   it("refuses a file over 2 GB that is not split, and a shard other than the first", () => {
     const entry = (file: string, sizeMB: number) => () =>
-      Catalogue.create([{ id: "big", family: "llama3", contextWindow: 4_096, price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 1 }, gguf: [{ modelId: "big", file, quantization: "Q8_0", sizeMB, kvCache }] }]);
+      Catalogue.create([
+        {
+          id: "big",
+          family: "llama3",
+          contextWindow: 4_096,
+          price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 1 },
+          gguf: [{ modelId: "big", file, quantization: "Q8_0", sizeMB, kvCache }],
+        },
+      ]);
     expect(entry("big.gguf", 3_000)).toThrow(/split it/i);
     expect(entry("big-00002-of-00002.gguf", 3_000)).toThrow(/first shard/);
     expect(entry("big-00001-of-00002.gguf", 3_000)).not.toThrow();
-    expect(ggufFiles("https://m.example/big-00001-of-00003.gguf")).toEqual(["https://m.example/big-00001-of-00003.gguf", "https://m.example/big-00002-of-00003.gguf", "https://m.example/big-00003-of-00003.gguf"]);
+    expect(ggufFiles("https://m.example/big-00001-of-00003.gguf")).toEqual([
+      "https://m.example/big-00001-of-00003.gguf",
+      "https://m.example/big-00002-of-00003.gguf",
+      "https://m.example/big-00003-of-00003.gguf",
+    ]);
     expect(ggufFiles("small.gguf")).toEqual(["small.gguf"]);
   });
 
@@ -87,7 +110,11 @@ describe("GGUF builds in the catalogue", () => {
 
 /** A wllama whose completion streams `chunks` and records what it was asked. */
 function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number; failWith?: Error } = {}) {
-  const calls: { load: unknown[]; completions: Record<string, unknown>[]; wasm: string[] } = { load: [], completions: [], wasm: [] };
+  const calls: { load: unknown[]; completions: Record<string, unknown>[]; wasm: string[] } = {
+    load: [],
+    completions: [],
+    wasm: [],
+  };
   const module: WllamaModule = {
     Wllama: class {
       constructor(paths: { default: string }) {
@@ -132,7 +159,18 @@ const finish = (reason: string, prompt: number, cached: number, completion: numb
 function request(model: ModelEntry, extra: Partial<GenerationRequest> = {}): GenerationRequest {
   return {
     model,
-    input: { kind: "chat", messages: [{ role: "user", content: "Hi" }], segments: [{ text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", reply: false, tokens: [128000, 128006, 882, 128007, 271, 13347, 128009] }], tokens: [128000, 128006, 882, 128007, 271, 13347, 128009] },
+    input: {
+      kind: "chat",
+      messages: [{ role: "user", content: "Hi" }],
+      segments: [
+        {
+          text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+          reply: false,
+          tokens: [128000, 128006, 882, 128007, 271, 13347, 128009],
+        },
+      ],
+      tokens: [128000, 128006, 882, 128007, 271, 13347, 128009],
+    },
     sampling: { temperature: 0, topP: 1, maxTokens: 8, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
     ...extra,
   };
@@ -147,14 +185,23 @@ async function parts(generator: AsyncIterable<GenerationPart>): Promise<Generati
 describe("LlamaCppEngine", () => {
   const wasm = async () => new Response(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
   const engine = (module: WllamaModule, fetch: typeof globalThis.fetch = wasm) =>
-    new LlamaCppEngine({ wllama: module, wasmUrl: "https://app.example/wllama/wllama.wasm", ggufBaseUrl: "https://app.example/models/", memoryBudgetMB: 4_096, fetch });
+    new LlamaCppEngine({
+      wllama: module,
+      wasmUrl: "https://app.example/wllama/wllama.wasm",
+      ggufBaseUrl: "https://app.example/models/",
+      memoryBudgetMB: 4_096,
+      fetch,
+    });
 
   it("hands wllama the WebAssembly it fetched, and names a missing or wrong file and the option that fixes it", async () => {
     const { module, calls } = fakeWllama([finish("stop", 1, 0, 0)]);
     await engine(module).load(ggufModel());
     expect(calls.wasm.at(-1)).toMatch(/^blob:/);
     const missing = engine(fakeWllama([]).module, async () => new Response("not found", { status: 404 }));
-    await expect(missing.load(ggufModel())).rejects.toMatchObject({ kind: "load_failed", message: expect.stringContaining("https://app.example/wllama/wllama.wasm: HTTP 404") });
+    await expect(missing.load(ggufModel())).rejects.toMatchObject({
+      kind: "load_failed",
+      message: expect.stringContaining("https://app.example/wllama/wllama.wasm: HTTP 404"),
+    });
     await expect(missing.load(ggufModel())).rejects.toThrow(/pageEngine\.wllamaWasmUrl/);
     const html = engine(fakeWllama([]).module, async () => new Response("<!doctype html>"));
     await expect(html.load(ggufModel())).rejects.toThrow(/is not WebAssembly/);
@@ -163,8 +210,22 @@ describe("LlamaCppEngine", () => {
   it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds, under a grammar for valid text", async () => {
     const { module, calls } = fakeWllama([token("Hel"), token("lo"), finish("length", 12, 0, 2)]);
     const result = await parts(engine(module).generate(request(ggufModel()), new AbortController().signal));
-    expect(calls.load).toEqual([expect.objectContaining({ url: "https://app.example/models/tiny-q8_0.gguf", n_ctx: 2_048, n_batch: 32, n_ubatch: 32, n_threads: 1 })]);
-    expect(calls.completions[0]).toMatchObject({ prompt: "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", cache_prompt: true, stream: true, temperature: 0, max_tokens: 8 });
+    expect(calls.load).toEqual([
+      expect.objectContaining({
+        url: "https://app.example/models/tiny-q8_0.gguf",
+        n_ctx: 2_048,
+        n_batch: 32,
+        n_ubatch: 32,
+        n_threads: 1,
+      }),
+    ]);
+    expect(calls.completions[0]).toMatchObject({
+      prompt: "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+      cache_prompt: true,
+      stream: true,
+      temperature: 0,
+      max_tokens: 8,
+    });
     // Unconstrained text still carries a grammar: any characters, so never invalid UTF-8 (which wllama cannot serialise).
     expect(calls.completions[0]?.grammar).toBe("root ::= [^\\x00]*");
     expect(result).toEqual([
@@ -177,20 +238,35 @@ describe("LlamaCppEngine", () => {
   it("reports a reused prefix as fewer prefilled tokens, and passes constraints as GBNF", async () => {
     const { module, calls } = fakeWllama([token("{}"), finish("stop", 30, 25, 1)]);
     const grammar = schemaToGrammar({ type: "object" });
-    const result = await parts(engine(module).generate(request(ggufModel(), { constraint: { kind: "json", grammar } }), new AbortController().signal));
+    const result = await parts(
+      engine(module).generate(
+        request(ggufModel(), { constraint: { kind: "json", grammar } }),
+        new AbortController().signal,
+      ),
+    );
     expect(calls.completions[0]?.grammar).toBe(toGbnf(grammar));
-    expect(result.at(-1)).toEqual({ type: "finish", reason: "stop", usage: { promptTokens: 5, cachedPromptTokens: 25, completionTokens: 1 } });
+    expect(result.at(-1)).toEqual({
+      type: "finish",
+      reason: "stop",
+      usage: { promptTokens: 5, cachedPromptTokens: 25, completionTokens: 1 },
+    });
   });
 
   it("an abort stops the stream and counts the tokens streamed", async () => {
-    const { module } = fakeWllama([token("a"), token("b"), token("c"), token("d"), finish("length", 5, 0, 4)], { delayMs: 5 });
+    const { module } = fakeWllama([token("a"), token("b"), token("c"), token("d"), finish("length", 5, 0, 4)], {
+      delayMs: 5,
+    });
     const controller = new AbortController();
     const seen: GenerationPart[] = [];
     for await (const part of engine(module).generate(request(ggufModel()), controller.signal)) {
       seen.push(part);
       if (seen.length === 2) controller.abort();
     }
-    expect(seen.at(-1)).toEqual({ type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 2 } });
+    expect(seen.at(-1)).toEqual({
+      type: "finish",
+      reason: "abort",
+      usage: { promptTokens: null, completionTokens: 2 },
+    });
   });
 
   it("names wllama's failed action for what it is, and with logprobs the likely cause and what to do", async () => {
@@ -212,7 +288,13 @@ describe("LlamaCppEngine", () => {
 
   it("refuses a model that does not fit, naming the option", async () => {
     const { module } = fakeWllama([]);
-    const small = new LlamaCppEngine({ wllama: module, wasmUrl: "w", ggufBaseUrl: "https://app.example/", memoryBudgetMB: 100, fetch: wasm });
+    const small = new LlamaCppEngine({
+      wllama: module,
+      wasmUrl: "w",
+      ggufBaseUrl: "https://app.example/",
+      memoryBudgetMB: 100,
+      fetch: wasm,
+    });
     await expect(small.load(ggufModel())).rejects.toThrow(/memoryBudgetMB/);
     expect((await small.status(ggufModel())).runnable.ok).toBe(false);
   });
@@ -226,7 +308,12 @@ function fakeEngine(name: string, device: DeviceFeatures, hosted = true): Hosted
     served,
     hosted: async () => hosted,
     device: async () => device,
-    status: async (): Promise<ModelStatus> => ({ downloaded: false, loaded: false, runnable: { ok: true, reason: null }, build: null }),
+    status: async (): Promise<ModelStatus> => ({
+      downloaded: false,
+      loaded: false,
+      runnable: { ok: true, reason: null },
+      build: null,
+    }),
     load: async () => {},
     async *generate(generation) {
       served.push(generation.model.id);
@@ -243,7 +330,10 @@ describe("engine choice", () => {
   const cpu: DeviceFeatures = { webgpu: false, features: new Set(), memoryBudgetMB: 8_192 };
 
   it("auto: web-llm on a real adapter with the build's features and memory", async () => {
-    const choosing = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", gpu), llamacpp: fakeEngine("llamacpp", cpu) }, policy: "auto" });
+    const choosing = new ChoosingEngine({
+      engines: { webllm: fakeEngine("webllm", gpu), llamacpp: fakeEngine("llamacpp", cpu) },
+      policy: "auto",
+    });
     expect(await choosing.choose(both)).toMatchObject({ name: "webllm", reason: "web-llm on the WebGPU adapter" });
   });
 
@@ -255,7 +345,10 @@ describe("engine choice", () => {
       [{ ...gpu, memoryBudgetMB: 500 }, both, "GPU memory"],
     ];
     for (const [device, model, reason] of cases) {
-      const choosing = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", device), llamacpp: fakeEngine("llamacpp", cpu) }, policy: "auto" });
+      const choosing = new ChoosingEngine({
+        engines: { webllm: fakeEngine("webllm", device), llamacpp: fakeEngine("llamacpp", cpu) },
+        policy: "auto",
+      });
       const choice = await choosing.choose(model);
       expect(choice).toMatchObject({ name: "llamacpp" });
       expect(choice.reason).toContain(reason);
@@ -263,25 +356,41 @@ describe("engine choice", () => {
   });
 
   it("auto: no engine when no page hosts llama.cpp or the model fits nowhere; generation is a 503-kind error with every reason", async () => {
-    const unhosted = new ChoosingEngine({ engines: { webllm: fakeEngine("webllm", cpu), llamacpp: fakeEngine("llamacpp", cpu, false) }, policy: "auto" });
+    const unhosted = new ChoosingEngine({
+      engines: { webllm: fakeEngine("webllm", cpu), llamacpp: fakeEngine("llamacpp", cpu, false) },
+      policy: "auto",
+    });
     const choice = await unhosted.choose(both);
     expect(choice.engine).toBeNull();
     expect(choice.reason).toContain("web-llm: WebGPU gives no adapter here");
     expect(choice.reason).toContain("llama.cpp: No open page of this app runs llama.cpp");
-    await expect(parts(unhosted.generate(request(both), new AbortController().signal))).rejects.toMatchObject({ kind: "device" });
-    const tooBig = new ChoosingEngine({ engines: { llamacpp: fakeEngine("llamacpp", { ...cpu, memoryBudgetMB: 100 }) }, policy: "auto" });
+    await expect(parts(unhosted.generate(request(both), new AbortController().signal))).rejects.toMatchObject({
+      kind: "device",
+    });
+    const tooBig = new ChoosingEngine({
+      engines: { llamacpp: fakeEngine("llamacpp", { ...cpu, memoryBudgetMB: 100 }) },
+      policy: "auto",
+    });
     expect((await tooBig.choose(both)).reason).toContain("llama.cpp: tiny-q8_0 needs about");
     expect((await tooBig.status(both)).runnable.ok).toBe(false);
   });
 
   it("a pin (the configuration's, or the model's own) wins, even on a software adapter", async () => {
-    const engines = { webllm: fakeEngine("webllm", { ...gpu, softwareAdapter: true }), llamacpp: fakeEngine("llamacpp", cpu) };
-    expect(await new ChoosingEngine({ engines, policy: "webllm" }).choose(both)).toMatchObject({ name: "webllm", reason: "the configuration's engine is 'webllm'" });
+    const engines = {
+      webllm: fakeEngine("webllm", { ...gpu, softwareAdapter: true }),
+      llamacpp: fakeEngine("llamacpp", cpu),
+    };
+    expect(await new ChoosingEngine({ engines, policy: "webllm" }).choose(both)).toMatchObject({
+      name: "webllm",
+      reason: "the configuration's engine is 'webllm'",
+    });
     const pinned = ggufModel({ builds: both.builds, engine: "webllm" });
     const choosing = new ChoosingEngine({ engines, policy: "auto" });
     expect(await choosing.choose(pinned)).toMatchObject({ name: "webllm" });
     await parts(choosing.generate(request(pinned), new AbortController().signal));
     expect(engines.webllm.served).toEqual(["tiny"]);
-    expect(await new ChoosingEngine({ engines: { webllm: engines.webllm }, policy: "llamacpp" }).choose(both)).toMatchObject({ engine: null });
+    expect(
+      await new ChoosingEngine({ engines: { webllm: engines.webllm }, policy: "llamacpp" }).choose(both),
+    ).toMatchObject({ engine: null });
   });
 });

@@ -3,7 +3,12 @@
  * refused in OpenAI's words; one case per row of the README's parameter table that this checks.
  */
 import { describe, expect, it } from "vitest";
-import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  errorBodySchema,
+  textCompletionSchema,
+} from "../../src/wire/schemas.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import type { GenerationRequest } from "../../src/engine/contract.js";
 import { makeApp, sseEvents, tokenizers, type TestApp } from "./support.js";
@@ -12,7 +17,9 @@ const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
 
 async function chat(test: TestApp, extra: Record<string, unknown>) {
-  const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 3, ...extra }));
+  const response = await test.app.handle(
+    test.post("/v1/chat/completions", { model, messages, max_tokens: 3, ...extra }),
+  );
   const body = (await response.json()) as unknown;
   return { status: response.status, body };
 }
@@ -33,7 +40,11 @@ describe("parameters", () => {
       { user: "someone" },
       { modalities: ["text"] },
       { prediction: { type: "content", content: "Hello there" } },
-      { metadata: Object.fromEntries(Array.from({ length: 16 }, (_, index) => [`k${index}`.padEnd(64, "k"), "v".repeat(512)])) },
+      {
+        metadata: Object.fromEntries(
+          Array.from({ length: 16 }, (_, index) => [`k${index}`.padEnd(64, "k"), "v".repeat(512)]),
+        ),
+      },
     ]) {
       const { status, body } = await chat(test, extra);
       expect(status, JSON.stringify(extra).slice(0, 80)).toBe(200);
@@ -44,7 +55,15 @@ describe("parameters", () => {
   it("accepts stream_options.include_obfuscation: the padding guards a network the stream never crosses", async () => {
     const test = await makeApp();
     for (const include_obfuscation of [true, false]) {
-      const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true, stream_options: { include_obfuscation } }));
+      const response = await test.app.handle(
+        test.post("/v1/chat/completions", {
+          model,
+          messages,
+          max_tokens: 2,
+          stream: true,
+          stream_options: { include_obfuscation },
+        }),
+      );
       expect(response.status).toBe(200);
       expect(sseEvents(await response.text()).at(-1)).toBe("[DONE]");
     }
@@ -61,11 +80,21 @@ describe("parameters", () => {
 
   it("enforces OpenAI's metadata limits: 16 pairs, 64-character keys, 512-character values", async () => {
     const test = await makeApp();
-    const tooMany = await refusal(test, "/v1/chat/completions", { model, messages, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, "v"])) });
+    const tooMany = await refusal(test, "/v1/chat/completions", {
+      model,
+      messages,
+      metadata: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, "v"])),
+    });
     expect(tooMany).toMatchObject({ status: 400, param: "metadata" });
     expect(tooMany.message).toContain("at most 16 key-value pairs");
-    expect((await refusal(test, "/v1/chat/completions", { model, messages, metadata: { ["k".repeat(65)]: "v" } })).status).toBe(400);
-    const longValue = await refusal(test, "/v1/chat/completions", { model, messages, metadata: { key: "v".repeat(513) } });
+    expect(
+      (await refusal(test, "/v1/chat/completions", { model, messages, metadata: { ["k".repeat(65)]: "v" } })).status,
+    ).toBe(400);
+    const longValue = await refusal(test, "/v1/chat/completions", {
+      model,
+      messages,
+      metadata: { key: "v".repeat(513) },
+    });
     expect(longValue).toMatchObject({ status: 400, param: "metadata.key" });
   });
 
@@ -77,7 +106,9 @@ describe("parameters", () => {
       param: "reasoning_effort",
       message: "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
     });
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, audio: { voice: "alloy", format: "wav" } })).toMatchObject({ status: 400, param: "audio" });
+    expect(
+      await refusal(test, "/v1/chat/completions", { model, messages, audio: { voice: "alloy", format: "wav" } }),
+    ).toMatchObject({ status: 400, param: "audio" });
     expect(await refusal(test, "/v1/chat/completions", { model, messages, verbosity: "low" })).toMatchObject({
       status: 400,
       param: "verbosity",
@@ -88,22 +119,45 @@ describe("parameters", () => {
       param: "web_search_options",
       message: "Web search options not supported with this model.",
     });
-    expect((await refusal(test, "/v1/chat/completions", { model, messages, modalities: ["text", "audio"] })).status).toBe(400);
+    expect(
+      (await refusal(test, "/v1/chat/completions", { model, messages, modalities: ["text", "audio"] })).status,
+    ).toBe(400);
     const image = await refusal(test, "/v1/chat/completions", {
       model,
-      messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is this?" },
+            { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+          ],
+        },
+      ],
     });
     expect(image).toMatchObject({ status: 400, code: "invalid_value", param: "messages[0].content[1].type" });
-    expect(image.message).toBe(`Invalid content type. image_url is only supported by models that take images; ${model} takes text only.`);
-    const sound = await refusal(test, "/v1/chat/completions", { model, messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } }] }] });
+    expect(image.message).toBe(
+      `Invalid content type. image_url is only supported by models that take images; ${model} takes text only.`,
+    );
+    const sound = await refusal(test, "/v1/chat/completions", {
+      model,
+      messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } }] }],
+    });
     expect(sound.message).toContain("input_audio is only supported by models that take audio");
   });
 
   it("legacy best_of: must be at least n, as OpenAI says; equal to n it is the same as n", async () => {
     const test = await makeApp();
-    expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 2, best_of: 1 })).toMatchObject({ status: 400, param: "best_of", message: "best_of must be greater than or equal to n." });
-    expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 1, best_of: 3, stream: true })).toMatchObject({ status: 400, param: "best_of" });
-    const response = await test.app.handle(test.post("/v1/completions", { model, prompt: "Hi", n: 2, best_of: 2, max_tokens: 2 }));
+    expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 2, best_of: 1 })).toMatchObject({
+      status: 400,
+      param: "best_of",
+      message: "best_of must be greater than or equal to n.",
+    });
+    expect(
+      await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 1, best_of: 3, stream: true }),
+    ).toMatchObject({ status: 400, param: "best_of" });
+    const response = await test.app.handle(
+      test.post("/v1/completions", { model, prompt: "Hi", n: 2, best_of: 2, max_tokens: 2 }),
+    );
     expect(response.status).toBe(200);
     expect(textCompletionSchema.parse(await response.json()).choices).toHaveLength(2);
   });
@@ -115,25 +169,57 @@ describe("parameters", () => {
     const engine = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
     engine.generate = async function* (request) {
       const k = generated++;
-      const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)], alternatives: [] });
+      const entry = (token: string, logprob: number) => ({
+        token,
+        logprob,
+        bytes: [...Buffer.from(token)],
+        alternatives: [],
+      });
       expect(request.sampling.logprobs).toBe(0);
-      yield { type: "text-delta", text: `c${k}`, logprobs: [entry("c", -scores[k]! / 10), entry(String(k), -scores[k]! / 5)] };
+      yield {
+        type: "text-delta",
+        text: `c${k}`,
+        logprobs: [entry("c", -scores[k]! / 10), entry(String(k), -scores[k]! / 5)],
+      };
       yield { type: "finish", reason: "stop", usage: { promptTokens: 1, completionTokens: 2 } };
     };
     const test = await makeApp({ engine });
-    const response = await test.app.handle(test.post("/v1/completions", { model, prompt: ["A", "B"], n: 2, best_of: 3, max_tokens: 2 }));
+    const response = await test.app.handle(
+      test.post("/v1/completions", { model, prompt: ["A", "B"], n: 2, best_of: 3, max_tokens: 2 }),
+    );
     const body = textCompletionSchema.parse(await response.json());
     // Prompt A's candidates score 3, 1, 4 (lower is likelier): c1 then c0; prompt B's 1.5, 0.5, 2: c4 then c3.
-    expect(body.choices.map((choice) => [choice.index, choice.text, choice.logprobs])).toEqual([[0, "c1", null], [1, "c0", null], [2, "c4", null], [3, "c3", null]]);
+    expect(body.choices.map((choice) => [choice.index, choice.text, choice.logprobs])).toEqual([
+      [0, "c1", null],
+      [1, "c0", null],
+      [2, "c4", null],
+      [3, "c3", null],
+    ]);
     expect(body.usage?.completion_tokens).toBe(12);
     expect(generated).toBe(6);
   });
 
   it("the deprecated functions and function_call work as tools, answered in their own shape, streamed and not", async () => {
     const test = await makeApp();
-    const weather = { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false } };
-    const request = { model, messages: [{ role: "user", content: "Weather in Paris?" }], functions: [weather], function_call: { name: "get_weather" } };
-    const whole = chatCompletionSchema.parse(await (await test.app.handle(test.post("/v1/chat/completions", request))).json());
+    const weather = {
+      name: "get_weather",
+      description: "The weather in a city",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" } },
+        required: ["city"],
+        additionalProperties: false,
+      },
+    };
+    const request = {
+      model,
+      messages: [{ role: "user", content: "Weather in Paris?" }],
+      functions: [weather],
+      function_call: { name: "get_weather" },
+    };
+    const whole = chatCompletionSchema.parse(
+      await (await test.app.handle(test.post("/v1/chat/completions", request))).json(),
+    );
     const choice = whole.choices[0]!;
     expect(choice.finish_reason).toBe("function_call");
     expect(choice.message.content).toBeNull();
@@ -142,9 +228,13 @@ describe("parameters", () => {
     expect(Object.keys(JSON.parse(choice.message.function_call!.arguments) as object)).toEqual(["city"]);
 
     const streamed = await test.app.handle(test.post("/v1/chat/completions", { ...request, stream: true }));
-    const chunks = sseEvents(await streamed.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const chunks = sseEvents(await streamed.text())
+      .slice(0, -1)
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
     expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
-    expect(chunks.map((chunk) => chunk.choices[0]?.delta.function_call?.arguments ?? "").join("")).toBe(choice.message.function_call!.arguments);
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.function_call?.arguments ?? "").join("")).toBe(
+      choice.message.function_call!.arguments,
+    );
     expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe("function_call");
 
     // The next turn: the assistant's function_call and the function's answer, in the old roles.
@@ -154,14 +244,28 @@ describe("parameters", () => {
         max_tokens: 5,
         functions: [weather],
         function_call: "none",
-        messages: [...request.messages, { role: "assistant", content: null, function_call: choice.message.function_call }, { role: "function", name: "get_weather", content: "{\"temperature\": 21}" }],
+        messages: [
+          ...request.messages,
+          { role: "assistant", content: null, function_call: choice.message.function_call },
+          { role: "function", name: "get_weather", content: '{"temperature": 21}' },
+        ],
       }),
     );
     expect(followUp.status).toBe(200);
     expect(chatCompletionSchema.parse(await followUp.json()).choices[0]?.finish_reason).toMatch(/stop|length/);
-    const orphan = await refusal(test, "/v1/chat/completions", { model, functions: [weather], messages: [{ role: "user", content: "Hi" }, { role: "function", name: "get_weather", content: "{}" }] });
+    const orphan = await refusal(test, "/v1/chat/completions", {
+      model,
+      functions: [weather],
+      messages: [
+        { role: "user", content: "Hi" },
+        { role: "function", name: "get_weather", content: "{}" },
+      ],
+    });
     expect(orphan).toMatchObject({ status: 400, param: "messages[1]" });
-    expect((await refusal(test, "/v1/chat/completions", { ...request, tools: [{ type: "function", function: weather }] })).param).toBe("functions");
+    expect(
+      (await refusal(test, "/v1/chat/completions", { ...request, tools: [{ type: "function", function: weather }] }))
+        .param,
+    ).toBe("functions");
   });
 });
 
@@ -178,41 +282,75 @@ describe("logprobs, top_logprobs and logit_bias", () => {
       expect(entry.logprob).toBeLessThan(0);
       expect(entry.top_logprobs).toHaveLength(3);
       expect(entry.top_logprobs[0]).toEqual({ token: entry.token, logprob: entry.logprob, bytes: entry.bytes });
-      expect(entry.top_logprobs.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0)).toBeLessThanOrEqual(1);
+      expect(
+        entry.top_logprobs.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0),
+      ).toBeLessThanOrEqual(1);
       expect(Buffer.from(entry.bytes!).toString("utf8")).toBe(entry.token);
     }
     // Not asked: null, as OpenAI answers.
     expect(chatCompletionSchema.parse((await chat(test, {})).body).choices[0]!.logprobs).toBeNull();
-    expect(chatCompletionSchema.parse((await chat(test, { logprobs: true })).body).choices[0]!.logprobs!.content![0]!.top_logprobs).toEqual([]);
+    expect(
+      chatCompletionSchema.parse((await chat(test, { logprobs: true })).body).choices[0]!.logprobs!.content![0]!
+        .top_logprobs,
+    ).toEqual([]);
   });
 
   it("chat logprobs streamed: each content chunk carries the entries of the tokens it completes", async () => {
     const test = await makeApp();
-    const response = await test.app.handle(test.post("/v1/chat/completions", { model, messages, max_tokens: 6, logprobs: true, top_logprobs: 1, stream: true, stream_options: { include_usage: true } }));
-    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const response = await test.app.handle(
+      test.post("/v1/chat/completions", {
+        model,
+        messages,
+        max_tokens: 6,
+        logprobs: true,
+        top_logprobs: 1,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    const chunks = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
     const withContent = chunks.filter((chunk) => chunk.choices[0]?.delta.content);
     expect(withContent.length).toBeGreaterThan(0);
-    for (const chunk of withContent) expect(chunk.choices[0]!.logprobs!.content!.map((entry) => entry.token).join("")).toBe(chunk.choices[0]!.delta.content);
+    for (const chunk of withContent)
+      expect(chunk.choices[0]!.logprobs!.content!.map((entry) => entry.token).join("")).toBe(
+        chunk.choices[0]!.delta.content,
+      );
     const entries = withContent.flatMap((chunk) => chunk.choices[0]!.logprobs!.content!);
     expect(entries).toHaveLength(chunks.at(-1)!.usage!.completion_tokens);
-    expect(chunks.filter((chunk) => !chunk.choices[0]?.delta.content).every((chunk) => (chunk.choices[0]?.logprobs ?? null) === null)).toBe(true);
+    expect(
+      chunks
+        .filter((chunk) => !chunk.choices[0]?.delta.content)
+        .every((chunk) => (chunk.choices[0]?.logprobs ?? null) === null),
+    ).toBe(true);
   });
 
   it("refuses top_logprobs without logprobs, and above the 5 alternatives the engines compute, in OpenAI's words", async () => {
     const test = await makeApp();
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, top_logprobs: 2 })).toMatchObject({ status: 400, param: "top_logprobs", code: "invalid_value" });
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 6 })).toMatchObject({
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, top_logprobs: 2 })).toMatchObject({
+      status: 400,
+      param: "top_logprobs",
+      code: "invalid_value",
+    });
+    expect(
+      await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 6 }),
+    ).toMatchObject({
       status: 400,
       param: "top_logprobs",
       code: "integer_above_max_value",
       message: expect.stringMatching(/^Invalid 'top_logprobs': integer above maximum value. Expected a value <= 5/),
     });
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 21 })).toMatchObject({ status: 400, param: "top_logprobs" });
+    expect(
+      await refusal(test, "/v1/chat/completions", { model, messages, logprobs: true, top_logprobs: 21 }),
+    ).toMatchObject({ status: 400, param: "top_logprobs" });
   });
 
   it("legacy logprobs: the legacy lists, offsets into the text, and no echo with them", async () => {
     const test = await makeApp();
-    const response = await test.app.handle(test.post("/v1/completions", { model, prompt: "Once upon a time", max_tokens: 5, logprobs: 2 }));
+    const response = await test.app.handle(
+      test.post("/v1/completions", { model, prompt: "Once upon a time", max_tokens: 5, logprobs: 2 }),
+    );
     const parsed = textCompletionSchema.parse(await response.json());
     const choice = parsed.choices[0]!;
     const logprobs = choice.logprobs!;
@@ -221,18 +359,30 @@ describe("logprobs, top_logprobs and logit_bias", () => {
     expect(logprobs.token_logprobs).toHaveLength(logprobs.tokens.length);
     expect(logprobs.text_offset[0]).toBe(0);
     logprobs.tokens.forEach((token, index) => {
-      if (index > 0) expect(logprobs.text_offset[index]).toBe(logprobs.text_offset[index - 1]! + logprobs.tokens[index - 1]!.length);
+      if (index > 0)
+        expect(logprobs.text_offset[index]).toBe(logprobs.text_offset[index - 1]! + logprobs.tokens[index - 1]!.length);
       expect(Object.keys(logprobs.top_logprobs[index]!)).toContain(token);
     });
-    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 6 })).toMatchObject({ status: 400, param: "logprobs" });
-    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 1, echo: true })).toMatchObject({ status: 400, param: "echo", code: "unsupported_parameter" });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 6 })).toMatchObject({
+      status: 400,
+      param: "logprobs",
+    });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logprobs: 1, echo: true })).toMatchObject({
+      status: 400,
+      param: "echo",
+      code: "unsupported_parameter",
+    });
     expect(await refusal(test, "/v1/completions", { model, prompt: "x", suffix: " the end." })).toMatchObject({
       status: 400,
       param: "suffix",
       code: "unsupported_parameter",
       message: "Unsupported parameter: 'suffix' is not supported with this model.",
     });
-    const plain = textCompletionSchema.parse(await (await test.app.handle(test.post("/v1/completions", { model, prompt: "x", max_tokens: 2, logprobs: null }))).json());
+    const plain = textCompletionSchema.parse(
+      await (
+        await test.app.handle(test.post("/v1/completions", { model, prompt: "x", max_tokens: 2, logprobs: null }))
+      ).json(),
+    );
     expect(plain.choices[0]!.logprobs).toBeNull();
   });
 
@@ -248,12 +398,19 @@ describe("logprobs, top_logprobs and logit_bias", () => {
     expect((await chat(test, { logit_bias: { "128000": -100, "9906": 5.5 } })).status).toBe(200);
     expect(seen[0]?.sampling.logitBias).toEqual({ 128000: -100, 9906: 5.5 });
     expect((await chat(test, { logit_bias: {} })).status).toBe(200);
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "999999": 1 } })).toMatchObject({
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "999999": 1 } })).toMatchObject(
+      {
+        status: 400,
+        param: "logit_bias",
+        message: "Invalid key in 'logit_bias': 999999. Maximum value is 128255.",
+      },
+    );
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "1": 101 } })).toMatchObject({
       status: 400,
-      param: "logit_bias",
-      message: "Invalid key in 'logit_bias': 999999. Maximum value is 128255.",
+      param: "logit_bias.1",
     });
-    expect(await refusal(test, "/v1/chat/completions", { model, messages, logit_bias: { "1": 101 } })).toMatchObject({ status: 400, param: "logit_bias.1" });
-    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logit_bias: { "-1": 1 } })).toMatchObject({ status: 400 });
+    expect(await refusal(test, "/v1/completions", { model, prompt: "x", logit_bias: { "-1": 1 } })).toMatchObject({
+      status: 400,
+    });
   });
 });

@@ -18,11 +18,20 @@ async function setup(creditUsd = 1, limits: { rpm?: number; tpm?: number } = {})
 }
 
 /** Counts a request as the HTTP layer does: the key as authenticated, then its window. */
-const count = async (policy: Policy, secret: string) => policy.countRequest(await policy.authenticate(`Bearer ${secret}`));
+const count = async (policy: Policy, secret: string) =>
+  policy.countRequest(await policy.authenticate(`Bearer ${secret}`));
 
 let requestCounter = 0;
 const admitOne = (policy: Policy, keyId: string, overrides: Partial<Parameters<Policy["admit"]>[0]> = {}) =>
-  policy.admit({ keyId, requestId: `req_${++requestCounter}`, model: llama.id, price: llama.price, promptTokens: 10, maxCompletionTokens: 20, ...overrides });
+  policy.admit({
+    keyId,
+    requestId: `req_${++requestCounter}`,
+    model: llama.id,
+    price: llama.price,
+    promptTokens: 10,
+    maxCompletionTokens: 20,
+    ...overrides,
+  });
 
 describe("keys", () => {
   it("are sk- and 32+ random bytes, shown once and stored only as a SHA-256 hash", async () => {
@@ -41,8 +50,20 @@ describe("keys", () => {
   it("401s a missing, malformed, unknown or revoked key", async () => {
     const { policy, admin, created, authorization } = await setup();
     expect((await policy.authenticate(authorization)).id).toBe(created.id);
-    for (const header of [null, "", "Basic abc", "Bearer", `Bearer ${created.key}x`, "Bearer sk-short", `Bearer sk-${"A".repeat(43)}`]) {
-      await expect(policy.authenticate(header)).rejects.toMatchObject({ status: 401, type: "invalid_request_error", code: "invalid_api_key" });
+    for (const header of [
+      null,
+      "",
+      "Basic abc",
+      "Bearer",
+      `Bearer ${created.key}x`,
+      "Bearer sk-short",
+      `Bearer sk-${"A".repeat(43)}`,
+    ]) {
+      await expect(policy.authenticate(header)).rejects.toMatchObject({
+        status: 401,
+        type: "invalid_request_error",
+        code: "invalid_api_key",
+      });
     }
     await admin.revokeKey(created.id);
     await expect(policy.authenticate(authorization)).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
@@ -58,7 +79,10 @@ describe("revocation", () => {
     await admitOne(policy, created.id, { key: first });
     const early = await policy.authenticate(authorization);
     await admin.revokeKey(created.id);
-    await expect(admitOne(policy, created.id, { key: early })).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await expect(admitOne(policy, created.id, { key: early })).rejects.toMatchObject({
+      status: 401,
+      code: "invalid_api_key",
+    });
   });
 });
 
@@ -147,19 +171,33 @@ describe("reservation and settlement", () => {
   it("reserve → settle arithmetic at every catalogue price, with the ledger invariant after each", async () => {
     for (const model of catalogue.list()) {
       const { policy, database, account, created } = await setup(1);
-      const admission = await admitOne(policy, created.id, { model: model.id, price: model.price, promptTokens: 1000, maxCompletionTokens: 500 });
+      const admission = await admitOne(policy, created.id, {
+        model: model.id,
+        price: model.price,
+        promptTokens: 1000,
+        maxCompletionTokens: 500,
+      });
       const reserved = 1000 * model.price.inputNanoUsdPerToken + 500 * model.price.outputNanoUsdPerToken;
       expect(admission.reservation.amountNanoUsd).toBe(reserved);
       expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(reserved);
       await checkLedgerInvariant(database);
       const entry = await policy.settle(admission, { promptTokens: 1000, completionTokens: 123, status: "completed" });
       const charged = 1000 * model.price.inputNanoUsdPerToken + 123 * model.price.outputNanoUsdPerToken;
-      expect(entry).toMatchObject({ kind: "charge", status: "completed", amountNanoUsd: charged, promptTokens: 1000, completionTokens: 123, model: model.id });
+      expect(entry).toMatchObject({
+        kind: "charge",
+        status: "completed",
+        amountNanoUsd: charged,
+        promptTokens: 1000,
+        completionTokens: 123,
+        model: model.id,
+      });
       const after = await database.get("accounts", account.id);
       expect(after).toMatchObject({ balanceNanoUsd: 1_000_000_000 - charged, reservedNanoUsd: 0 });
       await checkLedgerInvariant(database);
       // Settling again changes nothing.
-      expect(await policy.settle(admission, { promptTokens: 1000, completionTokens: 123, status: "completed" })).toBeNull();
+      expect(
+        await policy.settle(admission, { promptTokens: 1000, completionTokens: 123, status: "completed" }),
+      ).toBeNull();
       await checkLedgerInvariant(database);
     }
     // 0.001 USD per 1M tokens is exactly 1 nano-USD per token.
@@ -175,7 +213,9 @@ describe("reservation and settlement", () => {
     await policy.settle(failed, { promptTokens: 10, completionTokens: 7, status: "failed" });
     await policy.settle(empty, { promptTokens: 0, completionTokens: 0, status: "failed" });
     const ledger = await database.getAll("ledger");
-    expect(ledger.filter((entry) => entry.kind === "charge").map((entry) => [entry.status, entry.amountNanoUsd])).toEqual(
+    expect(
+      ledger.filter((entry) => entry.kind === "charge").map((entry) => [entry.status, entry.amountNanoUsd]),
+    ).toEqual(
       expect.arrayContaining([
         ["aborted", 10 * 10 + 3 * 20],
         ["failed", 10 * 10 + 7 * 20],
@@ -191,13 +231,20 @@ describe("reservation and settlement", () => {
     const { policy, database, created } = await setup(0.000001); // 1000 nano-USD: exactly two requests.
     const first = await admitOne(policy, created.id);
     await admitOne(policy, created.id);
-    await expect(admitOne(policy, created.id)).rejects.toMatchObject({ status: 403, type: "insufficient_quota", code: "insufficient_quota", message: "insufficient balance" });
+    await expect(admitOne(policy, created.id)).rejects.toMatchObject({
+      status: 403,
+      type: "insufficient_quota",
+      code: "insufficient_quota",
+      message: "insufficient balance",
+    });
     await checkLedgerInvariant(database);
     // Settling releases the unused part of the reservation: 10 prompt + 5 completion = 200.
     await policy.settle(first, { promptTokens: 10, completionTokens: 5, status: "completed" });
     // 800 left, 500 reserved: 300 available, exactly 10 prompt + 10 completion tokens.
     await expect(admitOne(policy, created.id, { maxCompletionTokens: 10 })).resolves.toBeDefined();
-    await expect(admitOne(policy, created.id, { promptTokens: 1, maxCompletionTokens: 0 })).rejects.toMatchObject({ status: 403 });
+    await expect(admitOne(policy, created.id, { promptTokens: 1, maxCompletionTokens: 0 })).rejects.toMatchObject({
+      status: 403,
+    });
     await checkLedgerInvariant(database);
   });
 
@@ -206,9 +253,21 @@ describe("reservation and settlement", () => {
     const results = await Promise.allSettled(Array.from({ length: 40 }, () => admitOne(policy, created.id)));
     const admitted = results.filter((result) => result.status === "fulfilled");
     expect(admitted).toHaveLength(15);
-    expect(results.filter((result) => result.status === "rejected").every((result) => (result as PromiseRejectedResult).reason.status === 403)).toBe(true);
+    expect(
+      results
+        .filter((result) => result.status === "rejected")
+        .every((result) => (result as PromiseRejectedResult).reason.status === 403),
+    ).toBe(true);
     expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(7_500);
-    await Promise.all(admitted.map((result) => policy.settle((result as PromiseFulfilledResult<Awaited<ReturnType<typeof admitOne>>>).value, { promptTokens: 10, completionTokens: 20, status: "completed" })));
+    await Promise.all(
+      admitted.map((result) =>
+        policy.settle((result as PromiseFulfilledResult<Awaited<ReturnType<typeof admitOne>>>).value, {
+          promptTokens: 10,
+          completionTokens: 20,
+          status: "completed",
+        }),
+      ),
+    );
     expect(await database.get("accounts", account.id)).toMatchObject({ balanceNanoUsd: 0, reservedNanoUsd: 0 });
     await checkLedgerInvariant(database);
   });
@@ -244,9 +303,19 @@ describe("reservations of an instance still alive", () => {
   it("stay with it: a new instance releases only those of instances that are gone, and finds one that died later", async () => {
     const { database, account, created, clock } = await setup(1);
     const { held, locks } = fakeLocks();
-    const old = new Policy({ database, clock: () => clock.now, holder: "worker_old", liveness: webLocksLiveness(locks) });
+    const old = new Policy({
+      database,
+      clock: () => clock.now,
+      holder: "worker_old",
+      liveness: webLocksLiveness(locks),
+    });
     const streaming = await admitOne(old, created.id);
-    const fresh = new Policy({ database, clock: () => clock.now, holder: "worker_new", liveness: webLocksLiveness(locks) });
+    const fresh = new Policy({
+      database,
+      clock: () => clock.now,
+      holder: "worker_new",
+      liveness: webLocksLiveness(locks),
+    });
     // The old instance is still finishing its stream when the new one starts.
     expect(await fresh.releaseOrphans()).toBe(0);
     const entry = await old.settle(streaming, { promptTokens: 10, completionTokens: 5, status: "completed" });
@@ -256,7 +325,9 @@ describe("reservations of an instance still alive", () => {
     held.delete("webgpu-inference-holder:worker_old");
     clock.now += orphanSweepMs;
     await admitOne(fresh, created.id);
-    await expect.poll(async () => (await database.getAllFromIndex("reservations", "holder", "worker_old")).length).toBe(0);
+    await expect
+      .poll(async () => (await database.getAllFromIndex("reservations", "holder", "worker_old")).length)
+      .toBe(0);
     expect((await database.get("accounts", account.id))?.reservedNanoUsd).toBe(costNano(llama.price, 10, 20));
     await checkLedgerInvariant(database);
   });
@@ -273,7 +344,12 @@ describe("rate limits", () => {
     }
     clock.now = start + 59_500;
     const refused = await count(policy, created.key).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
+    expect(refused).toMatchObject({
+      status: 429,
+      type: "rate_limit_exceeded",
+      code: "rate_limit_exceeded",
+      headers: { "retry-after": "1" },
+    });
     // The window opened with the first request, at start + 100.
     clock.now = start + 100 + 59_999;
     await expect(count(policy, created.key)).rejects.toMatchObject({ status: 429 });
@@ -316,14 +392,27 @@ describe("rate limits", () => {
     // A new instance (the browser stopped the worker; its memory is gone) admits only past the lease.
     const restarted = new Policy({ database, clock: () => clock.now, holder: "worker_restarted" });
     let more = 0;
-    while (await count(restarted, created.key).then(() => true, () => false)) more++;
+    while (
+      await count(restarted, created.key).then(
+        () => true,
+        () => false,
+      )
+    )
+      more++;
     expect(more).toBe(16 - lease);
     // A fresh window, and two instances taking turns: never more than the limit between them.
     clock.now += 60_000;
     const other = new Policy({ database, clock: () => clock.now, holder: "worker_other" });
     let together = 0;
     for (let round = 0; round < 20; round++) {
-      for (const instance of [restarted, other]) if (await count(instance, created.key).then(() => true, () => false)) together++;
+      for (const instance of [restarted, other])
+        if (
+          await count(instance, created.key).then(
+            () => true,
+            () => false,
+          )
+        )
+          together++;
     }
     expect(together).toBeLessThanOrEqual(16);
     expect(together).toBeGreaterThanOrEqual(16 - 2 * 2);
@@ -333,14 +422,21 @@ describe("rate limits", () => {
     const { policy, created } = await setup(10, { rpm: 25, tpm: 10_000_000 });
     const results = await Promise.allSettled(Array.from({ length: 40 }, () => admitOne(policy, created.id)));
     expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(25);
-    expect(results.filter((result) => result.status === "rejected").every((result) => (result as PromiseRejectedResult).reason.status === 429)).toBe(true);
+    expect(
+      results
+        .filter((result) => result.status === "rejected")
+        .every((result) => (result as PromiseRejectedResult).reason.status === 429),
+    ).toBe(true);
   });
 
   it("admits tokens as prompt + max_tokens and corrects them to the real count at settlement", async () => {
     const { policy, created } = await setup(1, { tpm: 100 });
     const first = await admitOne(policy, created.id, { promptTokens: 30, maxCompletionTokens: 50 });
     expect(first.rate.remainingTokens).toBe(20);
-    await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).rejects.toMatchObject({ status: 429, message: expect.stringContaining("tokens") });
+    await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).rejects.toMatchObject({
+      status: 429,
+      message: expect.stringContaining("tokens"),
+    });
     await policy.settle(first, { promptTokens: 30, completionTokens: 5, status: "completed" });
     expect((await policy.state(created.id))?.remainingTokens).toBe(65);
     await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).resolves.toBeDefined();
@@ -350,7 +446,13 @@ describe("rate limits", () => {
 describe("admin", () => {
   it("credits, reads accounts and exports the ledger as JSON and CSV", async () => {
     const { admin, policy, database, account, created } = await setup(2.5);
-    expect(account).toEqual({ id: account.id, name: "acme", balanceNanoUsd: 2_500_000_000, reservedNanoUsd: 0, createdAt: expect.any(Number) });
+    expect(account).toEqual({
+      id: account.id,
+      name: "acme",
+      balanceNanoUsd: 2_500_000_000,
+      reservedNanoUsd: 0,
+      createdAt: expect.any(Number),
+    });
     await admin.credit(account.id, 0.5);
     const admission = await admitOne(policy, created.id);
     await policy.settle(admission, { promptTokens: 10, completionTokens: 20, status: "completed" });
@@ -364,7 +466,9 @@ describe("admin", () => {
     expect(await admin.ledger({ keyId: created.id })).toHaveLength(1);
     expect(await admin.ledger({ limit: 1 })).toHaveLength(1);
     const csv = await admin.exportLedger("csv");
-    expect(csv.split("\n")[0]).toBe("id,kind,status,createdAt,accountId,keyId,requestId,model,promptTokens,completionTokens,amountNanoUsd");
+    expect(csv.split("\n")[0]).toBe(
+      "id,kind,status,createdAt,accountId,keyId,requestId,model,promptTokens,completionTokens,amountNanoUsd",
+    );
     expect(csv.trim().split("\n")).toHaveLength(4);
     expect(JSON.parse(await admin.exportLedger("json"))).toHaveLength(3);
     await checkLedgerInvariant(database);
@@ -386,7 +490,13 @@ describe("over HTTP", () => {
     const invalid = await app.handle(post("/v1/chat/completions", { model: "x" }));
     expect(invalid.status).toBe(400);
     expect(invalid.headers.get("x-ratelimit-remaining-requests")).toBe("2");
-    const chat = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }));
+    const chat = await app.handle(
+      post("/v1/chat/completions", {
+        model: "gamma-7b-instruct-v0.3",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 4,
+      }),
+    );
     expect(chat.headers.get("x-ratelimit-remaining-requests")).toBe("1");
     const limited = await app.handle(get("/v1/models"));
     expect(limited.headers.get("x-ratelimit-remaining-requests")).toBe("0");
@@ -401,31 +511,60 @@ describe("over HTTP", () => {
 
   it("writes a ledger entry per generation and bills an abandoned stream for the tokens it streamed", async () => {
     const { app, post, database, keyId } = await makeApp({ tokenDelayMs: 2 });
-    const full = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages: [{ role: "user", content: "hi" }], max_tokens: 50 }));
+    const full = await app.handle(
+      post("/v1/chat/completions", {
+        model: "alpha3:8b-instruct-q8_0",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 50,
+      }),
+    );
     const body = (await full.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
-    const response = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages: [{ role: "user", content: "hi" }], max_tokens: 50, stream: true }));
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "alpha3:8b-instruct-q8_0",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 50,
+        stream: true,
+      }),
+    );
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     let text = "";
     while ((text.match(/"content":"[^"]+"/g) ?? []).length < 3) text += decoder.decode((await reader.read()).value);
     await reader.cancel();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const streamed = sseEvents(text).filter((event) => event.includes('"content":"') && !event.includes('"content":""')).length;
+    const streamed = sseEvents(text).filter(
+      (event) => event.includes('"content":"') && !event.includes('"content":""'),
+    ).length;
     const entries = (await database.getAll("ledger")).filter((entry) => entry.keyId === keyId);
     expect(entries.map((entry) => entry.status)).toEqual(["completed", "aborted"]);
-    expect(entries[0]).toMatchObject({ promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens, amountNanoUsd: body.usage.prompt_tokens * 10 + body.usage.completion_tokens * 20 });
+    expect(entries[0]).toMatchObject({
+      promptTokens: body.usage.prompt_tokens,
+      completionTokens: body.usage.completion_tokens,
+      amountNanoUsd: body.usage.prompt_tokens * 10 + body.usage.completion_tokens * 20,
+    });
     // One token per delta on this engine; a token produced but not yet read when the reader left is still produced.
     expect(entries[1]?.completionTokens).toBeGreaterThanOrEqual(streamed);
     expect(entries[1]?.completionTokens).toBeLessThanOrEqual(streamed + 2);
-    expect(entries[1]?.amountNanoUsd).toBe((entries[1]?.promptTokens ?? 0) * 10 + (entries[1]?.completionTokens ?? 0) * 20);
+    expect(entries[1]?.amountNanoUsd).toBe(
+      (entries[1]?.promptTokens ?? 0) * 10 + (entries[1]?.completionTokens ?? 0) * 20,
+    );
     expect(entries[1]?.timings?.firstTokenAt).toBeDefined();
     await checkLedgerInvariant(database);
   });
 
   it("403s a request the balance cannot cover, via the HTTP surface", async () => {
     const { app, post } = await makeApp({ creditUsd: 0 });
-    const response = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }));
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "gamma-7b-instruct-v0.3",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 4,
+      }),
+    );
     expect(response.status).toBe(403);
-    expect(await response.json()).toEqual({ error: { message: "insufficient balance", type: "insufficient_quota", code: "insufficient_quota", param: null } });
+    expect(await response.json()).toEqual({
+      error: { message: "insufficient balance", type: "insufficient_quota", code: "insufficient_quota", param: null },
+    });
   });
 });

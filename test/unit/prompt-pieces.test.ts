@@ -27,22 +27,33 @@ describe("the prompt in pieces", () => {
         const replies = segments.filter((segment) => segment.reply).map((segment) => segment.text);
         // Mistral's layout moves the system prompt and spaces a reply from [/INST]: no reply is
         // ever written right after the earlier turns' prompt, so nothing is cut (no reuse).
-        const expected = family === "mistral" ? [] : messages.filter((message) => message.role === "assistant").map((message) => message.content);
+        const expected =
+          family === "mistral"
+            ? []
+            : messages.filter((message) => message.role === "assistant").map((message) => message.content);
         expect(replies).toEqual(expected);
       }
     }
   });
 
   it("does not cut a reply the template changes (trimmed) or rewrites (tool calls)", () => {
-    const padded: EngineMessage[] = [{ role: "user", content: "Hi" }, { role: "assistant", content: " Hello " }, { role: "user", content: "Bye" }];
+    const padded: EngineMessage[] = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: " Hello " },
+      { role: "user", content: "Bye" },
+    ];
     expect(renderChatSegments("llama3", padded).some((segment) => segment.reply)).toBe(false);
-    expect(renderChatSegments("qwen2", padded).filter((segment) => segment.reply)).toEqual([{ text: " Hello ", reply: true, pieces: [{ text: " Hello ", control: false }] }]);
+    expect(renderChatSegments("qwen2", padded).filter((segment) => segment.reply)).toEqual([
+      { text: " Hello ", reply: true, pieces: [{ text: " Hello ", control: false }] },
+    ]);
     const calls: EngineMessage[] = [
       { role: "user", content: "Hi" },
       { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "f", arguments: "{}" }] },
       { role: "tool", content: "ok", toolCallId: "call_1" },
     ];
-    expect(renderChatSegments("qwen2", calls).map(({ text, reply }) => ({ text, reply }))).toEqual([{ text: renderChat("qwen2", calls), reply: false }]);
+    expect(renderChatSegments("qwen2", calls).map(({ text, reply }) => ({ text, reply }))).toEqual([
+      { text: renderChat("qwen2", calls), reply: false },
+    ]);
   });
 
   it("become web-llm messages that alternate, end with a user turn, and add nothing under the verbatim template", () => {
@@ -51,8 +62,16 @@ describe("the prompt in pieces", () => {
     expect(messages.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
     expect(messages.map((message) => message.content).join("")).toBe(renderChat("qwen2", conversation));
     // What web-llm's Conversation adds around each message, and its system prompt: nothing.
-    expect(verbatimConversation.system_template.replace("{system_message}", verbatimConversation.system_message)).toBe("");
-    expect([verbatimConversation.roles.user, verbatimConversation.roles.assistant, verbatimConversation.role_content_sep, verbatimConversation.role_empty_sep, ...verbatimConversation.seps]).toEqual(["", "", "", "", ""]);
+    expect(verbatimConversation.system_template.replace("{system_message}", verbatimConversation.system_message)).toBe(
+      "",
+    );
+    expect([
+      verbatimConversation.roles.user,
+      verbatimConversation.roles.assistant,
+      verbatimConversation.role_content_sep,
+      verbatimConversation.role_empty_sep,
+      ...verbatimConversation.seps,
+    ]).toEqual(["", "", "", "", ""]);
     expect(verbatimConversation.system_prefix_token_ids).toBeNull();
   });
 });
@@ -80,18 +99,38 @@ describe("billing a prompt whose prefix the engine had cached", () => {
     const engine = new PrefixCachingEngine(7);
     const { app, post } = await makeApp({ engine });
     const wire = conversation.map(({ role, content }) => ({ role, content }));
-    const body = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: wire }))).json());
+    const body = chatCompletionSchema.parse(
+      await (
+        await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: wire }))
+      ).json(),
+    );
     const input = engine.seen[0]!.input;
     expect(input.kind).toBe("chat");
     const counted = (await tokenizers.forFamily("mistral")).encode(renderChat("mistral", conversation)).length;
-    expect(input.kind === "chat" && input.segments.map((segment) => segment.text).join("")).toBe(renderChat("mistral", conversation));
-    expect(body.usage).toEqual({ prompt_tokens: counted, completion_tokens: 2, total_tokens: counted + 2, prompt_tokens_details: { cached_tokens: counted - 7 } });
+    expect(input.kind === "chat" && input.segments.map((segment) => segment.text).join("")).toBe(
+      renderChat("mistral", conversation),
+    );
+    expect(body.usage).toEqual({
+      prompt_tokens: counted,
+      completion_tokens: 2,
+      total_tokens: counted + 2,
+      prompt_tokens_details: { cached_tokens: counted - 7 },
+    });
   });
 
   it("bills what an engine saw when it saw more than we counted, and reports nothing cached", async () => {
     const engine = new PrefixCachingEngine(100_000);
     const { app, post } = await makeApp({ engine });
-    const body = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "Hi" }] }))).json());
+    const body = chatCompletionSchema.parse(
+      await (
+        await app.handle(
+          post("/v1/chat/completions", {
+            model: "gamma-7b-instruct-v0.3",
+            messages: [{ role: "user", content: "Hi" }],
+          }),
+        )
+      ).json(),
+    );
     expect(body.usage).toEqual({ prompt_tokens: 100_000, completion_tokens: 2, total_tokens: 100_002 });
   });
 });

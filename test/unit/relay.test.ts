@@ -32,12 +32,18 @@ async function start(): Promise<Server> {
   mkdirSync(join(root, "demo"));
   writeFileSync(join(root, "demo", "index.html"), "<p>demo</p>");
   writeFileSync(join(root, "demo-secrets.txt"), "secret");
-  server = (await startStaticServer([{ prefix: "/", directory: join(root, "demo") }], { extend: (origin: string) => createRelay({ origin }) })) as Server;
+  server = (await startStaticServer([{ prefix: "/", directory: join(root, "demo") }], {
+    extend: (origin: string) => createRelay({ origin }),
+  })) as Server;
   return server;
 }
 
 /** A raw HTTP request, Host and path as given (fetch would normalise both). */
-function raw(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+function raw(
+  origin: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest({ hostname, port, path, method: "GET", headers }, (incoming) => {
@@ -50,7 +56,11 @@ function raw(origin: string, path: string, headers: Record<string, string> = {})
   });
 }
 
-async function tab(origin: string, basePath = "/openai", headers: Record<string, string> = { origin }): Promise<WebSocket> {
+async function tab(
+  origin: string,
+  basePath = "/openai",
+  headers: Record<string, string> = { origin },
+): Promise<WebSocket> {
   const socket = new WebSocket(`${origin.replace("http", "ws")}/__relay`, { headers });
   sockets.push(socket);
   await new Promise((resolve, reject) => {
@@ -64,7 +74,9 @@ async function tab(origin: string, basePath = "/openai", headers: Record<string,
 
 /** The next request the relay sends a tab. */
 const nextRequest = (socket: WebSocket) =>
-  new Promise<{ id: number; path: string; headers: Record<string, string> }>((resolve) => socket.once("message", (data) => resolve(JSON.parse(String(data)))));
+  new Promise<{ id: number; path: string; headers: Record<string, string> }>((resolve) =>
+    socket.once("message", (data) => resolve(JSON.parse(String(data)))),
+  );
 
 describe("the demo server and its relay", () => {
   it("answers a malformed escape with 400 and keeps serving; a sibling folder sharing the prefix is outside", async () => {
@@ -78,7 +90,8 @@ describe("the demo server and its relay", () => {
 
   it("refuses a Host that is not loopback, for files and the API alike", async () => {
     const { origin } = await start();
-    for (const path of ["/", "/openai/v1/models"]) expect((await raw(origin, path, { host: "evil.example" })).status).toBe(403);
+    for (const path of ["/", "/openai/v1/models"])
+      expect((await raw(origin, path, { host: "evil.example" })).status).toBe(403);
     await expect(tab(origin, "/openai", { origin, host: "evil.example" })).rejects.toThrow();
   });
 
@@ -86,7 +99,9 @@ describe("the demo server and its relay", () => {
     const { origin } = await start();
     await expect(tab(origin, "/openai", { origin: "http://evil.example" })).rejects.toThrow();
     const claimer = await tab(origin, "");
-    await new Promise((resolve) => (claimer.readyState === WebSocket.CLOSED ? resolve(null) : claimer.once("close", resolve)));
+    await new Promise((resolve) =>
+      claimer.readyState === WebSocket.CLOSED ? resolve(null) : claimer.once("close", resolve),
+    );
     // The page's own files are never relayed, and the API has no tab to answer it.
     expect((await raw(origin, "/")).body).toContain("demo");
     expect((await raw(origin, "/openai/v1/models")).status).toBe(503);

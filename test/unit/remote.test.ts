@@ -5,7 +5,12 @@ import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js"
 import { resolveConfig } from "../../src/config/config.js";
 import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { decideRoute as decide } from "../../src/serve/route-decision.js";
-import { chatCompletionChunkSchema, chatCompletionSchema, errorBodySchema, textCompletionSchema } from "../../src/wire/schemas.js";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  errorBodySchema,
+  textCompletionSchema,
+} from "../../src/wire/schemas.js";
 import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 
 const tokenizersFor = () => tokenizers.forFamily("llama3");
@@ -40,7 +45,17 @@ async function collectSse(stream: ReadableStream<Uint8Array>): Promise<string[]>
 
 /** An upstream's chunk as vLLM sends it. */
 function chunk(content: string | null, finish: string | null = null, usage: unknown = undefined) {
-  return { id: "chatcmpl-up", object: "chat.completion.chunk", created: 1, model: "llama-3-8b", choices: content === null && finish === null ? [] : [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }], ...(usage === undefined ? {} : { usage }) };
+  return {
+    id: "chatcmpl-up",
+    object: "chat.completion.chunk",
+    created: 1,
+    model: "llama-3-8b",
+    choices:
+      content === null && finish === null
+        ? []
+        : [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }],
+    ...(usage === undefined ? {} : { usage }),
+  };
 }
 
 function sseBody(events: unknown[]): string {
@@ -58,7 +73,11 @@ function network(handlers: Record<string, (call: Call) => Response | Promise<Res
   const calls: Call[] = [];
   const fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const url = String(input);
-    const call = { url, body: JSON.parse(String(init?.body)) as Record<string, unknown>, authorization: new Headers(init?.headers).get("authorization") };
+    const call = {
+      url,
+      body: JSON.parse(String(init?.body)) as Record<string, unknown>,
+      authorization: new Headers(init?.headers).get("authorization"),
+    };
     calls.push(call);
     const handler = Object.entries(handlers).find(([prefix]) => url.startsWith(prefix))?.[1];
     if (!handler) throw new TypeError("Failed to fetch");
@@ -96,12 +115,20 @@ describe("routing decisions", () => {
 
   it("local and remote are taken as configured, whatever the device", () => {
     const device = { webgpu: true, features: new Set(["shader-f16"]) };
-    expect(decideRoute(catalogue.get("alpha3:8b-instruct-q8_0")!, { webgpu: false, features: new Set() })).toMatchObject({ target: "local", policy: "local" });
-    expect(decideRoute(catalogue.get("remote-llama")!, device)).toMatchObject({ target: "remote", reason: "routing is 'remote'" });
+    expect(
+      decideRoute(catalogue.get("alpha3:8b-instruct-q8_0")!, { webgpu: false, features: new Set() }),
+    ).toMatchObject({ target: "local", policy: "local" });
+    expect(decideRoute(catalogue.get("remote-llama")!, device)).toMatchObject({
+      target: "remote",
+      reason: "routing is 'remote'",
+    });
   });
 
   it("an app's override of a seed model changes only the fields it gives", () => {
-    const config = resolveConfig({ baseUrl: "https://app.example/openai", models: [{ id: "alpha-3-70b-instruct", routing: "auto", upstreams: [upstreamA] }] });
+    const config = resolveConfig({
+      baseUrl: "https://app.example/openai",
+      models: [{ id: "alpha-3-70b-instruct", routing: "auto", upstreams: [upstreamA] }],
+    });
     const overridden = Catalogue.create(config.models).get("alpha-3-70b-instruct")!;
     const seed = Catalogue.create().get("alpha-3-70b-instruct")!;
     expect(overridden).toEqual({ ...seed, routing: "auto", upstreams: [upstreamA] });
@@ -109,14 +136,24 @@ describe("routing decisions", () => {
 
   it("refuses a remote model without upstreams, a local one without builds, and a plain-HTTP upstream off loopback", () => {
     expect(() => Catalogue.create([{ ...remoteModel, upstreams: [] }])).toThrow(/no upstream/);
-    expect(() => Catalogue.create([{ ...remoteModel, routing: "local" }])).toThrow(/no build; give it MLC builds, GGUF builds/);
-    expect(() => Catalogue.create([{ ...remoteModel, upstreams: [{ ...upstreamA, baseUrl: "http://llm.example/v1" }] }])).toThrow(/must use https/);
+    expect(() => Catalogue.create([{ ...remoteModel, routing: "local" }])).toThrow(
+      /no build; give it MLC builds, GGUF builds/,
+    );
+    expect(() =>
+      Catalogue.create([{ ...remoteModel, upstreams: [{ ...upstreamA, baseUrl: "http://llm.example/v1" }] }]),
+    ).toThrow(/must use https/);
   });
 });
 
 describe("reading server-sent events", () => {
   it("re-frames whatever the sender's chunking and line endings", async () => {
-    const events = await collectSse(bytes('data: {"a":', '1}\r\n\r\n: keep-alive\n\ndata:{"b":2}\r', "\r\rdata: x\ndata: y\n\nevent: ping\ndata: [DONE]\n\n"));
+    const events = await collectSse(
+      bytes(
+        'data: {"a":',
+        '1}\r\n\r\n: keep-alive\n\ndata:{"b":2}\r',
+        "\r\rdata: x\ndata: y\n\nevent: ping\ndata: [DONE]\n\n",
+      ),
+    );
     expect(events).toEqual(['{"a":1}', '{"b":2}', "x\ny", "[DONE]"]);
   });
 
@@ -136,11 +173,22 @@ describe("forwarding to upstreams", () => {
   it("streams the upstream's chunks under our model id, bills its usage, and asks it for usage even when the client did not", async () => {
     const { app, post, calls, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        new Response(sseBody([chunk(""), chunk("Hi"), chunk(" there"), chunk(null, "stop"), chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 })]), {
-          headers: { "content-type": "text/event-stream" },
-        }),
+        new Response(
+          sseBody([
+            chunk(""),
+            chunk("Hi"),
+            chunk(" there"),
+            chunk(null, "stop"),
+            chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
+          ]),
+          {
+            headers: { "content-type": "text/event-stream" },
+          },
+        ),
     });
-    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }));
+    const response = await app.handle(
+      post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("x-inference-route")).toBe("remote");
     expect(response.headers.get("x-inference-upstream")).toBe("a");
@@ -148,24 +196,50 @@ describe("forwarding to upstreams", () => {
     const events = sseEvents(await response.text());
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
-    expect(chunks.every((parsed) => parsed.model === "remote-llama" && parsed.choices.length === 1 && parsed.usage === undefined)).toBe(true);
+    expect(
+      chunks.every(
+        (parsed) => parsed.model === "remote-llama" && parsed.choices.length === 1 && parsed.usage === undefined,
+      ),
+    ).toBe(true);
     expect(chunks.map((parsed) => parsed.choices[0]?.delta.content ?? "").join("")).toBe("Hi there");
 
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.body).toMatchObject({ model: "llama-3-8b", stream: true, stream_options: { include_usage: true }, max_tokens: 20 });
+    expect(calls[0]!.body).toMatchObject({
+      model: "llama-3-8b",
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 20,
+    });
     expect(calls[0]!.authorization).toBe("Bearer sk-upstream-secret");
     const [entry] = await admin.ledger({ limit: 1 });
-    expect(entry).toMatchObject({ status: "completed", promptTokens: 11, completionTokens: 3, amountNanoUsd: 11 * 10 + 3 * 20, upstream: "a", model: "remote-llama" });
+    expect(entry).toMatchObject({
+      status: "completed",
+      promptTokens: 11,
+      completionTokens: 3,
+      amountNanoUsd: 11 * 10 + 3 * 20,
+      upstream: "a",
+      model: "remote-llama",
+    });
     expect(entry?.usageEstimated).toBeUndefined();
     await checkLedgerInvariant(database);
   });
 
   it("counts the tokens itself, marked as an estimate, when the upstream sends no usage", async () => {
     const { app, post, admin, database } = await remoteApp({
-      "https://a.example/v1/chat/completions": () => new Response(sseBody([chunk(""), chunk("Hello world"), chunk(null, "stop")])),
+      "https://a.example/v1/chat/completions": () =>
+        new Response(sseBody([chunk(""), chunk("Hello world"), chunk(null, "stop")])),
     });
-    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, stream_options: { include_usage: true } }));
-    const events = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event));
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "remote-llama",
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    const events = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => JSON.parse(event));
     const usage = events.at(-1);
     expect(usage.choices).toEqual([]);
     expect(usage.usage).toMatchObject({ completion_tokens: 2, estimated: true });
@@ -177,10 +251,27 @@ describe("forwarding to upstreams", () => {
 
   it("moves usage sent on a choice chunk into a last chunk of its own, and gives every other chunk usage null", async () => {
     const { app, post } = await remoteApp({
-      "https://a.example/v1/chat/completions": () => new Response(sseBody([chunk("Hi"), chunk(null, "stop", { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 })].map((event, index) => (index === 1 ? { ...event, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] } : event)))),
+      "https://a.example/v1/chat/completions": () =>
+        new Response(
+          sseBody(
+            [chunk("Hi"), chunk(null, "stop", { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 })].map(
+              (event, index) =>
+                index === 1 ? { ...event, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] } : event,
+            ),
+          ),
+        ),
     });
-    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, stream_options: { include_usage: true } }));
-    const events = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event));
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "remote-llama",
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    const events = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => JSON.parse(event));
     expect(events.map((event) => [event.choices.length, event.usage])).toEqual([
       [1, null],
       [1, null],
@@ -190,16 +281,30 @@ describe("forwarding to upstreams", () => {
 
   it("fails over before the first byte, charging nothing for the upstream that answered 500", async () => {
     const { app, post, calls, admin, database } = await remoteApp({
-      "https://a.example/": () => new Response(JSON.stringify({ error: { message: "CUDA out of memory" } }), { status: 500 }),
+      "https://a.example/": () =>
+        new Response(JSON.stringify({ error: { message: "CUDA out of memory" } }), { status: 500 }),
       "http://127.0.0.1:9/v1/chat/completions": () =>
-        Response.json({ id: "x", object: "chat.completion", created: 1, model: "llama3:8b", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
+        Response.json({
+          id: "x",
+          object: "chat.completion",
+          created: 1,
+          model: "llama3:8b",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+        }),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
     expect(response.status).toBe(200);
     expect(response.headers.get("x-inference-upstream")).toBe("b");
     const body = chatCompletionSchema.parse(await response.json());
-    expect(body).toMatchObject({ model: "remote-llama", usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } });
-    expect(calls.map((call) => call.url)).toEqual(["https://a.example/v1/chat/completions", "http://127.0.0.1:9/v1/chat/completions"]);
+    expect(body).toMatchObject({
+      model: "remote-llama",
+      usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+    });
+    expect(calls.map((call) => call.url)).toEqual([
+      "https://a.example/v1/chat/completions",
+      "http://127.0.0.1:9/v1/chat/completions",
+    ]);
     expect(calls[1]!.authorization).toBeNull();
     const entries = (await admin.ledger()).filter((entry) => entry.kind === "charge");
     expect(entries).toHaveLength(1);
@@ -217,7 +322,9 @@ describe("forwarding to upstreams", () => {
     const { error } = errorBodySchema.parse(await response.json());
     expect(error.code).toBe("upstream_unavailable");
     expect(error.message).toContain("a: HTTP 429: slow down");
-    expect(error.message).toMatch(/b: could not reach http:\/\/127\.0\.0\.1:9 .*cross-origin requests from https:\/\/app\.example/);
+    expect(error.message).toMatch(
+      /b: could not reach http:\/\/127\.0\.0\.1:9 .*cross-origin requests from https:\/\/app\.example/,
+    );
     expect(response.headers.get("retry-after")).toBe("1");
     const [entry] = await admin.ledger({ limit: 1 });
     expect(entry).toMatchObject({ status: "failed", amountNanoUsd: 0 });
@@ -227,11 +334,19 @@ describe("forwarding to upstreams", () => {
 
   it("passes a client error through without failing over", async () => {
     const { app, post, calls } = await remoteApp({
-      "https://a.example/": () => new Response(JSON.stringify({ error: { message: "'temperature' is out of range", param: "temperature", code: null } }), { status: 400 }),
+      "https://a.example/": () =>
+        new Response(
+          JSON.stringify({ error: { message: "'temperature' is out of range", param: "temperature", code: null } }),
+          { status: 400 },
+        ),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
     expect(response.status).toBe(400);
-    expect(errorBodySchema.parse(await response.json()).error).toMatchObject({ type: "invalid_request_error", param: "temperature", message: "a refused the request: 'temperature' is out of range" });
+    expect(errorBodySchema.parse(await response.json()).error).toMatchObject({
+      type: "invalid_request_error",
+      param: "temperature",
+      message: "a refused the request: 'temperature' is out of range",
+    });
     expect(calls).toHaveLength(1);
   });
 
@@ -247,21 +362,42 @@ describe("forwarding to upstreams", () => {
   it("forwards legacy completions to the upstream's /completions, with the hosted default max_tokens made explicit", async () => {
     const { app, post, calls } = await remoteApp({
       "https://a.example/v1/completions": () =>
-        Response.json({ id: "cmpl-up", object: "text_completion", created: 1, model: "llama-3-8b", choices: [{ index: 0, text: " there", finish_reason: "length" }], usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 } }),
+        Response.json({
+          id: "cmpl-up",
+          object: "text_completion",
+          created: 1,
+          model: "llama-3-8b",
+          choices: [{ index: 0, text: " there", finish_reason: "length" }],
+          usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
+        }),
     });
     const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: "Hello" }));
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ object: "text_completion", model: "remote-llama", choices: [{ text: " there", logprobs: null }], system_fingerprint: null });
+    expect(await response.json()).toMatchObject({
+      object: "text_completion",
+      model: "remote-llama",
+      choices: [{ text: " there", logprobs: null }],
+      system_fingerprint: null,
+    });
     expect(calls[0]!.body).toEqual({ model: "llama-3-8b", prompt: "Hello", max_tokens: 16 });
   });
 
   it("llama-server's ways: a first delta without role gets one, per choice; usage sent unasked stays out", async () => {
     const { app, post } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        new Response(sseBody([chunk("Hi"), chunk(" there"), chunk(null, "stop"), chunk(null, null, { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 })])),
+        new Response(
+          sseBody([
+            chunk("Hi"),
+            chunk(" there"),
+            chunk(null, "stop"),
+            chunk(null, null, { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 }),
+          ]),
+        ),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
-    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const chunks = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
     expect(chunks.map((parsed) => parsed.choices[0]?.delta.role ?? null)).toEqual(["assistant", null, null]);
     expect(chunks[0]!.choices[0]!.delta.content).toBe("Hi");
     expect(chunks.every((parsed) => parsed.usage === undefined)).toBe(true);
@@ -276,16 +412,27 @@ describe("forwarding to upstreams", () => {
         object: "text_completion",
         created: 1,
         model: "m",
-        choices: Array.from({ length: n }, (_, index) => ({ index, text: `${prompt}${index}`, finish_reason: "length" })),
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          text: `${prompt}${index}`,
+          finish_reason: "length",
+        })),
         usage: { prompt_tokens: 3, completion_tokens: 2 * n, total_tokens: 3 + 2 * n },
       });
     };
     const { app, post, admin, database, calls } = await remoteApp({ "https://a.example/v1/completions": answer });
-    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2, n: 2 }));
+    const response = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2, n: 2 }),
+    );
     expect(response.status).toBe(200);
     expect(calls.map((call) => call.body.prompt)).toEqual(["A", "B"]);
     const body = textCompletionSchema.parse(await response.json());
-    expect(body.choices.map((choice) => [choice.index, choice.text])).toEqual([[0, "A0"], [1, "A1"], [2, "B0"], [3, "B1"]]);
+    expect(body.choices.map((choice) => [choice.index, choice.text])).toEqual([
+      [0, "A0"],
+      [1, "A1"],
+      [2, "B0"],
+      [3, "B1"],
+    ]);
     expect(body.usage).toEqual({ prompt_tokens: 6, completion_tokens: 8, total_tokens: 14 });
     const entries = await admin.ledger({ limit: 5 });
     expect(entries.filter((entry) => entry.requestId === response.headers.get("x-request-id"))).toHaveLength(1);
@@ -296,20 +443,61 @@ describe("forwarding to upstreams", () => {
   it("several prompts streamed: each prompt's stream in turn, choices re-indexed, the usages summed in one last chunk", async () => {
     const stream = (call: Call) => {
       const prompt = String(call.body.prompt);
-      const text = (content: string, finish: string | null = null) => ({ id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: content, finish_reason: finish }] });
-      return new Response(sseBody([text(`${prompt}-a`), text(`${prompt}-b`, "length"), { id: "cmpl-up", object: "text_completion", created: 1, model: "m", choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }]));
+      const text = (content: string, finish: string | null = null) => ({
+        id: "cmpl-up",
+        object: "text_completion",
+        created: 1,
+        model: "m",
+        choices: [{ index: 0, text: content, finish_reason: finish }],
+      });
+      return new Response(
+        sseBody([
+          text(`${prompt}-a`),
+          text(`${prompt}-b`, "length"),
+          {
+            id: "cmpl-up",
+            object: "text_completion",
+            created: 1,
+            model: "m",
+            choices: [],
+            usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 },
+          },
+        ]),
+      );
     };
     const { app, post, admin, calls } = await remoteApp({ "https://a.example/v1/completions": stream });
-    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B", "C"], max_tokens: 2, stream: true, stream_options: { include_usage: true } }));
+    const response = await app.handle(
+      post("/v1/completions", {
+        model: "remote-llama",
+        prompt: ["A", "B", "C"],
+        max_tokens: 2,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
     const events = sseEvents(await response.text());
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((event) => textCompletionSchema.parse(JSON.parse(event)));
     expect(calls.map((call) => call.body.prompt)).toEqual(["A", "B", "C"]);
-    expect(chunks.filter((chunk) => chunk.choices.length).map((chunk) => [chunk.choices[0]!.index, chunk.choices[0]!.text])).toEqual([
-      [0, "A-a"], [0, "A-b"], [1, "B-a"], [1, "B-b"], [2, "C-a"], [2, "C-b"],
+    expect(
+      chunks.filter((chunk) => chunk.choices.length).map((chunk) => [chunk.choices[0]!.index, chunk.choices[0]!.text]),
+    ).toEqual([
+      [0, "A-a"],
+      [0, "A-b"],
+      [1, "B-a"],
+      [1, "B-b"],
+      [2, "C-a"],
+      [2, "C-b"],
     ]);
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } });
-    expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({ status: "completed", promptTokens: 12, completionTokens: 6 });
+    expect(chunks.at(-1)).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+    });
+    expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({
+      status: "completed",
+      promptTokens: 12,
+      completionTokens: 6,
+    });
   });
 
   it("several prompts: a later prompt's failure fails the request, charging nothing", async () => {
@@ -317,10 +505,19 @@ describe("forwarding to upstreams", () => {
     const { app, post, admin } = await remoteApp({
       "https://a.example/v1/completions": () =>
         ++count === 1
-          ? Response.json({ id: "x", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: "ok", finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })
+          ? Response.json({
+              id: "x",
+              object: "text_completion",
+              created: 1,
+              model: "m",
+              choices: [{ index: 0, text: "ok", finish_reason: "stop" }],
+              usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+            })
           : new Response("overloaded", { status: 503 }),
     });
-    const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2 }));
+    const response = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: ["A", "B"], max_tokens: 2 }),
+    );
     expect(response.status).toBe(503);
     expect((await response.json()).error.message).toMatch(/failed on prompt 1: HTTP 503: overloaded/);
     expect((await admin.ledger({ limit: 1 }))[0]).toMatchObject({ status: "failed", amountNanoUsd: 0 });
@@ -328,10 +525,33 @@ describe("forwarding to upstreams", () => {
 
   it("bounds every completion limit the client sent by what was reserved, and reserves for best_of", async () => {
     const { app, post, calls, database, policy } = await remoteApp({
-      "https://a.example/v1/chat/completions": () => Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } }),
-      "https://a.example/v1/completions": () => Response.json({ id: "x", object: "text_completion", created: 1, model: "m", choices: [{ index: 0, text: "ok", finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+      "https://a.example/v1/chat/completions": () =>
+        Response.json({
+          id: "x",
+          object: "chat.completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+        }),
+      "https://a.example/v1/completions": () =>
+        Response.json({
+          id: "x",
+          object: "text_completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, text: "ok", finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
     });
-    await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_completion_tokens: 1, max_tokens: 1_000_000_000 }));
+    await app.handle(
+      post("/v1/chat/completions", {
+        model: "remote-llama",
+        messages,
+        max_completion_tokens: 1,
+        max_tokens: 1_000_000_000,
+      }),
+    );
     expect(calls[0]!.body).toMatchObject({ max_completion_tokens: 1, max_tokens: 1 });
     await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_completion_tokens: 3 }));
     expect(calls[1]!.body).toMatchObject({ max_completion_tokens: 3 });
@@ -347,22 +567,45 @@ describe("forwarding to upstreams", () => {
   it("never charges more than was reserved: an upstream that reports more is recorded, and charged the reservation", async () => {
     const { app, post, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 900_000, total_tokens: 900_005 } }),
+        Response.json({
+          id: "x",
+          object: "chat.completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 5, completion_tokens: 900_000, total_tokens: 900_005 },
+        }),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_tokens: 2 }));
     expect(response.status).toBe(200);
     const [entry] = await admin.ledger({ limit: 1 });
     const tokenizer = await tokenizersFor();
-    const promptTokens = tokenizer.encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n").length;
-    expect(entry).toMatchObject({ completionTokens: 900_000, chargeCapped: true, amountNanoUsd: promptTokens * 10 + 2 * 20 });
+    const promptTokens = tokenizer.encode(
+      "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+    ).length;
+    expect(entry).toMatchObject({
+      completionTokens: 900_000,
+      chargeCapped: true,
+      amountNanoUsd: promptTokens * 10 + 2 * 20,
+    });
     await checkLedgerInvariant(database);
   });
 
   it("bills what a stream delivered before the upstream broke off", async () => {
     const { app, post, admin, database } = await remoteApp({
-      "https://a.example/v1/chat/completions": () => new Response(bytes(`data: ${JSON.stringify(chunk("Hi"))}\n\n`, `data: ${JSON.stringify(chunk(" there"))}\n\n`, "data: {not json\n\n"), { headers: { "content-type": "text/event-stream" } }),
+      "https://a.example/v1/chat/completions": () =>
+        new Response(
+          bytes(
+            `data: ${JSON.stringify(chunk("Hi"))}\n\n`,
+            `data: ${JSON.stringify(chunk(" there"))}\n\n`,
+            "data: {not json\n\n",
+          ),
+          { headers: { "content-type": "text/event-stream" } },
+        ),
     });
-    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }));
+    const response = await app.handle(
+      post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }),
+    );
     await response.text();
     const [entry] = await admin.ledger({ limit: 1 });
     expect(entry).toMatchObject({ status: "failed", completionTokens: 2, usageEstimated: true });
@@ -376,7 +619,9 @@ describe("forwarding to upstreams", () => {
       [403, "forbidden for key sk-upstream-secret"],
       [500, "internal error while checking sk-upstream-secret"],
     ] as const) {
-      const { app, post } = await remoteApp({ "https://a.example/v1/chat/completions": () => new Response(text, { status }) });
+      const { app, post } = await remoteApp({
+        "https://a.example/v1/chat/completions": () => new Response(text, { status }),
+      });
       const body = await (await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }))).text();
       expect(body).not.toContain("sk-upstre");
       expect(body).not.toContain("upstream-secret");
@@ -387,7 +632,9 @@ describe("forwarding to upstreams", () => {
   it("sends a credential only to the origin it was stored for, and stores none without one", async () => {
     const { app, post, calls, admin } = await remoteApp({});
     await expect(admin.setUpstreamCredential("a-key", "sk-upstream-secret")).rejects.toThrow(/needs the origin/);
-    await expect(admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "data:," })).rejects.toThrow(/needs the origin/);
+    await expect(admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "data:," })).rejects.toThrow(
+      /needs the origin/,
+    );
     // The same credential name, now named by an upstream elsewhere: a configuration that reroutes it gets no secret.
     await admin.setUpstreamCredential("a-key", "sk-upstream-secret", { origin: "https://elsewhere.example" });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
@@ -400,7 +647,12 @@ describe("forwarding to upstreams", () => {
   it("says where a model is served, and why, in model info", async () => {
     const { app, get } = await remoteApp({});
     const info = await (await app.handle(get("/v1/model/info?model=remote-llama"))).json();
-    expect(info.routing).toEqual({ policy: "remote", target: "remote", reason: "routing is 'remote'", upstreams: ["a", "b"] });
+    expect(info.routing).toEqual({
+      policy: "remote",
+      target: "remote",
+      reason: "routing is 'remote'",
+      upstreams: ["a", "b"],
+    });
     expect(info.generated_by).toEqual({ where: "upstream", engine: null, hosts: ["a.example", "127.0.0.1:9"] });
     const local = await (await app.handle(get("/v1/model/info?model=gamma-7b-instruct-v0.3"))).json();
     expect(local.routing).toMatchObject({ policy: "local", target: "local" });
@@ -409,11 +661,20 @@ describe("forwarding to upstreams", () => {
 
   it("says in each response where it was generated: this device's engine, or the upstream's host", async () => {
     const { app, post } = await remoteApp({
-      "https://a.example/v1/chat/completions": () => Response.json({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] }),
+      "https://a.example/v1/chat/completions": () =>
+        Response.json({
+          id: "x",
+          object: "chat.completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+        }),
     });
     const remote = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
     expect(remote.headers.get("x-inference-generated-by")).toBe("upstream a.example");
-    const local = await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, max_tokens: 2 }));
+    const local = await app.handle(
+      post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, max_tokens: 2 }),
+    );
     expect(local.headers.get("x-inference-generated-by")).toBe("device deterministic");
   });
 });

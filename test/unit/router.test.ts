@@ -29,10 +29,18 @@ describe("router", () => {
     expect(router.match("GET", new URL("https://app.example/api/v1/chat/completions")).route).toBeNull();
   });
   it("tells an endpoint's path from an app's own under any base path, before the base URL is known", () => {
-    for (const path of ["/openai/v1/chat/completions", "/api/completions", "/v1/models", "/x/y/models/alpha3%3A8b", "/openai/v1/model/info", "/models/"]) {
+    for (const path of [
+      "/openai/v1/chat/completions",
+      "/api/completions",
+      "/v1/models",
+      "/x/y/models/alpha3%3A8b",
+      "/openai/v1/model/info",
+      "/models/",
+    ]) {
       expect(InferenceApp.endsLikeEndpoint(path), path).toBe(true);
     }
-    for (const path of ["/", "/index.html", "/assets/app.js", "/v1", "/openai/v1/", "/chat", "/modelsx"]) expect(InferenceApp.endsLikeEndpoint(path), path).toBe(false);
+    for (const path of ["/", "/index.html", "/assets/app.js", "/v1", "/openai/v1/", "/chat", "/modelsx"])
+      expect(InferenceApp.endsLikeEndpoint(path), path).toBe(false);
     expect(endsInRoute("/a/b", [/^\/b$/])).toBe(true);
     expect(endsInRoute("/a/b", [/^\/a$/])).toBe(false);
   });

@@ -8,7 +8,9 @@ describe("scheduler", () => {
     const order: string[] = [];
     const signal = new AbortController().signal;
     const first = await scheduler.acquire(signal);
-    const waiting = ["b", "c", "d"].map((name) => scheduler.acquire(signal).then((release) => (order.push(name), release)));
+    const waiting = ["b", "c", "d"].map((name) =>
+      scheduler.acquire(signal).then((release) => (order.push(name), release)),
+    );
     expect(scheduler.queued).toBe(3);
     first();
     for (const next of waiting) (await next)();

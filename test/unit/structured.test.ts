@@ -4,7 +4,13 @@ import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { toolGrammar } from "../../src/http/structured.js";
 import { ToolCallParser, type ToolEvent } from "../../src/prompt/tool-calls.js";
-import { checkSchema, sampleSchema, schemaToGrammar, UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/json-schema.js";
+import {
+  checkSchema,
+  sampleSchema,
+  schemaToGrammar,
+  UnsupportedSchemaError,
+  type JsonSchema,
+} from "../../src/grammar/json-schema.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/schemas.js";
 import { accepts, parseGrammar } from "./ebnf.js";
@@ -20,9 +26,16 @@ function seeded(seed: number): () => number {
 const weather: ToolSpec = {
   name: "get_weather",
   description: "Current weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city"] },
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } },
+    required: ["city"],
+  },
 };
-const lights: ToolSpec = { name: "set_lights", parameters: { type: "object", properties: { on: { type: "boolean" }, level: { type: "integer" } }, required: ["on"] } };
+const lights: ToolSpec = {
+  name: "set_lights",
+  parameters: { type: "object", properties: { on: { type: "boolean" }, level: { type: "integer" } }, required: ["on"] },
+};
 
 /** Every feature we claim, each in a schema of its own. */
 const claimed: Record<string, JsonSchema> = {
@@ -32,19 +45,37 @@ const claimed: Record<string, JsonSchema> = {
   boolean: { type: "boolean" },
   null: { type: "null" },
   typeList: { type: ["string", "null"] },
-  object: { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } }, required: ["name"], additionalProperties: false },
+  object: {
+    type: "object",
+    properties: { name: { type: "string" }, age: { type: "integer" } },
+    required: ["name"],
+    additionalProperties: false,
+  },
   emptyClosedObject: { type: "object", additionalProperties: false },
   anyObject: { type: "object" },
   array: { type: "array", items: { type: "number" } },
   anyArray: { type: "array" },
   enum: { enum: ["red", 2, true, null] },
   const: { const: { fixed: [1, "two"] } },
-  anyOf: { anyOf: [{ type: "integer" }, { type: "object", properties: { kind: { const: "other" } }, required: ["kind"] }] },
+  anyOf: {
+    anyOf: [{ type: "integer" }, { type: "object", properties: { kind: { const: "other" } }, required: ["kind"] }],
+  },
   references: {
-    $defs: { node: { type: "object", properties: { value: { type: "integer" }, next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } }, required: ["value", "next"] } },
+    $defs: {
+      node: {
+        type: "object",
+        properties: { value: { type: "integer" }, next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] } },
+        required: ["value", "next"],
+      },
+    },
     $ref: "#/$defs/node",
   },
-  definitions: { definitions: { tag: { type: "string", description: "a label" } }, type: "array", items: { $ref: "#/definitions/tag" }, title: "tags" },
+  definitions: {
+    definitions: { tag: { type: "string", description: "a label" } },
+    type: "array",
+    items: { $ref: "#/definitions/tag" },
+    title: "tags",
+  },
   any: {},
 };
 
@@ -58,10 +89,15 @@ describe("JSON Schema support", () => {
       for (let attempt = 0; attempt < 15; attempt++) {
         const instance = sampleSchema(schema, random);
         expect({ feature, instance, valid: validate(instance) }).toEqual({ feature, instance, valid: true });
-        expect({ feature, text: JSON.stringify(instance), accepted: accepts(grammar, JSON.stringify(instance)) }).toMatchObject({ accepted: true });
+        expect({
+          feature,
+          text: JSON.stringify(instance),
+          accepted: accepts(grammar, JSON.stringify(instance)),
+        }).toMatchObject({ accepted: true });
       }
     }
-    const rejects = (schema: JsonSchema, text: string) => expect({ text, accepted: accepts(schemaToGrammar(schema), text) }).toEqual({ text, accepted: false });
+    const rejects = (schema: JsonSchema, text: string) =>
+      expect({ text, accepted: accepts(schemaToGrammar(schema), text) }).toEqual({ text, accepted: false });
     rejects(claimed.enum!, '"blue"');
     rejects(claimed.integer!, "1.5");
     rejects(claimed.string!, '"line\nbreak"');
@@ -87,7 +123,11 @@ describe("JSON Schema support", () => {
       [{ type: "integer", multipleOf: 2 }, /'multipleOf'/, "/multipleOf"],
       [{ type: "array", minItems: 1 }, /'minItems'/, "/minItems"],
       [{ type: "array", items: [{ type: "string" }] }, /tuple 'items'/, "/items"],
-      [{ type: "object", properties: { a: { type: "string", maxLength: 4 } } }, /'maxLength'/, "/properties/a/maxLength"],
+      [
+        { type: "object", properties: { a: { type: "string", maxLength: 4 } } },
+        /'maxLength'/,
+        "/properties/a/maxLength",
+      ],
       [{ type: "object", additionalProperties: { type: "string" } }, /as a schema/, "/additionalProperties"],
       [{ type: "object", patternProperties: {} }, /'patternProperties'/, "/patternProperties"],
       [{ type: "object", properties: {}, required: ["ghost"] }, /"ghost" is not declared/, "/required"],
@@ -113,7 +153,11 @@ describe("tool prompts where no official template defines them", () => {
   const history: EngineMessage[] = [
     { role: "system", content: "Be brief." },
     { role: "user", content: "Weather in Oslo?" },
-    { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Oslo"}' }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Oslo"}' }],
+    },
     { role: "tool", content: '{"temp":3}', toolCallId: "call_1" },
   ];
   const definition = JSON.stringify({ type: "function", function: weather }, null, 4);
@@ -156,7 +200,9 @@ describe("tool grammars", () => {
       expect(accepts(required, one)).toBe(true);
       expect(accepts(required, two)).toBe(true);
       expect(accepts(required, "It is sunny.")).toBe(false);
-      expect(accepts(required, syntax.write([{ name: "get_weather", arguments: { city: "Oslo", unit: "kelvin" } }]))).toBe(false);
+      expect(
+        accepts(required, syntax.write([{ name: "get_weather", arguments: { city: "Oslo", unit: "kelvin" } }])),
+      ).toBe(false);
       expect(accepts(required, syntax.write([{ name: "launch", arguments: {} }]))).toBe(false);
       expect(accepts(toolGrammar(family, [weather, lights], "required", false), two)).toBe(false);
       const named = toolGrammar(family, [weather, lights], { name: "set_lights" }, true);
@@ -201,7 +247,10 @@ describe("tool-call parsing", () => {
   for (const family of modelFamilies) {
     it(`${family}: parallel calls, with arguments split across any chunking, and a 'name' inside arguments`, () => {
       const calls = [
-        { name: "get_weather", arguments: { city: "Rio \"de\" Janeiro", name: "not a call", nested: { list: [1, { name: "x" }] } } },
+        {
+          name: "get_weather",
+          arguments: { city: 'Rio "de" Janeiro', name: "not a call", nested: { list: [1, { name: "x" }] } },
+        },
         { name: "set_lights", arguments: { on: true } },
       ];
       const text = toolSyntax[family].write(calls);
@@ -210,7 +259,9 @@ describe("tool-call parsing", () => {
         expect(parser.mode).toBe("calls");
         const assembled = assemble(events);
         expect(assembled.text).toBe("");
-        expect(assembled.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(calls.map((call) => [call.name, call.arguments]));
+        expect(assembled.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(
+          calls.map((call) => [call.name, call.arguments]),
+        );
         expect(parser.calls.every((call) => call.complete)).toBe(true);
       }
     });
@@ -241,7 +292,9 @@ describe("over HTTP, on the deterministic engine", () => {
   it("answers a required tool call: content null, schema-valid arguments, finish_reason tool_calls", async () => {
     for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
       const { app, post } = await makeApp();
-      const response = await app.handle(post("/v1/chat/completions", { model, messages, tools, tool_choice: "required", parallel_tool_calls: false }));
+      const response = await app.handle(
+        post("/v1/chat/completions", { model, messages, tools, tool_choice: "required", parallel_tool_calls: false }),
+      );
       const body = chatCompletionSchema.parse(await response.json());
       const choice = body.choices[0]!;
       expect(choice.finish_reason).toBe("tool_calls");
@@ -257,10 +310,25 @@ describe("over HTTP, on the deterministic engine", () => {
   it("calls the named function, two in parallel when required, and answers in text after a tool result", async () => {
     const { app, post } = await makeApp();
     const named = chatCompletionSchema.parse(
-      await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, tools, tool_choice: { type: "function", function: { name: "set_lights" } } }))).json(),
+      await (
+        await app.handle(
+          post("/v1/chat/completions", {
+            model: "gamma-7b-instruct-v0.3",
+            messages,
+            tools,
+            tool_choice: { type: "function", function: { name: "set_lights" } },
+          }),
+        )
+      ).json(),
     );
     expect(named.choices[0]!.message.tool_calls!.map((call) => call.function.name)).toEqual(["set_lights"]);
-    const parallel = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, tools, tool_choice: "required" }))).json());
+    const parallel = chatCompletionSchema.parse(
+      await (
+        await app.handle(
+          post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages, tools, tool_choice: "required" }),
+        )
+      ).json(),
+    );
     expect(parallel.choices[0]!.message.tool_calls).toHaveLength(2);
     const call = parallel.choices[0]!.message.tool_calls![0]!;
     const followUp = chatCompletionSchema.parse(
@@ -268,7 +336,11 @@ describe("over HTTP, on the deterministic engine", () => {
         await app.handle(
           post("/v1/chat/completions", {
             model: "gamma-7b-instruct-v0.3",
-            messages: [...messages, { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: call.id, content: '{"temp":3}' }],
+            messages: [
+              ...messages,
+              { role: "assistant", content: null, tool_calls: [call] },
+              { role: "tool", tool_call_id: call.id, content: '{"temp":3}' },
+            ],
             tools,
           }),
         )
@@ -280,12 +352,31 @@ describe("over HTTP, on the deterministic engine", () => {
 
   it("streams tool calls the OpenAI way: index, id, type and name first with empty arguments, then fragments", async () => {
     const { app, post } = await makeApp();
-    const response = await app.handle(post("/v1/chat/completions", { model: "alpha3:8b-instruct-q8_0", messages, tools, tool_choice: "required", stream: true }));
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "alpha3:8b-instruct-q8_0",
+        messages,
+        tools,
+        tool_choice: "required",
+        stream: true,
+      }),
+    );
     const chunks = sseEvents(await response.text())
       .filter((event) => event !== "[DONE]")
       .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
     const deltas = chunks.map((chunk) => chunk.choices[0]!);
-    expect(deltas[0]!.delta).toMatchObject({ role: "assistant", content: null, tool_calls: [{ index: 0, id: expect.stringMatching(/^call_/), type: "function", function: { name: expect.any(String), arguments: "" } }] });
+    expect(deltas[0]!.delta).toMatchObject({
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        {
+          index: 0,
+          id: expect.stringMatching(/^call_/),
+          type: "function",
+          function: { name: expect.any(String), arguments: "" },
+        },
+      ],
+    });
     const byIndex = new Map<number, { name: string; arguments: string }>();
     for (const { delta } of deltas) {
       for (const call of delta.tool_calls ?? []) {
@@ -296,7 +387,9 @@ describe("over HTTP, on the deterministic engine", () => {
         }
       }
     }
-    expect(deltas.filter((choice) => (choice.delta.tool_calls ?? []).some((call) => !call.id)).length).toBeGreaterThan(1);
+    expect(deltas.filter((choice) => (choice.delta.tool_calls ?? []).some((call) => !call.id)).length).toBeGreaterThan(
+      1,
+    );
     expect(deltas.at(-1)!.finish_reason).toBe("tool_calls");
     expect(deltas.slice(0, -1).every((choice) => choice.finish_reason === null)).toBe(true);
     for (const call of byIndex.values()) {
@@ -309,26 +402,63 @@ describe("over HTTP, on the deterministic engine", () => {
     const { app, post } = await makeApp();
     const schema = claimed.object as Record<string, unknown>;
     const structured = chatCompletionSchema.parse(
-      await (await app.handle(post("/v1/chat/completions", { model: "beta-2-9b-it", messages, response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } } }))).json(),
+      await (
+        await app.handle(
+          post("/v1/chat/completions", {
+            model: "beta-2-9b-it",
+            messages,
+            response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } },
+          }),
+        )
+      ).json(),
     );
     expect(ajv.validate(schema, JSON.parse(structured.choices[0]!.message.content!))).toBe(true);
-    const mode = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", { model: "beta-2-9b-it", messages, response_format: { type: "json_object" } }))).json());
+    const mode = chatCompletionSchema.parse(
+      await (
+        await app.handle(
+          post("/v1/chat/completions", { model: "beta-2-9b-it", messages, response_format: { type: "json_object" } }),
+        )
+      ).json(),
+    );
     expect(typeof JSON.parse(mode.choices[0]!.message.content!)).toBe("object");
     const error = async (body: unknown) => {
       const response = await app.handle(post("/v1/chat/completions", body));
       return { status: response.status, ...((await response.json()) as { error: object }).error };
     };
-    expect(await error({ model: "beta-2-9b-it", messages, response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a+" } } } })).toMatchObject({
+    expect(
+      await error({
+        model: "beta-2-9b-it",
+        messages,
+        response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a+" } } },
+      }),
+    ).toMatchObject({
       status: 400,
       code: "invalid_schema",
       param: "response_format.json_schema.schema",
       message: expect.stringContaining("'pattern' is not supported"),
     });
-    expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { oneOf: [] } } } } }] })).toMatchObject({
+    expect(
+      await error({
+        model: "beta-2-9b-it",
+        messages,
+        tools: [
+          {
+            type: "function",
+            function: { name: "f", parameters: { type: "object", properties: { a: { oneOf: [] } } } },
+          },
+        ],
+      }),
+    ).toMatchObject({
       status: 400,
       param: "tools[0].function.parameters",
     });
-    expect(await error({ model: "beta-2-9b-it", messages, tools: [...tools, tools[0]] })).toMatchObject({ status: 400, param: "tools[2].function.name" });
-    expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function" }] })).toMatchObject({ status: 400, param: "tools[0].function" });
+    expect(await error({ model: "beta-2-9b-it", messages, tools: [...tools, tools[0]] })).toMatchObject({
+      status: 400,
+      param: "tools[2].function.name",
+    });
+    expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function" }] })).toMatchObject({
+      status: 400,
+      param: "tools[0].function",
+    });
   });
 });

@@ -32,7 +32,12 @@ export async function makePolicy(start = 1_700_000_000_000) {
   const database: PolicyDatabase = await openPolicyStore(`test-${++databases}-${Math.random()}`);
   const policy = new Policy({ database, clock: () => clock.now, holder: "worker_test" });
   // As the entry points wire it: a key change reaches the worker's policy before it resolves.
-  const admin = new Admin({ database, clock: () => clock.now, defaults: { rpm: 60, tpm: 150_000 }, afterKeyChange: async (keyId) => policy.forgetKey(keyId) });
+  const admin = new Admin({
+    database,
+    clock: () => clock.now,
+    defaults: { rpm: 60, tpm: 150_000 },
+    afterKeyChange: async (keyId) => policy.forgetKey(keyId),
+  });
   return { clock, database, policy, admin };
 }
 
@@ -86,7 +91,11 @@ export async function makeApp(
       }),
   });
   const account = await admin.createAccount({ name: "test", creditUsd: options.creditUsd ?? 10 });
-  const created = await admin.createKey({ accountId: account.id, ...(options.rpm ? { rpm: options.rpm } : {}), ...(options.tpm ? { tpm: options.tpm } : {}) });
+  const created = await admin.createKey({
+    accountId: account.id,
+    ...(options.rpm ? { rpm: options.rpm } : {}),
+    ...(options.tpm ? { tpm: options.tpm } : {}),
+  });
   const authorization = `Bearer ${created.key}`;
   return {
     app,
@@ -103,7 +112,11 @@ export async function makeApp(
         method: "POST",
         body: typeof body === "string" ? body : JSON.stringify(body),
         ...init,
-        headers: { "content-type": "application/json", authorization, ...(init.headers as Record<string, string> | undefined) },
+        headers: {
+          "content-type": "application/json",
+          authorization,
+          ...(init.headers as Record<string, string> | undefined),
+        },
       }),
     get: (path) => new Request(`${baseUrl}${path}`, { headers: { authorization } }),
   };
@@ -121,14 +134,29 @@ export function sseEvents(text: string): string[] {
 
 /** balance = Σ credits − Σ charges and reserved = Σ open reservations, for every account. */
 export async function checkLedgerInvariant(database: PolicyDatabase): Promise<void> {
-  const [accounts, ledger, reservations] = await Promise.all([database.getAll("accounts"), database.getAll("ledger"), database.getAll("reservations")]);
+  const [accounts, ledger, reservations] = await Promise.all([
+    database.getAll("accounts"),
+    database.getAll("ledger"),
+    database.getAll("reservations"),
+  ]);
   for (const account of accounts) {
     const entries = ledger.filter((entry) => entry.accountId === account.id);
-    const credits = entries.filter((entry) => entry.kind === "credit").reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
-    const charges = entries.filter((entry) => entry.kind === "charge").reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
-    const reserved = reservations.filter((reservation) => reservation.accountId === account.id).reduce((sum, reservation) => sum + reservation.amountNanoUsd, 0);
-    if (account.balanceNanoUsd !== credits - charges) throw new Error(`account ${account.id}: balance ${account.balanceNanoUsd} != credits ${credits} - charges ${charges}`);
-    if (account.reservedNanoUsd !== reserved) throw new Error(`account ${account.id}: reserved ${account.reservedNanoUsd} != open reservations ${reserved}`);
-    if (account.reservedNanoUsd > account.balanceNanoUsd) throw new Error(`account ${account.id}: reserved more than the balance`);
+    const credits = entries
+      .filter((entry) => entry.kind === "credit")
+      .reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
+    const charges = entries
+      .filter((entry) => entry.kind === "charge")
+      .reduce((sum, entry) => sum + entry.amountNanoUsd, 0);
+    const reserved = reservations
+      .filter((reservation) => reservation.accountId === account.id)
+      .reduce((sum, reservation) => sum + reservation.amountNanoUsd, 0);
+    if (account.balanceNanoUsd !== credits - charges)
+      throw new Error(
+        `account ${account.id}: balance ${account.balanceNanoUsd} != credits ${credits} - charges ${charges}`,
+      );
+    if (account.reservedNanoUsd !== reserved)
+      throw new Error(`account ${account.id}: reserved ${account.reservedNanoUsd} != open reservations ${reserved}`);
+    if (account.reservedNanoUsd > account.balanceNanoUsd)
+      throw new Error(`account ${account.id}: reserved more than the balance`);
   }
 }

@@ -41,13 +41,24 @@ function templateMessages(messages: readonly EngineMessage[]) {
     role: message.role,
     content: message.content,
     ...(message.toolCalls?.length
-      ? { tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: JSON.parse(call.arguments) } })) }
+      ? {
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: "function",
+            function: { name: call.name, arguments: JSON.parse(call.arguments) },
+          })),
+        }
       : {}),
     ...(message.toolCallId ? { tool_call_id: message.toolCallId } : {}),
   }));
 }
 
-function renderOfficial(which: keyof typeof official, family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[] = []): string {
+function renderOfficial(
+  which: keyof typeof official,
+  family: ModelFamily,
+  messages: readonly EngineMessage[],
+  tools: readonly ToolSpec[] = [],
+): string {
   return official[which].render({
     ...specialTokens[family],
     messages: templateMessages(messages),
@@ -59,12 +70,24 @@ function renderOfficial(which: keyof typeof official, family: ModelFamily, messa
 const weather: ToolSpec = {
   name: "get_weather",
   description: "Current weather in a city, with the unit to use",
-  parameters: { type: "object", properties: { city: { type: "string", description: "A city's name" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city"] },
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string", description: "A city's name" }, unit: { enum: ["celsius", "fahrenheit"] } },
+    required: ["city"],
+  },
 };
 const lights: ToolSpec = {
   name: "set_lights",
   description: "Turns the lights on or off",
-  parameters: { type: "object", properties: { on: { type: "boolean" }, level: { type: "number" }, rooms: { type: "array", items: { type: "string" } } }, required: ["on"] },
+  parameters: {
+    type: "object",
+    properties: {
+      on: { type: "boolean" },
+      level: { type: "number" },
+      rooms: { type: "array", items: { type: "string" } },
+    },
+    required: ["on"],
+  },
 };
 const tools = [weather, lights];
 
@@ -81,7 +104,7 @@ const plain: Record<string, EngineMessage[]> = {
     { role: "user", content: "  Why?  " },
   ],
   unicode: [
-    { role: "user", content: "Ça va? 日本語 🙂 \"quoted\" \\ back" },
+    { role: "user", content: 'Ça va? 日本語 🙂 "quoted" \\ back' },
     { role: "assistant", content: "Très bien." },
     { role: "user", content: "Et toi?" },
   ],
@@ -98,7 +121,11 @@ const toolConversations: Record<string, EngineMessage[]> = {
   "tools, one user turn": [{ role: "user", content: "Weather in Oslo?" }],
   "a call and its JSON result": [
     { role: "user", content: "Weather in Oslo?" },
-    { role: "assistant", content: "", toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo", unit: "celsius" })] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo", unit: "celsius" })],
+    },
     { role: "tool", content: '{"temperature": 3, "sky": "clear"}', toolCallId: "a1b2c3d4e" },
   ],
   "a call, its result, an answer and a new question": [
@@ -110,8 +137,12 @@ const toolConversations: Record<string, EngineMessage[]> = {
   ],
   "arguments with nesting, numbers and unicode": [
     { role: "user", content: "Lights!" },
-    { role: "assistant", content: "", toolCalls: [call("z9y8x7w6v", "set_lights", { on: true, level: 0.25, rooms: ["hall", "kök"] })] },
-    { role: "tool", content: "[1, 2, {\"ok\": true}]", toolCallId: "z9y8x7w6v" },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [call("z9y8x7w6v", "set_lights", { on: true, level: 0.25, rooms: ["hall", "kök"] })],
+    },
+    { role: "tool", content: '[1, 2, {"ok": true}]', toolCallId: "z9y8x7w6v" },
   ],
 };
 const parallel: EngineMessage[] = [
@@ -119,13 +150,20 @@ const parallel: EngineMessage[] = [
   {
     role: "assistant",
     content: "",
-    toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo" }), call("f5g6h7i8j", "get_weather", { city: "Rome" }), call("k1l2m3n4o", "set_lights", { on: true })],
+    toolCalls: [
+      call("a1b2c3d4e", "get_weather", { city: "Oslo" }),
+      call("f5g6h7i8j", "get_weather", { city: "Rome" }),
+      call("k1l2m3n4o", "set_lights", { on: true }),
+    ],
   },
   { role: "tool", content: '{"temperature": 3}', toolCallId: "a1b2c3d4e" },
   { role: "tool", content: '{"temperature": 21}', toolCallId: "f5g6h7i8j" },
   { role: "tool", content: "done", toolCallId: "k1l2m3n4o" },
 ];
-const system = (conversation: EngineMessage[]): EngineMessage[] => [{ role: "system", content: "You control a smart home." }, ...conversation];
+const system = (conversation: EngineMessage[]): EngineMessage[] => [
+  { role: "system", content: "You control a smart home." },
+  ...conversation,
+];
 
 describe("official templates, byte for byte", () => {
   it("Llama 3: plain chat, with and without a system message (Meta-Llama-3-8B-Instruct)", () => {
@@ -143,7 +181,10 @@ describe("official templates, byte for byte", () => {
       }
     }
     // An assistant turn with text beside its call: 3.1 keeps only the call.
-    const both: EngineMessage[] = [{ role: "user", content: "Oslo?" }, { role: "assistant", content: "Let me check.", toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo" })] }];
+    const both: EngineMessage[] = [
+      { role: "user", content: "Oslo?" },
+      { role: "assistant", content: "Let me check.", toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo" })] },
+    ];
     expect(renderChat("llama3", both, tools)).toBe(renderOfficial("llama31", "llama3", both, tools));
   });
 
@@ -157,22 +198,43 @@ describe("official templates, byte for byte", () => {
     for (const conversation of [...Object.values(plain), ...Object.values(withSystem)]) {
       expect(renderChat("mistral", conversation)).toBe(renderOfficial("mistral", "mistral", conversation));
     }
-    const jsonResults = [...Object.values(toolConversations), parallel.slice(0, 4).concat([{ role: "tool", content: '"done"', toolCallId: "k1l2m3n4o" }])];
-    for (const conversation of jsonResults) expect(renderChat("mistral", conversation, tools)).toBe(renderOfficial("mistral", "mistral", conversation, tools));
+    const jsonResults = [
+      ...Object.values(toolConversations),
+      parallel.slice(0, 4).concat([{ role: "tool", content: '"done"', toolCallId: "k1l2m3n4o" }]),
+    ];
+    for (const conversation of jsonResults)
+      expect(renderChat("mistral", conversation, tools)).toBe(
+        renderOfficial("mistral", "mistral", conversation, tools),
+      );
     // The template puts the system message only into a conversation that ends with a user turn.
     const endsWithUser = toolConversations["a call, its result, an answer and a new question"]!;
-    expect(renderChat("mistral", system(endsWithUser), tools)).toBe(renderOfficial("mistral", "mistral", system(endsWithUser), tools));
+    expect(renderChat("mistral", system(endsWithUser), tools)).toBe(
+      renderOfficial("mistral", "mistral", system(endsWithUser), tools),
+    );
   });
 
   it("Mistral v0.3 where the template and mistral-common differ: mistral-common's way", () => {
     // InstructTokenizerV3._prepare_tool_result: a result that is not JSON is a JSON string.
-    const text: EngineMessage[] = [...toolConversations["a call and its JSON result"]!.slice(0, 2), { role: "tool", content: "sunny", toolCallId: "a1b2c3d4e" }];
-    expect(renderChat("mistral", text, tools).endsWith('[TOOL_RESULTS] {"content": "sunny", "call_id": "a1b2c3d4e"}[/TOOL_RESULTS]')).toBe(true);
+    const text: EngineMessage[] = [
+      ...toolConversations["a call and its JSON result"]!.slice(0, 2),
+      { role: "tool", content: "sunny", toolCallId: "a1b2c3d4e" },
+    ];
+    expect(
+      renderChat("mistral", text, tools).endsWith(
+        '[TOOL_RESULTS] {"content": "sunny", "call_id": "a1b2c3d4e"}[/TOOL_RESULTS]',
+      ),
+    ).toBe(true);
     // The system prompt goes before the last user message even when tool turns follow it.
     const afterTools = renderChat("mistral", system(toolConversations["a call and its JSON result"]!), tools);
     expect(afterTools).toContain("[INST] You control a smart home.\n\nWeather in Oslo?[/INST]");
     // Tool.model_dump() writes a missing description as "".
-    expect(renderChat("mistral", [{ role: "user", content: "Hi" }], [{ name: "noop", parameters: { type: "object", properties: {} } }])).toBe(
+    expect(
+      renderChat(
+        "mistral",
+        [{ role: "user", content: "Hi" }],
+        [{ name: "noop", parameters: { type: "object", properties: {} } }],
+      ),
+    ).toBe(
       '<s>[AVAILABLE_TOOLS] [{"type": "function", "function": {"name": "noop", "description": "", "parameters": {"type": "object", "properties": {}}}}][/AVAILABLE_TOOLS][INST] Hi[/INST]',
     );
   });
@@ -181,10 +243,16 @@ describe("official templates, byte for byte", () => {
     for (const conversation of [...Object.values(plain), ...Object.values(withSystem)]) {
       expect(renderChat("qwen2", conversation)).toBe(renderOfficial("qwen2", "qwen2", conversation));
     }
-    const both: EngineMessage[] = [{ role: "user", content: "Oslo?" }, { role: "assistant", content: "Let me check.", toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo" })] }];
+    const both: EngineMessage[] = [
+      { role: "user", content: "Oslo?" },
+      { role: "assistant", content: "Let me check.", toolCalls: [call("a1b2c3d4e", "get_weather", { city: "Oslo" })] },
+    ];
     for (const conversation of [...Object.values(toolConversations), parallel, both]) {
       for (const messages of [conversation, system(conversation)]) {
-        const expected = renderOfficial("qwen25", "qwen2", messages, tools).replace("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", "You are a helpful assistant.");
+        const expected = renderOfficial("qwen25", "qwen2", messages, tools).replace(
+          "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+          "You are a helpful assistant.",
+        );
         expect(renderChat("qwen2", messages, tools)).toBe(expected);
       }
     }
@@ -193,9 +261,14 @@ describe("official templates, byte for byte", () => {
   it("count the same tokens as the official rendering, control tokens included", async () => {
     const conversation = toolConversations["a call and its JSON result"]!;
     const llama = await tokenizers.forFamily("llama3");
-    expect(llama.encode(renderChat("llama3", conversation, tools))).toEqual(llama.encode(renderOfficial("llama31", "llama3", conversation, tools)));
+    expect(llama.encode(renderChat("llama3", conversation, tools))).toEqual(
+      llama.encode(renderOfficial("llama31", "llama3", conversation, tools)),
+    );
     const qwen = await tokenizers.forFamily("qwen2");
-    const qwenOfficial = renderOfficial("qwen25", "qwen2", conversation, tools).replace("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", "You are a helpful assistant.");
+    const qwenOfficial = renderOfficial("qwen25", "qwen2", conversation, tools).replace(
+      "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+      "You are a helpful assistant.",
+    );
     expect(qwen.encode(renderChat("qwen2", conversation, tools))).toEqual(qwen.encode(qwenOfficial));
   });
 });
@@ -204,7 +277,7 @@ describe("Python's json.dumps spacing", () => {
   it("matches the Jinja engine's tojson, compact and indented", () => {
     const tojson = new Template("{{ value | tojson }}|{{ value | tojson(indent=4) }}");
     const values: unknown[] = [
-      { a: 1, b: [1, 2.5, "x", null, true], c: {}, d: [], e: { nested: { deep: ["é", "\n\t\"\\"] } } },
+      { a: 1, b: [1, 2.5, "x", null, true], c: {}, d: [], e: { nested: { deep: ["é", '\n\t"\\'] } } },
       [],
       "plain",
       -0.001,

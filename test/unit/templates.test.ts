@@ -33,7 +33,9 @@ describe("chat templates", () => {
 describe("family tokenizers", () => {
   it("encode each family's control tokens as single tokens", async () => {
     const llama = await tokenizers.forFamily("llama3");
-    expect(llama.encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello world")).toEqual([128000, 128006, 882, 128007, 271, 9906, 1917]);
+    expect(llama.encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello world")).toEqual([
+      128000, 128006, 882, 128007, 271, 9906, 1917,
+    ]);
     const qwen = await tokenizers.forFamily("qwen2");
     expect(qwen.encode("<|im_start|>user\nHello world<|im_end|>")).toEqual([151644, 872, 198, 9707, 1879, 151645]);
     const gemma = await tokenizers.forFamily("gemma2");

@@ -22,7 +22,11 @@ describe("request schemas", () => {
       messages: [
         { role: "system", content: "s" },
         { role: "user", content: [{ type: "text", text: "u" }], name: "ann" },
-        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }],
+        },
         { role: "tool", content: "42", tool_call_id: "call_1" },
       ],
       temperature: 0,
@@ -35,7 +39,10 @@ describe("request schemas", () => {
       frequency_penalty: 2,
       seed: 1,
       n: 2,
-      response_format: { type: "json_schema", json_schema: { name: "answer", schema: { type: "object" }, strict: true } },
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "answer", schema: { type: "object" }, strict: true },
+      },
       tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
       tool_choice: { type: "function", function: { name: "f" } },
       parallel_tool_calls: false,
@@ -58,12 +65,24 @@ describe("request schemas", () => {
       [{ model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] }, "stop", "invalid_value"],
       [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content", "missing_required_parameter"],
       [{ model: "m", messages: [{ role: "robot", content: "x" }] }, "messages[0].role", "invalid_value"],
-      [{ model: "m", messages: [{ role: "tool", content: "x" }] }, "messages[0].tool_call_id", "missing_required_parameter"],
+      [
+        { model: "m", messages: [{ role: "tool", content: "x" }] },
+        "messages[0].tool_call_id",
+        "missing_required_parameter",
+      ],
       [{ model: "m", messages: user, logprobs: "yes" }, "logprobs", "invalid_type"],
       [{ model: "m", messages: user, logit_bias: { abc: 1 } }, "logit_bias.abc", "invalid_value"],
       [{ model: "m", messages: user, frobnicate: 1 }, "frobnicate", "unknown_parameter"],
-      [{ model: "m", messages: user, stream_options: { include_usage: true, extra: 1 } }, "stream_options.extra", "unknown_parameter"],
-      [{ model: "m", messages: user, tools: [{ type: "function", function: { name: "bad name!" } }] }, "tools[0].function.name", "invalid_value"],
+      [
+        { model: "m", messages: user, stream_options: { include_usage: true, extra: 1 } },
+        "stream_options.extra",
+        "unknown_parameter",
+      ],
+      [
+        { model: "m", messages: user, tools: [{ type: "function", function: { name: "bad name!" } }] },
+        "tools[0].function.name",
+        "invalid_value",
+      ],
       [{ model: "m", messages: user, response_format: { type: "xml" } }, "response_format.type", "invalid_value"],
     ];
     for (const [input, param, code] of cases) {

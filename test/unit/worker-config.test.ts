@@ -28,13 +28,21 @@ class FakeScope {
   configure(options: Record<string, unknown>, from = "tab-a"): Promise<ConfigureReply> {
     return new Promise((resolve) => {
       const port = { postMessage: resolve };
-      this.dispatch("message", { data: { type: configureMessage, options }, source: { id: from }, ports: [port], waitUntil: () => undefined });
+      this.dispatch("message", {
+        data: { type: configureMessage, options },
+        source: { id: from },
+        ports: [port],
+        waitUntil: () => undefined,
+      });
     });
   }
   /** The response if the worker answered the fetch, else undefined (the browser's network would). */
   async fetch(url: string, init?: RequestInit): Promise<Response | undefined> {
     let answer: Promise<Response> | undefined;
-    this.dispatch("fetch", { request: new Request(url, init), respondWith: (response: Promise<Response>) => (answer = Promise.resolve(response)) });
+    this.dispatch("fetch", {
+      request: new Request(url, init),
+      respondWith: (response: Promise<Response>) => (answer = Promise.resolve(response)),
+    });
     return answer;
   }
 }
@@ -121,7 +129,8 @@ describe("keys kept in the worker's memory", () => {
     const admin = createAdmin({ databaseName });
     const account = await admin.createAccount({ name: "app", creditUsd: 1 });
     const created = await admin.createKey({ accountId: account.id });
-    const models = async () => (await scope.fetch(`${scopeUrl}api/v1/models`, { headers: { authorization: `Bearer ${created.key}` } }))?.status;
+    const models = async () =>
+      (await scope.fetch(`${scopeUrl}api/v1/models`, { headers: { authorization: `Bearer ${created.key}` } }))?.status;
     expect([await models(), await models()]).toEqual([200, 200]);
     const started = performance.now();
     await admin.revokeKey(created.id);

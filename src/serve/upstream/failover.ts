@@ -20,7 +20,11 @@ export interface Answering {
   responses: AsyncGenerator<Response>;
 }
 
-export async function firstAnswering(services: { policy: Policy; fetch: typeof fetch }, request: ServeRequest, plan: ForwardPlan): Promise<Answering> {
+export async function firstAnswering(
+  services: { policy: Policy; fetch: typeof fetch },
+  request: ServeRequest,
+  plan: ForwardPlan,
+): Promise<Answering> {
   const failures: string[] = [];
   let retryLater = false;
   for (const upstream of plan.decision.upstreams) {
@@ -29,7 +33,8 @@ export async function firstAnswering(services: { policy: Policy; fetch: typeof f
       failures.push(authorised.refused);
       continue;
     }
-    const call = (prompt: string | undefined) => send(services.fetch, upstream, plan, authorised, prompt, request.signal);
+    const call = (prompt: string | undefined) =>
+      send(services.fetch, upstream, plan, authorised, prompt, request.signal);
     let response: Response;
     try {
       response = await call(plan.prompts?.[0]);
@@ -41,16 +46,34 @@ export async function firstAnswering(services: { policy: Policy; fetch: typeof f
       );
       continue;
     }
-    if (response.ok) return { upstream, responses: oneAfterAnother(response, upstream, plan, (index) => call(plan.prompts?.[index]), authorised.secret, request.signal) };
+    if (response.ok)
+      return {
+        upstream,
+        responses: oneAfterAnother(
+          response,
+          upstream,
+          plan,
+          (index) => call(plan.prompts?.[index]),
+          authorised.secret,
+          request.signal,
+        ),
+      };
     const reason = await safeReason(response, upstream, authorised.secret);
-    if (clientErrors.has(response.status)) throw new BadRequestError(`${upstream.name} refused the request: ${reason.message}`, { code: reason.code ?? "upstream_rejected", param: reason.param });
+    if (clientErrors.has(response.status))
+      throw new BadRequestError(`${upstream.name} refused the request: ${reason.message}`, {
+        code: reason.code ?? "upstream_rejected",
+        param: reason.param,
+      });
     if (response.status === 429 || response.status === 503) retryLater = true;
     failures.push(`${upstream.name}: HTTP ${response.status}: ${reason.message}`);
   }
-  throw new ServiceUnavailableError(`No upstream could serve ${plan.model.id}. ${failures.join(". ") || "None is configured"}.`, {
-    code: "upstream_unavailable",
-    ...(retryLater ? { retryAfterSeconds: 1 } : {}),
-  });
+  throw new ServiceUnavailableError(
+    `No upstream could serve ${plan.model.id}. ${failures.join(". ") || "None is configured"}.`,
+    {
+      code: "upstream_unavailable",
+      ...(retryLater ? { retryAfterSeconds: 1 } : {}),
+    },
+  );
 }
 
 /** The first call's answer, then each further prompt's, sent when the one before has been read. */
@@ -69,11 +92,17 @@ async function* oneAfterAnother(
       response = await call(index);
     } catch (error) {
       if (signal.aborted) throw error;
-      throw new ServiceUnavailableError(`${upstream.name} could not be reached for prompt ${index}: ${(error as Error).message}`, { code: "upstream_unavailable" });
+      throw new ServiceUnavailableError(
+        `${upstream.name} could not be reached for prompt ${index}: ${(error as Error).message}`,
+        { code: "upstream_unavailable" },
+      );
     }
     if (!response.ok) {
       const reason = await safeReason(response, upstream, secret);
-      throw new ServiceUnavailableError(`${upstream.name} failed on prompt ${index}: HTTP ${response.status}: ${reason.message}`, { code: "upstream_error" });
+      throw new ServiceUnavailableError(
+        `${upstream.name} failed on prompt ${index}: HTTP ${response.status}: ${reason.message}`,
+        { code: "upstream_error" },
+      );
     }
     yield response;
   }

@@ -19,9 +19,16 @@ import { streamedAnswer } from "./stream.js";
 import { wholeAnswer } from "./whole.js";
 
 /** The upstream that served, and its answer: a whole completion, or the chunks of a stream. */
-export type Forwarded = { upstream: Upstream } & ({ kind: "whole"; body: unknown } | { kind: "stream"; events: AsyncGenerator<unknown> });
+export type Forwarded = { upstream: Upstream } & (
+  { kind: "whole"; body: unknown } | { kind: "stream"; events: AsyncGenerator<unknown> }
+);
 
-export async function forward(services: { policy: Policy; fetch: typeof fetch }, request: ServeRequest, plan: ForwardPlan, meter: Meter): Promise<Forwarded> {
+export async function forward(
+  services: { policy: Policy; fetch: typeof fetch },
+  request: ServeRequest,
+  plan: ForwardPlan,
+  meter: Meter,
+): Promise<Forwarded> {
   let answering: Answering;
   try {
     answering = await firstAnswering(services, request, plan);
@@ -29,6 +36,15 @@ export async function forward(services: { policy: Policy; fetch: typeof fetch },
     await meter.settle(request.signal.aborted ? "aborted" : "failed", nothingUsed);
     throw error;
   }
-  if (plan.stream) return { upstream: answering.upstream, kind: "stream", events: streamedAnswer(answering, plan, meter, request.signal) };
-  return { upstream: answering.upstream, kind: "whole", body: await wholeAnswer(answering, plan, meter, request.signal) };
+  if (plan.stream)
+    return {
+      upstream: answering.upstream,
+      kind: "stream",
+      events: streamedAnswer(answering, plan, meter, request.signal),
+    };
+  return {
+    upstream: answering.upstream,
+    kind: "whole",
+    body: await wholeAnswer(answering, plan, meter, request.signal),
+  };
 }

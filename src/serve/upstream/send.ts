@@ -17,12 +17,22 @@ export interface Authorised {
  * missing or stored for another origin (a credential goes to the origin it was stored for and
  * nowhere else, whatever the catalogue says now).
  */
-export async function authorise(policy: Policy, upstream: Upstream, stream: boolean): Promise<Authorised | { refused: string }> {
-  const headers: Record<string, string> = { "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json" };
+export async function authorise(
+  policy: Policy,
+  upstream: Upstream,
+  stream: boolean,
+): Promise<Authorised | { refused: string }> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: stream ? "text/event-stream" : "application/json",
+  };
   if (!upstream.credential) return { headers, secret: undefined };
   const stored = await policy.upstreamSecret(upstream.credential);
   const upstreamOrigin = new URL(upstream.baseUrl).origin;
-  if (stored === undefined) return { refused: `${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)` };
+  if (stored === undefined)
+    return {
+      refused: `${upstream.name}: no credential is stored under '${upstream.credential}' (store it once with admin.setUpstreamCredential)`,
+    };
   if (stored.origin !== upstreamOrigin) {
     return {
       refused: `${upstream.name}: the credential '${upstream.credential}' is stored for ${stored.origin ?? "no origin"}, not ${upstreamOrigin}, so it was not sent (store it for ${upstreamOrigin} with admin.setUpstreamCredential if that is where it belongs)`,
@@ -32,13 +42,22 @@ export async function authorise(policy: Policy, upstream: Upstream, stream: bool
 }
 
 /** Sends the plan's body (or one of its prompts) to `upstream`, with the upstream's model name. */
-export function send(fetcher: typeof fetch, upstream: Upstream, plan: ForwardPlan, authorised: Authorised, prompt: string | undefined, signal: AbortSignal): Promise<Response> {
+export function send(
+  fetcher: typeof fetch,
+  upstream: Upstream,
+  plan: ForwardPlan,
+  authorised: Authorised,
+  prompt: string | undefined,
+  signal: AbortSignal,
+): Promise<Response> {
   const body = {
     ...plan.body,
     model: upstream.model,
     ...(prompt !== undefined ? { prompt } : {}),
     // A stream always asks for usage, so the bill uses the upstream's own counts.
-    ...(plan.stream ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } } : {}),
+    ...(plan.stream
+      ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } }
+      : {}),
   };
   const url = `${upstream.baseUrl.replace(/\/+$/, "")}/${plan.endpoint}`;
   return fetcher(url, { method: "POST", headers: authorised.headers, body: JSON.stringify(body), signal });
@@ -62,7 +81,8 @@ function mayCarry(text: string, secret: string | undefined): boolean {
   const width = Math.min(8, secret.length);
   const slices = new Set<string>();
   for (let start = 0; start + width <= secret.length; start++) slices.add(secret.slice(start, start + width));
-  for (let start = 0; start + width <= text.length; start++) if (slices.has(text.slice(start, start + width))) return true;
+  for (let start = 0; start + width <= text.length; start++)
+    if (slices.has(text.slice(start, start + width))) return true;
   return false;
 }
 
@@ -73,20 +93,37 @@ function mayCarry(text: string, secret: string | undefined): boolean {
 export async function safeReason(response: Response, upstream: Upstream, secret: string | undefined): Promise<Reason> {
   if (credentialRefusals.has(response.status)) {
     await response.body?.cancel().catch(() => undefined);
-    const which = upstream.credential ? `the credential stored as '${upstream.credential}'` : "no credential (this upstream has none configured)";
-    return { message: `it refused the request as unauthorised; it was sent ${which}: store a valid one with admin.setUpstreamCredential`, code: "upstream_unauthorized", param: null };
+    const which = upstream.credential
+      ? `the credential stored as '${upstream.credential}'`
+      : "no credential (this upstream has none configured)";
+    return {
+      message: `it refused the request as unauthorised; it was sent ${which}: store a valid one with admin.setUpstreamCredential`,
+      code: "upstream_unauthorized",
+      param: null,
+    };
   }
   const reason = await upstreamReason(response);
-  return mayCarry(`${reason.message} ${reason.code ?? ""} ${reason.param ?? ""}`, secret) ? { message: "its reason is withheld: it quoted the credential", code: null, param: null } : reason;
+  return mayCarry(`${reason.message} ${reason.code ?? ""} ${reason.param ?? ""}`, secret)
+    ? { message: "its reason is withheld: it quoted the credential", code: null, param: null }
+    : reason;
 }
 
 /** The reason an upstream gives in its error body, in any of the shapes these servers use. */
 async function upstreamReason(response: Response): Promise<Reason> {
   const text = (await response.text().catch(() => "")).trim();
   try {
-    const body = JSON.parse(text) as { error?: string | { message?: string; code?: string | number | null; param?: string | null }; message?: string; detail?: string };
+    const body = JSON.parse(text) as {
+      error?: string | { message?: string; code?: string | number | null; param?: string | null };
+      message?: string;
+      detail?: string;
+    };
     if (typeof body.error === "string") return { message: body.error, code: null, param: null };
-    if (body.error?.message) return { message: body.error.message, code: body.error.code == null ? null : String(body.error.code), param: body.error.param ?? null };
+    if (body.error?.message)
+      return {
+        message: body.error.message,
+        code: body.error.code == null ? null : String(body.error.code),
+        param: body.error.param ?? null,
+      };
     if (body.message ?? body.detail) return { message: String(body.message ?? body.detail), code: null, param: null };
   } catch {
     // Not JSON: the text itself is the reason.

@@ -21,17 +21,27 @@ export function wireUsageOf(usage: Usage): WireUsage & { estimated?: true } {
 export function producedText(choice: UpstreamChoice): string {
   const message = choice.delta ?? choice.message;
   const calls = message?.tool_calls ?? [];
-  return (choice.text ?? "") + (message?.content ?? "") + calls.map((call) => (call.function?.name ?? "") + (call.function?.arguments ?? "")).join("");
+  return (
+    (choice.text ?? "") +
+    (message?.content ?? "") +
+    calls.map((call) => (call.function?.name ?? "") + (call.function?.arguments ?? "")).join("")
+  );
 }
 
 /** Billed counts: the upstream's when it gave them, else ours (`estimated`), over what was produced. */
 export function billed(plan: ForwardPlan, usage: UpstreamUsage | null | undefined, produced: string[]): Usage {
   if (usage) return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
-  return { promptTokens: plan.promptTokens, completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0), estimated: true };
+  return {
+    promptTokens: plan.promptTokens,
+    completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0),
+    estimated: true,
+  };
 }
 
 /** Fields OpenAI always sends that some upstreams leave out, given OpenAI's values; the rest passes through. */
-export function withOpenAiDefaults<Body extends { choices: UpstreamChoice[]; system_fingerprint?: string | null | undefined }>(body: Body, modelId: string): Body & { model: string } {
+export function withOpenAiDefaults<
+  Body extends { choices: UpstreamChoice[]; system_fingerprint?: string | null | undefined },
+>(body: Body, modelId: string): Body & { model: string } {
   return {
     ...body,
     model: modelId,

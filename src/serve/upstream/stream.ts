@@ -25,7 +25,12 @@ interface StreamState {
 }
 
 /** The chunks to send, the usage chunk last when asked for; the meter settles when the stream ends. */
-export async function* streamedAnswer({ upstream, responses }: Answering, plan: ForwardPlan, meter: Meter, signal: AbortSignal): AsyncGenerator<unknown> {
+export async function* streamedAnswer(
+  { upstream, responses }: Answering,
+  plan: ForwardPlan,
+  meter: Meter,
+  signal: AbortSignal,
+): AsyncGenerator<unknown> {
   const state: StreamState = { produced: [], started: new Set() };
   const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
   let status: LedgerEntry["status"] = "failed";
@@ -42,24 +47,45 @@ export async function* streamedAnswer({ upstream, responses }: Answering, plan: 
     }
     status = "completed";
     if (plan.includeUsage) {
-      yield { id: last.id, object: last.object, created: last.created, model: plan.model.id, system_fingerprint: last.system_fingerprint ?? null, choices: [], usage: wireUsageOf(billed(plan, usage, state.produced)) };
+      yield {
+        id: last.id,
+        object: last.object,
+        created: last.created,
+        model: plan.model.id,
+        system_fingerprint: last.system_fingerprint ?? null,
+        choices: [],
+        usage: wireUsageOf(billed(plan, usage, state.produced)),
+      };
     }
   } finally {
     if (signal.aborted) status = "aborted";
     // An upstream that broke mid-stream is charged what it delivered (counted here), as a failed local generation is.
     const delivered = state.produced.some((text) => text);
-    const bill = status === "failed" && !delivered ? { promptTokens: 0, completionTokens: 0 } : billed(plan, status === "completed" ? usage : null, state.produced);
+    const bill =
+      status === "failed" && !delivered
+        ? { promptTokens: 0, completionTokens: 0 }
+        : billed(plan, status === "completed" ? usage : null, state.produced);
     await meter.settle(status, { ...bill, upstream: upstream.name });
   }
 }
 
 /** One upstream stream's chunks, its choices indexed from `offset`, then its usage. */
-async function* eventsOf(response: Response, upstream: Upstream, offset: number, plan: ForwardPlan, meter: Meter, state: StreamState): AsyncGenerator<StreamEvent> {
+async function* eventsOf(
+  response: Response,
+  upstream: Upstream,
+  offset: number,
+  plan: ForwardPlan,
+  meter: Meter,
+  state: StreamState,
+): AsyncGenerator<StreamEvent> {
   let usage: UpstreamUsage | null = null;
   for await (const data of readSse(response.body!)) {
     if (data.trim() === "[DONE]") break;
     const parsed = upstreamChunkSchema.parse(eventJson(data, upstream));
-    const chunk = { ...parsed, choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })) };
+    const chunk = {
+      ...parsed,
+      choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })),
+    };
     if (chunk.usage) usage = chunk.usage;
     for (const choice of chunk.choices) {
       const text = producedText(choice);
@@ -72,7 +98,12 @@ async function* eventsOf(response: Response, upstream: Upstream, offset: number,
     if (chunk.choices.length === 0) continue;
     const { usage: _usage, ...rest } = chunk;
     const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, state.started) : rest.choices;
-    yield { chunk: { ...withOpenAiDefaults({ ...rest, choices }, plan.model.id), ...(plan.includeUsage ? { usage: null } : {}) } };
+    yield {
+      chunk: {
+        ...withOpenAiDefaults({ ...rest, choices }, plan.model.id),
+        ...(plan.includeUsage ? { usage: null } : {}),
+      },
+    };
   }
   yield { usage };
 }
@@ -83,9 +114,15 @@ function eventJson(data: string, upstream: Upstream): unknown {
   try {
     json = JSON.parse(data);
   } catch {
-    throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, { code: "upstream_invalid_response" });
+    throw new ServiceUnavailableError(`${upstream.name} sent an event that is not JSON: ${data.slice(0, 200)}`, {
+      code: "upstream_invalid_response",
+    });
   }
   const failure = (json as { error?: { message?: string } | string }).error;
-  if (failure) throw new ServiceUnavailableError(`${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`, { code: "upstream_error" });
+  if (failure)
+    throw new ServiceUnavailableError(
+      `${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`,
+      { code: "upstream_error" },
+    );
   return json;
 }

@@ -17,7 +17,12 @@ async function readWhole(responses: AsyncGenerator<Response>): Promise<unknown> 
 }
 
 /** The completion as OpenAI sends it, with the usage as billed; the meter settled either way. */
-export async function wholeAnswer({ upstream, responses }: Answering, plan: ForwardPlan, meter: Meter, signal: AbortSignal): Promise<unknown> {
+export async function wholeAnswer(
+  { upstream, responses }: Answering,
+  plan: ForwardPlan,
+  meter: Meter,
+  signal: AbortSignal,
+): Promise<unknown> {
   const nothing = { promptTokens: 0, completionTokens: 0, upstream: upstream.name };
   let json: unknown;
   try {
@@ -28,13 +33,23 @@ export async function wholeAnswer({ upstream, responses }: Answering, plan: Forw
       throw error;
     }
     // A client that left once the upstream had the prompt is billed the prompt, as counted here.
-    await meter.settle(signal.aborted ? "aborted" : "failed", signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing);
-    throw signal.aborted ? error : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, { code: "upstream_invalid_response" });
+    await meter.settle(
+      signal.aborted ? "aborted" : "failed",
+      signal.aborted ? { ...nothing, promptTokens: plan.promptTokens, estimated: true } : nothing,
+    );
+    throw signal.aborted
+      ? error
+      : new ServiceUnavailableError(`${upstream.name} sent a body that is not JSON: ${(error as Error).message}`, {
+          code: "upstream_invalid_response",
+        });
   }
   const parsed = upstreamCompletionSchema.safeParse(json);
   if (!parsed.success) {
     await meter.settle("failed", nothing);
-    throw new ServiceUnavailableError(`${upstream.name} sent a reply that is not a completion: ${parsed.error.issues[0]?.message ?? "unknown shape"}`, { code: "upstream_invalid_response" });
+    throw new ServiceUnavailableError(
+      `${upstream.name} sent a reply that is not a completion: ${parsed.error.issues[0]?.message ?? "unknown shape"}`,
+      { code: "upstream_invalid_response" },
+    );
   }
   meter.firstToken();
   const bill = { ...billed(plan, parsed.data.usage, parsed.data.choices.map(producedText)), upstream: upstream.name };
