@@ -97,16 +97,14 @@ export class Admin {
     const transaction = database.transaction(["accounts", "ledger"], "readwrite");
     await transaction.objectStore("accounts").add(account);
     if (credit > 0)
-      await transaction
-        .objectStore("ledger")
-        .add({
-          id: ledgerId(now),
-          kind: "credit",
-          accountId: account.id,
-          amountNanoUsd: credit,
-          status: "completed",
-          createdAt: now,
-        });
+      await transaction.objectStore("ledger").add({
+        id: ledgerId(now),
+        kind: "credit",
+        accountId: account.id,
+        amountNanoUsd: credit,
+        status: "completed",
+        createdAt: now,
+      });
     await transaction.done;
     return account;
   }
@@ -124,16 +122,14 @@ export class Admin {
     }
     account.balanceNanoUsd += amount;
     await transaction.objectStore("accounts").put(account);
-    await transaction
-      .objectStore("ledger")
-      .add({
-        id: ledgerId(now),
-        kind: "credit",
-        accountId,
-        amountNanoUsd: amount,
-        status: "completed",
-        createdAt: now,
-      });
+    await transaction.objectStore("ledger").add({
+      id: ledgerId(now),
+      kind: "credit",
+      accountId,
+      amountNanoUsd: amount,
+      status: "completed",
+      createdAt: now,
+    });
     await transaction.done;
     return account;
   }

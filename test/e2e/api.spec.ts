@@ -199,13 +199,11 @@ test("every error has OpenAI's body, the right status and a request id", async (
         body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] }),
       ),
       badUrl: await call("/v1/embeddings", body({})),
-      wrongMethod: await window.harness
-        .fetch("/chat/completions")
-        .then(async (response) => ({
-          status: response.status,
-          body: await response.json(),
-          requestId: response.headers.get("x-request-id"),
-        })),
+      wrongMethod: await window.harness.fetch("/chat/completions").then(async (response) => ({
+        status: response.status,
+        body: await response.json(),
+        requestId: response.headers.get("x-request-id"),
+      })),
       completionsMissing: await call("/completions", body({ model: modelId })),
     };
   }, model);

@@ -151,16 +151,14 @@ test("a chat completion on llama.cpp: real tokens, usage equal to our count of t
 test("streamed on llama.cpp: the same text at temperature 0, and usage in the last chunk", async () => {
   const chunks = await page.evaluate(
     async ({ id, messages }) => {
-      const stream = await window.harness
-        .client()
-        .chat.completions.create({
-          model: id,
-          messages,
-          max_tokens: 4,
-          temperature: 0,
-          stream: true,
-          stream_options: { include_usage: true },
-        });
+      const stream = await window.harness.client().chat.completions.create({
+        model: id,
+        messages,
+        max_tokens: 4,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       const received: unknown[] = [];
       for await (const chunk of stream) received.push(chunk);
       return received;
@@ -425,18 +423,16 @@ test("tool_choice auto and none on llama.cpp: auto answers with text or a schema
 test("a client abort stops llama.cpp within about a second, and what streamed is billed", async () => {
   const result = await page.evaluate(async (id) => {
     const controller = new AbortController();
-    const stream = await window.harness
-      .client()
-      .chat.completions.create(
-        {
-          model: id,
-          messages: [{ role: "user", content: "Tell me a long story." }],
-          max_tokens: 1_500,
-          temperature: 0,
-          stream: true,
-        },
-        { signal: controller.signal },
-      );
+    const stream = await window.harness.client().chat.completions.create(
+      {
+        model: id,
+        messages: [{ role: "user", content: "Tell me a long story." }],
+        max_tokens: 1_500,
+        temperature: 0,
+        stream: true,
+      },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     try {
       for await (const chunk of stream)
@@ -488,12 +484,10 @@ test("an abort during a long prefill lands within about a second: the prompt is 
     await timed("Hi");
     return { fullPrefillMs, freeAfterMs: performance.now() - aborted };
   }, model);
-  test
-    .info()
-    .annotations.push({
-      type: "measured",
-      description: `whole prefill ${Math.round(result.fullPrefillMs)} ms; engine free ${Math.round(result.freeAfterMs)} ms after the abort`,
-    });
+  test.info().annotations.push({
+    type: "measured",
+    description: `whole prefill ${Math.round(result.fullPrefillMs)} ms; engine free ${Math.round(result.freeAfterMs)} ms after the abort`,
+  });
   // Without the abort, the next request would wait out the rest of the long prefill.
   expect(result.fullPrefillMs).toBeGreaterThan(2_000);
   expect(result.freeAfterMs).toBeLessThan(Math.min(1_500, result.fullPrefillMs / 2));
@@ -559,14 +553,12 @@ test("a browser with navigator.gpu but no adapter chats with llama.cpp under aut
     expect(both.engine_reason).toContain("WebGPU gives no adapter");
     const completion = await noGpu.evaluate(
       (id) =>
-        window.harness
-          .client()
-          .chat.completions.create({
-            model: id,
-            messages: [{ role: "user", content: "Hi" }],
-            max_tokens: 2,
-            temperature: 0,
-          }),
+        window.harness.client().chat.completions.create({
+          model: id,
+          messages: [{ role: "user", content: "Hi" }],
+          max_tokens: 2,
+          temperature: 0,
+        }),
       "both-builds",
     );
     expect(completion.usage?.completion_tokens).toBe(2);

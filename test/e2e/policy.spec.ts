@@ -223,14 +223,12 @@ test("a tab closed mid-stream is charged for the tokens streamed, as aborted", a
       const seen = { chunks: 0 };
       (window as unknown as { seen: typeof seen }).seen = seen;
       void (async () => {
-        const stream = await window.harness
-          .client(secret)
-          .chat.completions.create({
-            model: id,
-            messages: [{ role: "user", content: "A long story, please." }],
-            max_tokens: 200,
-            stream: true,
-          });
+        const stream = await window.harness.client(secret).chat.completions.create({
+          model: id,
+          messages: [{ role: "user", content: "A long story, please." }],
+          max_tokens: 200,
+          stream: true,
+        });
         for await (const chunk of stream) if (chunk.choices[0]?.delta.content) seen.chunks++;
       })();
     },

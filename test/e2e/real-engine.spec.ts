@@ -132,16 +132,14 @@ test("a non-streaming chat completion on the real engine: shape and real token c
   test.setTimeout(600_000);
   const completion = await page.evaluate(
     ({ id, history }) =>
-      window.harness
-        .client()
-        .chat.completions.create({
-          model: id,
-          messages: history,
-          max_tokens: 2,
-          temperature: 0,
-          logprobs: true,
-          top_logprobs: 2,
-        }),
+      window.harness.client().chat.completions.create({
+        model: id,
+        messages: history,
+        max_tokens: 2,
+        temperature: 0,
+        logprobs: true,
+        top_logprobs: 2,
+      }),
     { id: modelId, history: messages },
   );
   const parsed = chatCompletionSchema.parse(completion);
@@ -174,16 +172,14 @@ test("a streaming chat completion on the real engine gives the same text at temp
   test.setTimeout(600_000);
   const chunks = await page.evaluate(
     async ({ id, history }) => {
-      const stream = await window.harness
-        .client()
-        .chat.completions.create({
-          model: id,
-          messages: history,
-          max_tokens: 2,
-          temperature: 0,
-          stream: true,
-          stream_options: { include_usage: true },
-        });
+      const stream = await window.harness.client().chat.completions.create({
+        model: id,
+        messages: history,
+        max_tokens: 2,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       const received: unknown[] = [];
       for await (const chunk of stream) received.push(chunk);
       return received;

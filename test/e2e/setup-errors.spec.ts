@@ -145,13 +145,11 @@ test("a second tab with other options is refused, naming them, and the open tab 
   const answer = await page.evaluate(
     async () =>
       (
-        await window.harness
-          .client()
-          .chat.completions.create({
-            model: "alpha3:8b-instruct-q8_0",
-            messages: [{ role: "user", content: "Hi" }],
-            max_tokens: 3,
-          })
+        await window.harness.client().chat.completions.create({
+          model: "alpha3:8b-instruct-q8_0",
+          messages: [{ role: "user", content: "Hi" }],
+          max_tokens: 3,
+        })
       ).usage?.completion_tokens,
   );
   expect(answer).toBe(3);
