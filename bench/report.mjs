@@ -204,7 +204,7 @@ function engineSection(results, summary) {
   return [
     "## 6. Engines side by side: web-llm and llama.cpp through /v1, interleaved",
     "",
-    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (wllama) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, ${results.browser.shaderF16 ? "on WebGPU (the adapter has \`shader-f16\`, wllama's condition; on a software adapter our engine keeps it on the CPU)" : "on the CPU (wllama's WebGPU path needs \`shader-f16\`, which this adapter lacks)"}. Same prompt, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first). Each engine counts the prompt with its own vocabulary.`,
+    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (wllama) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, ${results.browser.shaderF16 ? "on WebGPU (the adapter has `shader-f16`, wllama's condition; on a software adapter our engine keeps it on the CPU)" : "on the CPU (wllama's WebGPU path needs `shader-f16`, which this adapter lacks)"}. Same prompt, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first). Each engine counts the prompt with its own vocabulary.`,
     "",
     "| Engine | Requests | Prompt tokens | TTFT (median) | Prefill tok/s | Decode tok/s |",
     "|---|---|---|---|---|---|",

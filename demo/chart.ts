@@ -51,51 +51,9 @@ export function renderUsageChart(
   caption.textContent = `${total.toLocaleString("en-US")} tokens and $${(cost / 1e9).toFixed(9)} over the last ${days.length} day(s) with usage, by model.`;
   const plot = document.createElement("div");
   figure.replaceChildren(plot, caption);
-  const bars = uPlot.paths.bars!({ size: [0.6, 64] });
   const order = models.map((_, index) => index).reverse();
   const chart = new uPlot(
-    {
-      width: Math.max(280, figure.clientWidth || 640),
-      height: 260,
-      // Days are evenly spaced slots (a day without usage has no slot), labelled with their date.
-      scales: {
-        x: { time: false, range: () => [-0.6, days.length - 0.4] },
-        y: { range: (_, __, max) => [0, Math.max(10, max * 1.1)] },
-      },
-      axes: [
-        {
-          stroke: "currentColor",
-          grid: { show: false },
-          incrs: [1],
-          values: (_, splits) =>
-            splits.map((split) =>
-              Number.isInteger(split) && days[split] !== undefined ? isoDay(days[split]!).slice(5) : "",
-            ),
-        },
-        {
-          stroke: "currentColor",
-          label: "Tokens",
-          size: 64,
-          values: (_, splits) => splits.map((split) => split.toLocaleString("en-US")),
-        },
-      ],
-      series: [
-        {
-          label: "Day (UTC)",
-          value: (_, value) => (value === null || days[value] === undefined ? "—" : isoDay(days[value]!)),
-        },
-        ...order.map((index) => ({
-          label: models[index]!,
-          stroke: palette[index % palette.length]!,
-          fill: palette[index % palette.length]!,
-          paths: bars,
-          points: { show: false },
-          // The legend reads out this model's own tokens, not the running total it is drawn at.
-          value: (_: uPlot, __: number | null, ___: number, dataIndex: number | null) =>
-            dataIndex === null ? "—" : `${tokens[index]![dataIndex]!.toLocaleString("en-US")} tokens`,
-        })),
-      ],
-    },
+    chartOptions(figure, days, models, tokens, order),
     [days.map((_, index) => index), ...order.map((index) => running[index]!)],
     plot,
   );
@@ -105,4 +63,57 @@ export function renderUsageChart(
   canvas?.setAttribute("role", "img");
   canvas?.setAttribute("aria-label", caption.textContent);
   return chart;
+}
+
+/** The chart's axes and series: evenly spaced day slots, and one stacked bar series per model. */
+function chartOptions(
+  figure: HTMLElement,
+  days: readonly number[],
+  models: readonly string[],
+  tokens: readonly number[][],
+  order: readonly number[],
+): uPlot.Options {
+  const bars = uPlot.paths.bars!({ size: [0.6, 64] });
+  return {
+    width: Math.max(280, figure.clientWidth || 640),
+    height: 260,
+    // Days are evenly spaced slots (a day without usage has no slot), labelled with their date.
+    scales: {
+      x: { time: false, range: () => [-0.6, days.length - 0.4] },
+      y: { range: (_, __, max) => [0, Math.max(10, max * 1.1)] },
+    },
+    axes: [
+      {
+        stroke: "currentColor",
+        grid: { show: false },
+        incrs: [1],
+        values: (_, splits) =>
+          splits.map((split) =>
+            Number.isInteger(split) && days[split] !== undefined ? isoDay(days[split]!).slice(5) : "",
+          ),
+      },
+      {
+        stroke: "currentColor",
+        label: "Tokens",
+        size: 64,
+        values: (_, splits) => splits.map((split) => split.toLocaleString("en-US")),
+      },
+    ],
+    series: [
+      {
+        label: "Day (UTC)",
+        value: (_, value) => (value === null || days[value] === undefined ? "—" : isoDay(days[value]!)),
+      },
+      ...order.map((index) => ({
+        label: models[index]!,
+        stroke: palette[index % palette.length]!,
+        fill: palette[index % palette.length]!,
+        paths: bars,
+        points: { show: false },
+        // The legend reads out this model's own tokens, not the running total it is drawn at.
+        value: (_: uPlot, __: number | null, ___: number, dataIndex: number | null) =>
+          dataIndex === null ? "—" : `${tokens[index]![dataIndex]!.toLocaleString("en-US")} tokens`,
+      })),
+    ],
+  };
 }

@@ -132,19 +132,49 @@ export interface ChatView {
   setReady(ready: boolean): void;
 }
 
-export function setupChat(
-  state: DemoState,
-  options: { show: (view: "keys" | "models") => void; modelId: () => string },
-): ChatView {
-  const sendButton = element<HTMLButtonElement>("send");
-  const stopButton = element<HTMLButtonElement>("stop");
-  const settingsFeedback = element("settings-feedback");
-  const announcer = element("reply-announcer");
-  let ready = false;
+interface ChatOptions {
+  show: (view: "keys" | "models") => void;
+  modelId: () => string;
+}
 
-  const save = () => localStorage.setItem(storageKeys.conversation, JSON.stringify(state.history));
+/** A reply as it streams in: its bubble, its text so far, and what the stream said about it. */
+interface Streaming {
+  reply: ReturnType<typeof assistantBubble>;
+  model: string;
+  jsonMode: boolean;
+  started: number;
+  firstToken?: number;
+  content: string;
+  usage?: OpenAI.CompletionUsage;
+  finish?: string | null;
+  simulated: boolean;
+}
 
-  function errorBlock(message: Message, text: string, fix: FixView): void {
+export function setupChat(state: DemoState, options: ChatOptions): ChatView {
+  const chat = new Chat(state, options);
+  chat.bind();
+  return { restore: () => chat.restore(), setReady: (value) => chat.setReady(value) };
+}
+
+class Chat {
+  readonly #state: DemoState;
+  readonly #options: ChatOptions;
+  readonly #sendButton = element<HTMLButtonElement>("send");
+  readonly #stopButton = element<HTMLButtonElement>("stop");
+  readonly #settingsFeedback = element("settings-feedback");
+  readonly #announcer = element("reply-announcer");
+  #ready = false;
+
+  constructor(state: DemoState, options: ChatOptions) {
+    this.#state = state;
+    this.#options = options;
+  }
+
+  #save(): void {
+    localStorage.setItem(storageKeys.conversation, JSON.stringify(this.#state.history));
+  }
+
+  #errorBlock(message: Message, text: string, fix: FixView): void {
     const li = item("error");
     li.setAttribute("role", "alert");
     li.append(Object.assign(document.createElement("p"), { textContent: `Not answered: ${text}` }));
@@ -152,24 +182,25 @@ export function setupChat(
     actions.className = "actions";
     actions.append(
       button("Retry", () => {
-        state.history = state.history.filter((entry) => entry !== message);
-        save();
+        this.#state.history = this.#state.history.filter((entry) => entry !== message);
+        this.#save();
         li.previousElementSibling?.remove();
         li.remove();
-        void send(message.content);
+        void this.#send(message.content);
       }),
     );
-    if (fix) actions.append(button(fix === "keys" ? "Open Keys & usage" : "Open Models", () => options.show(fix)));
+    if (fix)
+      actions.append(button(fix === "keys" ? "Open Keys & usage" : "Open Models", () => this.#options.show(fix)));
     li.append(actions);
   }
 
   /** The settings as the API takes them, or a sentence naming what is out of range. */
-  function settings(): { temperature: number; maxTokens: number } | string {
+  #settings(): { temperature: number; maxTokens: number } | string {
     const temperatureInput = element<HTMLInputElement>("temperature");
     const maxTokensInput = element<HTMLInputElement>("max-tokens");
     const temperature = temperatureInput.value.trim() === "" ? NaN : Number(temperatureInput.value);
     const maxTokens = Number(maxTokensInput.value);
-    const window = state.models.find((model) => model.id === options.modelId())?.context_window ?? 4_096;
+    const window = this.#state.models.find((model) => model.id === this.#options.modelId())?.context_window ?? 4_096;
     temperatureInput.setAttribute("aria-invalid", String(!(temperature >= 0 && temperature <= 2)));
     maxTokensInput.setAttribute(
       "aria-invalid",
@@ -181,162 +212,198 @@ export function setupChat(
     return { temperature, maxTokens };
   }
 
-  async function send(text: string): Promise<void> {
+  async #send(text: string): Promise<void> {
+    const state = this.#state;
     const client = state.client;
-    const chosen = settings();
+    const chosen = this.#settings();
     if (!client || typeof chosen === "string") {
-      if (typeof chosen === "string") feedback(settingsFeedback, chosen, true);
+      if (typeof chosen === "string") feedback(this.#settingsFeedback, chosen, true);
       return;
     }
-    feedback(settingsFeedback, "");
-    const model = options.modelId();
+    feedback(this.#settingsFeedback, "");
+    const model = this.#options.modelId();
     const jsonMode = element<HTMLInputElement>("json-mode").checked;
     const context = state.history.filter((entry) => !entry.failed).map(({ role, content }) => ({ role, content }));
     const message: Message = { role: "user", content: text };
     state.history.push(message);
-    save();
+    this.#save();
     userBubble(message).scrollIntoView({ block: "end" });
-    const reply = assistantBubble();
+    const streaming: Streaming = {
+      reply: assistantBubble(),
+      model,
+      jsonMode,
+      started: performance.now(),
+      content: "",
+      simulated: false,
+    };
     state.failedDownloads.delete(model);
     const controller = new AbortController();
     state.running = controller;
-    sendButton.disabled = true;
-    stopButton.disabled = false;
-    const started = performance.now();
-    let firstToken: number | undefined;
-    let content = "";
-    let usage: OpenAI.CompletionUsage | undefined;
-    let finish: string | null | undefined;
-    let simulated = false;
+    this.#sendButton.disabled = true;
+    this.#stopButton.disabled = false;
     try {
-      const { data: stream, response } = await client.chat.completions
-        .create(
-          {
-            model,
-            messages: [...context, { role: "user", content: text }],
-            stream: true,
-            stream_options: { include_usage: true },
-            temperature: chosen.temperature,
-            max_tokens: chosen.maxTokens,
-            ...(jsonMode ? { response_format: { type: "json_object" as const } } : {}),
-          },
-          { signal: controller.signal },
-        )
-        .withResponse();
-      rememberRate(state, response.headers);
-      simulated = response.headers.get("x-inference-engine") === "deterministic" || state.engine === "deterministic";
-      for await (const chunk of stream) {
-        const delta = chunk.choices[0]?.delta.content;
-        if (delta) {
-          firstToken ??= performance.now();
-          content += delta;
-          reply.body.textContent = content;
-        }
-        finish = chunk.choices[0]?.finish_reason ?? finish;
-        if (chunk.usage) usage = chunk.usage;
-      }
-      // The SDK ends an aborted stream quietly; the person pressed Stop.
-      if (controller.signal.aborted) throw new DOMException("Stopped.", "AbortError");
-      const details = {
-        model,
-        stats: statsText(state, model, usage, started, firstToken),
-        cut: finish === "length",
-        simulated,
-        json: jsonMode,
-      };
-      renderReply(reply.body, content, jsonMode);
-      showDetails(reply.stats, details);
-      state.history.push({ role: "assistant", content, details });
-      announcer.textContent = `Reply from ${model}${details.cut ? ", cut at max tokens" : ""}: ${content.slice(0, 300)}`;
+      const request = { model, messages: [...context, { role: "user" as const, content: text }], ...chosen };
+      await this.#stream(client, request, streaming, controller.signal);
+      this.#replied(streaming);
     } catch (error) {
-      const described = describeError(error);
-      if (described.stopped && content) {
-        renderReply(reply.body, content, false);
-        const details = {
-          model,
-          stats: `stopped · ${statsText(state, model, usage, started, firstToken)}`,
-          cut: false,
-          simulated,
-          json: false,
-        };
-        showDetails(reply.stats, details);
-        state.history.push({ role: "assistant", content, details });
-      } else {
-        reply.li.remove();
-        message.failed = described.text;
-        errorBlock(message, described.text, described.fix);
-      }
+      this.#failed(error, message, streaming);
     } finally {
-      save();
+      this.#save();
       state.running = undefined;
-      sendButton.disabled = !ready;
-      stopButton.disabled = true;
+      this.#sendButton.disabled = !this.#ready;
+      this.#stopButton.disabled = true;
       prompt().focus();
       announce(state, "rate");
     }
   }
 
-  element<HTMLFormElement>("composer").addEventListener("submit", (event) => {
+  /** Streams the reply into its bubble through the SDK, noting what the stream says. */
+  async #stream(
+    client: OpenAI,
+    request: {
+      model: string;
+      messages: { role: Message["role"]; content: string }[];
+      temperature: number;
+      maxTokens: number;
+    },
+    streaming: Streaming,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { data: stream, response } = await client.chat.completions
+      .create(
+        {
+          model: request.model,
+          messages: request.messages,
+          stream: true,
+          stream_options: { include_usage: true },
+          temperature: request.temperature,
+          max_tokens: request.maxTokens,
+          ...(streaming.jsonMode ? { response_format: { type: "json_object" as const } } : {}),
+        },
+        { signal },
+      )
+      .withResponse();
+    rememberRate(this.#state, response.headers);
+    streaming.simulated =
+      response.headers.get("x-inference-engine") === "deterministic" || this.#state.engine === "deterministic";
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta.content;
+      if (delta) {
+        streaming.firstToken ??= performance.now();
+        streaming.content += delta;
+        streaming.reply.body.textContent = streaming.content;
+      }
+      streaming.finish = chunk.choices[0]?.finish_reason ?? streaming.finish;
+      if (chunk.usage) streaming.usage = chunk.usage;
+    }
+    // The SDK ends an aborted stream quietly; the person pressed Stop.
+    if (signal.aborted) throw new DOMException("Stopped.", "AbortError");
+  }
+
+  #statsOf(streaming: Streaming): string {
+    return statsText(this.#state, streaming.model, streaming.usage, streaming.started, streaming.firstToken);
+  }
+
+  #replied(streaming: Streaming): void {
+    const { model, content, jsonMode } = streaming;
+    const details = {
+      model,
+      stats: this.#statsOf(streaming),
+      cut: streaming.finish === "length",
+      simulated: streaming.simulated,
+      json: jsonMode,
+    };
+    renderReply(streaming.reply.body, content, jsonMode);
+    showDetails(streaming.reply.stats, details);
+    this.#state.history.push({ role: "assistant", content, details });
+    this.#announcer.textContent = `Reply from ${model}${details.cut ? ", cut at max tokens" : ""}: ${content.slice(0, 300)}`;
+  }
+
+  /** A stopped reply keeps what came; any other failure replaces the bubble with an error block. */
+  #failed(error: unknown, message: Message, streaming: Streaming): void {
+    const described = describeError(error);
+    if (described.stopped && streaming.content) {
+      renderReply(streaming.reply.body, streaming.content, false);
+      const details = {
+        model: streaming.model,
+        stats: `stopped · ${this.#statsOf(streaming)}`,
+        cut: false,
+        simulated: streaming.simulated,
+        json: false,
+      };
+      showDetails(streaming.reply.stats, details);
+      this.#state.history.push({ role: "assistant", content: streaming.content, details });
+      return;
+    }
+    streaming.reply.li.remove();
+    message.failed = described.text;
+    this.#errorBlock(message, described.text, described.fix);
+  }
+
+  #submit(event: SubmitEvent): void {
     event.preventDefault();
     const text = prompt().value.trim();
-    if (!text || state.running || !ready) return;
+    if (!text || this.#state.running || !this.#ready) return;
     // The message stays in the composer until the settings are fixed.
-    const chosen = settings();
+    const chosen = this.#settings();
     if (typeof chosen === "string") {
-      feedback(settingsFeedback, chosen, true);
+      feedback(this.#settingsFeedback, chosen, true);
       // On a phone the settings are a closed popover: open it, so the sentence is seen.
       const panel = element("settings-panel");
       if (matchMedia("(max-width: 40rem)").matches && !panel.matches(":popover-open")) panel.showPopover();
       return;
     }
     prompt().value = "";
-    void send(text);
-  });
-  prompt().addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey) {
-      event.preventDefault();
-      element<HTMLFormElement>("composer").requestSubmit();
-    }
-  });
-  const stop = () => {
-    state.running?.abort();
-    prompt().focus();
-  };
-  stopButton.addEventListener("click", stop);
-  document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && state.running) stop();
-  });
-  element("clear").addEventListener("click", () => {
-    state.history = [];
-    save();
-    conversation().replaceChildren();
-    prompt().focus();
-  });
+    void this.#send(text);
+  }
 
-  return {
-    restore() {
-      try {
-        state.history = JSON.parse(localStorage.getItem(storageKeys.conversation) ?? "[]") as Message[];
-      } catch {
-        state.history = [];
+  bind(): void {
+    element<HTMLFormElement>("composer").addEventListener("submit", (event) => this.#submit(event));
+    prompt().addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        element<HTMLFormElement>("composer").requestSubmit();
       }
-      for (const message of state.history) {
-        if (message.role === "user") {
-          userBubble(message);
-          if (message.failed) errorBlock(message, message.failed, undefined);
-        } else {
-          const bubble = assistantBubble();
-          renderReply(bubble.body, message.content, message.details?.json ?? false);
-          if (message.details) showDetails(bubble.stats, message.details);
-        }
+    });
+    const stop = () => {
+      this.#state.running?.abort();
+      prompt().focus();
+    };
+    this.#stopButton.addEventListener("click", stop);
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.#state.running) stop();
+    });
+    element("clear").addEventListener("click", () => {
+      this.#state.history = [];
+      this.#save();
+      conversation().replaceChildren();
+      prompt().focus();
+    });
+  }
+
+  restore(): void {
+    try {
+      this.#state.history = JSON.parse(localStorage.getItem(storageKeys.conversation) ?? "[]") as Message[];
+    } catch {
+      this.#state.history = [];
+    }
+    for (const message of this.#state.history) {
+      if (message.role === "user") {
+        userBubble(message);
+        if (message.failed) this.#errorBlock(message, message.failed, undefined);
+      } else {
+        const bubble = assistantBubble();
+        renderReply(bubble.body, message.content, message.details?.json ?? false);
+        if (message.details) showDetails(bubble.stats, message.details);
       }
-    },
-    setReady(value) {
-      ready = value;
-      sendButton.disabled = !value || state.running !== undefined;
-      sendButton.title = value ? "" : "Starting…";
-    },
-  };
+    }
+  }
+
+  setReady(value: boolean): void {
+    this.#ready = value;
+    this.#sendButton.disabled = !value || this.#state.running !== undefined;
+    this.#sendButton.title = value ? "" : "Starting…";
+  }
 }
 
 function statsText(

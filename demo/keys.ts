@@ -97,147 +97,158 @@ function csv(rows: readonly LedgerEntry[], keyName: (id: string | undefined) => 
   return ["time,kind,status,key,model,prompt_tokens,completion_tokens,usd,request_id", ...lines].join("\n") + "\n";
 }
 
-export function setupKeys(
-  state: DemoState,
-  options: { useKey: (key: string) => void; modelId: () => string },
-): { render(): Promise<void> } {
-  let shown: LedgerEntry[] = [];
-  let chart: ReturnType<typeof renderUsageChart>;
-  // The chart is drawn at its figure's width: a new width (a turned phone, a resized window) redraws it.
-  new ResizeObserver(() => {
-    const width = element("chart").clientWidth;
-    if (chart && width > 0 && Math.abs(chart.width - width) > 8)
-      chart.setSize({ width: Math.max(280, width), height: chart.height });
-  }).observe(element("chart"));
-  let keyNames = new Map<string, string>();
-  const keyName = (id: string | undefined) => (id ? (keyNames.get(id) ?? id) : "");
+interface KeysOptions {
+  useKey: (key: string) => void;
+  modelId: () => string;
+}
 
-  function renderRate(): void {
-    const rate = state.rate;
+export function setupKeys(state: DemoState, options: KeysOptions): { render(): Promise<void> } {
+  const view = new KeysView(state, options);
+  view.bind();
+  return { render: () => view.render() };
+}
+
+/** A number input for one of a key's limits. */
+function limitInput(value: number, label: string): HTMLInputElement {
+  const input = Object.assign(document.createElement("input"), {
+    type: "number",
+    min: "1",
+    step: "1",
+    value: String(value),
+  });
+  input.setAttribute("aria-label", label);
+  return input;
+}
+
+/** The limits cell of an active key: its rpm and tpm, editable and saved together. */
+function limitsEditor(handle: InferenceHandle, key: ApiKeyInfo): HTMLTableCellElement {
+  const limits = document.createElement("td");
+  const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
+  note.setAttribute("role", "status");
+  const rpm = limitInput(key.rpm, `Requests per minute for ${key.prefix}`);
+  const tpm = limitInput(key.tpm, `Tokens per minute for ${key.prefix}`);
+  const save = button("Save", () => {
+    const chosen = { rpm: Number(rpm.value), tpm: Number(tpm.value) };
+    if (!Number.isInteger(chosen.rpm) || !Number.isInteger(chosen.tpm) || chosen.rpm < 1 || chosen.tpm < 1) {
+      feedback(note, "Limits are whole numbers of at least 1.", true);
+      return;
+    }
+    void handle.admin.setLimits(key.id, chosen).then(
+      () => feedback(note, "Saved."),
+      (error: unknown) => feedback(note, describeError(error).text, true),
+    );
+  });
+  const row = Object.assign(document.createElement("div"), { className: "limits" });
+  row.append(rpm, "rpm", tpm, "tpm", save);
+  limits.append(row, note);
+  return limits;
+}
+
+class KeysView {
+  readonly #state: DemoState;
+  readonly #options: KeysOptions;
+  #shown: LedgerEntry[] = [];
+  #chart: ReturnType<typeof renderUsageChart>;
+  #keyNames = new Map<string, string>();
+
+  constructor(state: DemoState, options: KeysOptions) {
+    this.#state = state;
+    this.#options = options;
+  }
+
+  readonly #keyName = (id: string | undefined) => (id ? (this.#keyNames.get(id) ?? id) : "");
+
+  #renderRate(): void {
+    const rate = this.#state.rate;
     if (!rate) return;
     const at = (iso: string | undefined) => (iso ? new Date(iso).toLocaleTimeString() : "");
     element("rate-state").textContent =
       `Requests: ${rate["remaining-requests"]} of ${rate["limit-requests"]} left, window resets at ${at(rate["reset-requests"])}. ` +
       `Tokens: ${rate["remaining-tokens"]} of ${rate["limit-tokens"]} left. (As of the last response, ${new Date().toLocaleTimeString()}.)`;
   }
-  state.changed.addEventListener("rate", renderRate);
 
-  function keyRow(handle: InferenceHandle, key: ApiKeyInfo, chat: string | null): HTMLTableRowElement {
+  #keyRow(handle: InferenceHandle, key: ApiKeyInfo, chat: string | null): HTMLTableRowElement {
     const row = document.createElement("tr");
-    const limits = document.createElement("td");
     const actions = document.createElement("td");
-    const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
-    note.setAttribute("role", "status");
+    let limits: HTMLTableCellElement;
     if (key.status === "active") {
-      const rpm = Object.assign(document.createElement("input"), {
-        type: "number",
-        min: "1",
-        step: "1",
-        value: String(key.rpm),
-      });
-      rpm.setAttribute("aria-label", `Requests per minute for ${key.prefix}`);
-      const tpm = Object.assign(document.createElement("input"), {
-        type: "number",
-        min: "1",
-        step: "1",
-        value: String(key.tpm),
-      });
-      tpm.setAttribute("aria-label", `Tokens per minute for ${key.prefix}`);
-      const save = button("Save", () => {
-        const limitsChosen = { rpm: Number(rpm.value), tpm: Number(tpm.value) };
-        if (
-          !Number.isInteger(limitsChosen.rpm) ||
-          !Number.isInteger(limitsChosen.tpm) ||
-          limitsChosen.rpm < 1 ||
-          limitsChosen.tpm < 1
-        ) {
-          feedback(note, "Limits are whole numbers of at least 1.", true);
-          return;
-        }
-        void handle.admin.setLimits(key.id, limitsChosen).then(
-          () => feedback(note, "Saved."),
-          (error: unknown) => feedback(note, describeError(error).text, true),
-        );
-      });
-      const row = Object.assign(document.createElement("div"), { className: "limits" });
-      row.append(rpm, "rpm", tpm, "tpm", save);
-      limits.append(row, note);
-      actions.append(
-        button(
-          "Revoke",
-          () =>
-            void handle.admin
-              .revokeKey(key.id)
-              .then(() => dropKept(key.id))
-              .then(render),
-        ),
-      );
+      limits = limitsEditor(handle, key);
+      const revoke = () =>
+        void handle.admin
+          .revokeKey(key.id)
+          .then(() => dropKept(key.id))
+          .then(() => this.render());
+      actions.append(button("Revoke", revoke));
       const kept = keptKeys().find((candidate) => candidate.id === key.id);
-      if (kept && key.id !== chat) actions.append(button("Use for chat", () => void useForChat(kept.id)));
-    } else limits.append(`${key.rpm} rpm, ${key.tpm} tpm`);
+      if (kept && key.id !== chat) actions.append(button("Use for chat", () => void this.#useForChat(kept.id)));
+    } else limits = cell(`${key.rpm} rpm, ${key.tpm} tpm`);
     const label = `${key.prefix}${key.id === chat ? " (chat)" : ""}`;
-    row.append(
-      cell(label),
-      cell(key.name ?? ""),
-      cell(key.status),
-      limits,
-      cell(key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : "never"),
-      actions,
-    );
+    const lastUsed = key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : "never";
+    row.append(cell(label), cell(key.name ?? ""), cell(key.status), limits, cell(lastUsed), actions);
     return row;
   }
 
-  async function useForChat(id: string): Promise<void> {
+  async #useForChat(id: string): Promise<void> {
     const kept = keptKeys().find((candidate) => candidate.id === id);
     if (!kept) return;
     localStorage.setItem(storageKeys.chatKey, kept.id);
-    options.useKey(kept.key);
+    this.#options.useKey(kept.key);
     feedback(element("keys-feedback"), `Chat now uses ${kept.prefix.replace(/\.+$|…$/, "")}…`);
-    await render();
+    await this.render();
   }
 
-  async function render(): Promise<void> {
-    const handle = state.handle;
-    if (!handle || !state.accountId) return;
-    const account = await handle.admin.getAccount(state.accountId);
+  async render(): Promise<void> {
+    const { handle, accountId } = this.#state;
+    if (!handle || !accountId) return;
+    const account = await handle.admin.getAccount(accountId);
     element("balance").textContent = account
       ? `Balance ${usd(account.balanceNanoUsd)}, of which ${usd(account.reservedNanoUsd)} is reserved by requests in progress.`
       : "No account.";
-    renderRate();
-    const keys = await handle.admin.listKeys(state.accountId);
-    keyNames = new Map(keys.map((key) => [key.id, key.name ? `${key.name} (${key.prefix})` : key.prefix]));
+    this.#renderRate();
+    const keys = await handle.admin.listKeys(accountId);
+    this.#keyNames = new Map(keys.map((key) => [key.id, key.name ? `${key.name} (${key.prefix})` : key.prefix]));
     const chat = localStorage.getItem(storageKeys.chatKey);
     element<HTMLTableElement>("keys-table").tBodies[0]!.replaceChildren(
-      ...keys.map((key) => keyRow(handle, key, chat)),
+      ...keys.map((key) => this.#keyRow(handle, key, chat)),
     );
     labelCells(element("keys-table"));
+    await this.#renderLedger(handle, accountId, keys);
+  }
+
+  /** The ledger under the chosen filters (kept when still offered), its first 200 rows, and the chart. */
+  async #renderLedger(handle: InferenceHandle, accountId: string, keys: ApiKeyInfo[]): Promise<void> {
     const filterKey = element<HTMLSelectElement>("filter-key");
     const filterModel = element<HTMLSelectElement>("filter-model");
     const chosenKey = filterKey.value;
     const chosenModel = filterModel.value;
-    const ledger = await handle.admin.ledger({ accountId: state.accountId });
-    filterKey.replaceChildren(new Option("All keys", ""), ...keys.map((key) => new Option(keyName(key.id), key.id)));
+    const ledger = await handle.admin.ledger({ accountId });
+    filterKey.replaceChildren(
+      new Option("All keys", ""),
+      ...keys.map((key) => new Option(this.#keyName(key.id), key.id)),
+    );
     filterKey.value = keys.some((key) => key.id === chosenKey) ? chosenKey : "";
     const models = [...new Set(ledger.flatMap((entry) => (entry.model ? [entry.model] : [])))];
     filterModel.replaceChildren(new Option("All models", ""), ...models.map((model) => new Option(model, model)));
     filterModel.value = models.includes(chosenModel) ? chosenModel : "";
-    shown = ledger.filter(
+    this.#shown = ledger.filter(
       (entry) =>
         (!filterKey.value || entry.keyId === filterKey.value) &&
         (!filterModel.value || entry.model === filterModel.value),
     );
-    element<HTMLTableElement>("ledger-table").tBodies[0]!.replaceChildren(...shown.slice(0, 200).map(ledgerRow));
+    element<HTMLTableElement>("ledger-table").tBodies[0]!.replaceChildren(
+      ...this.#shown.slice(0, 200).map((entry) => this.#ledgerRow(entry)),
+    );
     labelCells(element("ledger-table"));
-    chart = renderUsageChart(element("chart"), ledger, chart);
+    this.#chart = renderUsageChart(element("chart"), ledger, this.#chart);
   }
 
-  function ledgerRow(entry: LedgerEntry): HTMLTableRowElement {
+  #ledgerRow(entry: LedgerEntry): HTMLTableRowElement {
     const row = document.createElement("tr");
     const tokens = entry.kind === "charge" ? `${entry.promptTokens ?? 0} + ${entry.completionTokens ?? 0}` : "";
     row.append(
       cell(new Date(entry.createdAt).toLocaleString()),
       cell(entry.kind),
-      cell(keyName(entry.keyId)),
+      cell(this.#keyName(entry.keyId)),
       cell(entry.model ?? ""),
       cell(tokens, "number"),
       cell(`${entry.kind === "credit" ? "+" : "−"}${usd(entry.amountNanoUsd)}`, "number"),
@@ -246,97 +257,114 @@ export function setupKeys(
     return row;
   }
 
-  element<HTMLFormElement>("key-form").addEventListener("submit", async (event) => {
+  async #createKey(event: SubmitEvent): Promise<void> {
     event.preventDefault();
     const note = element("key-form-feedback");
-    if (!state.handle || !state.accountId) return;
+    if (!this.#state.handle || !this.#state.accountId) return;
     const name = element<HTMLInputElement>("key-name").value.trim();
     try {
-      const created = await state.handle.admin.createKey({
-        accountId: state.accountId,
+      const created = await this.#state.handle.admin.createKey({
+        accountId: this.#state.accountId,
         ...(name ? { name } : {}),
         rpm: Number(element<HTMLInputElement>("key-rpm").value),
         tpm: Number(element<HTMLInputElement>("key-tpm").value),
       });
       keepKey({ id: created.id, key: created.key, prefix: created.prefix });
       feedback(note, "");
-      showNewKey(created.key);
-      await useForChat(created.id);
+      this.#showNewKey(created.key);
+      await this.#useForChat(created.id);
     } catch (error) {
       feedback(note, describeError(error).text, true);
     }
-  });
+  }
 
-  function showNewKey(key: string): void {
+  #showNewKey(key: string): void {
     element("new-key-value").textContent = key;
-    element("new-key-base").textContent = state.handle?.baseURL ?? "";
-    renderSnippets();
+    element("new-key-base").textContent = this.#state.handle?.baseURL ?? "";
+    this.#renderSnippets();
     element("new-key").hidden = false;
     element("new-key-done").focus();
   }
 
   /** The snippets for the key on show; again when the relay comes or goes, as curl's works only with it. */
-  function renderSnippets(): void {
+  #renderSnippets(): void {
     const key = element("new-key-value").textContent ?? "";
     if (!key) return;
-    const relayed = state.relay?.connected ?? false;
+    const relayed = this.#state.relay?.connected ?? false;
     element("new-key-reach").textContent = reachText(relayed);
+    const shown = snippets(this.#state.handle?.baseURL ?? "", key, this.#options.modelId(), relayed);
     element("new-key-snippets").replaceChildren(
-      ...Object.entries(snippets(state.handle?.baseURL ?? "", key, options.modelId(), relayed)).map(([title, code]) => {
-        const block = document.createElement("div");
-        block.className = "snippet";
-        const pre = document.createElement("pre");
-        pre.append(Object.assign(document.createElement("code"), { textContent: code }));
-        const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
-        block.append(
-          Object.assign(document.createElement("h3"), { textContent: title }),
-          pre,
-          button(`Copy ${title}`, () => void copy(code, note)),
-          note,
-        );
-        return block;
-      }),
-    );
-  }
-  state.changed.addEventListener("relay", renderSnippets);
-
-  async function copy(text: string, note: HTMLElement): Promise<void> {
-    await navigator.clipboard.writeText(text).then(
-      () => feedback(note, "Copied."),
-      () => feedback(note, "The browser did not allow copying; select the text and copy it by hand.", true),
+      ...Object.entries(shown).map(([title, code]) => snippetBlock(title, code)),
     );
   }
 
-  element("copy-key").addEventListener(
-    "click",
-    () => void copy(element("new-key-value").textContent ?? "", element("copy-key-feedback")),
-  );
-  element("new-key-done").addEventListener("click", () => {
-    element("new-key").hidden = true;
-    element("new-key-value").textContent = "";
-    element("new-key-snippets").replaceChildren();
-  });
-  element<HTMLFormElement>("credit-form").addEventListener("submit", async (event) => {
+  async #credit(event: SubmitEvent): Promise<void> {
     event.preventDefault();
     const note = element("credit-feedback");
-    if (!state.handle || !state.accountId) return;
+    if (!this.#state.handle || !this.#state.accountId) return;
     const amount = Number(element<HTMLInputElement>("credit-amount").value);
     try {
-      await state.handle.admin.credit(state.accountId, amount);
+      await this.#state.handle.admin.credit(this.#state.accountId, amount);
       feedback(note, `Added $${amount.toFixed(2)}.`);
-      await render();
+      await this.render();
     } catch (error) {
       feedback(note, describeError(error).text, true);
     }
-  });
-  for (const id of ["filter-key", "filter-model"]) element(id).addEventListener("change", () => void render());
-  element("export").addEventListener("click", () => {
+  }
+
+  #exportCsv(): void {
     const link = Object.assign(document.createElement("a"), {
-      href: URL.createObjectURL(new Blob([csv(shown, keyName)], { type: "text/csv" })),
+      href: URL.createObjectURL(new Blob([csv(this.#shown, this.#keyName)], { type: "text/csv" })),
       download: "ledger.csv",
     });
     link.click();
     URL.revokeObjectURL(link.href);
-  });
-  return { render };
+  }
+
+  bind(): void {
+    // The chart is drawn at its figure's width: a new width (a turned phone, a resized window) redraws it.
+    new ResizeObserver(() => {
+      const width = element("chart").clientWidth;
+      if (this.#chart && width > 0 && Math.abs(this.#chart.width - width) > 8)
+        this.#chart.setSize({ width: Math.max(280, width), height: this.#chart.height });
+    }).observe(element("chart"));
+    this.#state.changed.addEventListener("rate", () => this.#renderRate());
+    this.#state.changed.addEventListener("relay", () => this.#renderSnippets());
+    element<HTMLFormElement>("key-form").addEventListener("submit", (event) => void this.#createKey(event));
+    element("copy-key").addEventListener(
+      "click",
+      () => void copy(element("new-key-value").textContent ?? "", element("copy-key-feedback")),
+    );
+    element("new-key-done").addEventListener("click", () => {
+      element("new-key").hidden = true;
+      element("new-key-value").textContent = "";
+      element("new-key-snippets").replaceChildren();
+    });
+    element<HTMLFormElement>("credit-form").addEventListener("submit", (event) => void this.#credit(event));
+    for (const id of ["filter-key", "filter-model"]) element(id).addEventListener("change", () => void this.render());
+    element("export").addEventListener("click", () => this.#exportCsv());
+  }
+}
+
+/** One snippet: its title, its code, and a button that copies it. */
+function snippetBlock(title: string, code: string): HTMLDivElement {
+  const block = document.createElement("div");
+  block.className = "snippet";
+  const pre = document.createElement("pre");
+  pre.append(Object.assign(document.createElement("code"), { textContent: code }));
+  const note = Object.assign(document.createElement("span"), { className: "control-feedback" });
+  block.append(
+    Object.assign(document.createElement("h3"), { textContent: title }),
+    pre,
+    button(`Copy ${title}`, () => void copy(code, note)),
+    note,
+  );
+  return block;
+}
+
+async function copy(text: string, note: HTMLElement): Promise<void> {
+  await navigator.clipboard.writeText(text).then(
+    () => feedback(note, "Copied."),
+    () => feedback(note, "The browser did not allow copying; select the text and copy it by hand.", true),
+  );
 }

@@ -81,38 +81,102 @@ function downloadFailure(model: ModelRow, error: unknown, last: LoadProgress | u
 }
 
 export function setupModels(state: DemoState, refresh: () => Promise<void>): { render(): Promise<void> } {
-  const status = element("models-feedback");
+  const view = new ModelsView(state, refresh);
+  element("persist").addEventListener("click", () => void view.persist());
+  return { render: () => view.render() };
+}
 
-  async function download(model: ModelRow, slot: HTMLTableCellElement): Promise<void> {
+/** A model's name (with the build this device would run) and its engine (or why it cannot run here). */
+function modelCells(model: ModelRow): HTMLTableCellElement[] {
+  const name = document.createElement("span");
+  name.append(Object.assign(document.createElement("strong"), { textContent: model.id }));
+  if (model.build)
+    name.append(
+      Object.assign(document.createElement("small"), { className: "build", textContent: model.build.model_id }),
+    );
+  const engine = document.createElement("span");
+  engine.append(model.runnable.ok ? engineLabel(model) : "Cannot run here");
+  engine.append(
+    Object.assign(document.createElement("small"), {
+      className: "reason",
+      textContent: model.runnable.ok ? model.engine_reason : (model.runnable.reason ?? ""),
+    }),
+  );
+  return [
+    cell(name),
+    cell(model.context_window.toLocaleString("en-US"), "number"),
+    cell(`${model.pricing.input_per_1m_tokens}\u00a0/\u00a0${model.pricing.output_per_1m_tokens}`, "number"),
+    cell(model.build?.download_mb ? gigabytes(model.build.download_mb) : "—", "number"),
+    cell(model.build ? gigabytes(model.build.estimated_memory_mb) : "—", "number"),
+    cell(engine),
+  ];
+}
+
+class ModelsView {
+  readonly #state: DemoState;
+  readonly #refresh: () => Promise<void>;
+  readonly #status = element("models-feedback");
+
+  constructor(state: DemoState, refresh: () => Promise<void>) {
+    this.#state = state;
+    this.#refresh = refresh;
+  }
+
+  async #download(model: ModelRow, slot: HTMLTableCellElement): Promise<void> {
     const bar = Object.assign(document.createElement("progress"), { max: 1, value: 0 });
     bar.setAttribute("aria-label", `Downloading ${model.id}`);
     const text = Object.assign(document.createElement("span"), { className: "progress-text" });
     slot.replaceChildren(bar, text);
-    state.failedDownloads.delete(model.id);
+    this.#state.failedDownloads.delete(model.id);
     let last: LoadProgress | undefined;
     try {
-      await state.handle!.loadModel(model.id, (progress) => {
+      await this.#state.handle!.loadModel(model.id, (progress) => {
         last = progress;
         bar.value = progress.progress;
         text.textContent = progressText(progress);
       });
-      feedback(status, `${model.id} is downloaded and ready.`);
-      await refresh();
-      await render();
+      feedback(this.#status, `${model.id} is downloaded and ready.`);
+      await this.#refresh();
+      await this.render();
     } catch (error) {
-      state.failedDownloads.add(model.id);
+      this.#state.failedDownloads.add(model.id);
       const failure = Object.assign(document.createElement("span"), {
         className: "progress-text error",
         textContent: downloadFailure(model, error, last),
       });
       slot.replaceChildren(
         failure,
-        button("Retry", () => void download(model, slot)),
+        button("Retry", () => void this.#download(model, slot)),
       );
     }
   }
 
-  async function render(): Promise<void> {
+  /** The model's download cell: what is on this device, and the button that changes it. */
+  #slot(model: ModelRow): HTMLTableCellElement {
+    const slot = document.createElement("td");
+    if (!model.build) slot.textContent = "Nothing to download";
+    else if (!model.runnable.ok) slot.textContent = "—";
+    else if (model.downloaded) {
+      slot.append(model.loaded ? "Loaded " : "Downloaded ");
+      slot.append(
+        button("Delete", () => {
+          void this.#state
+            .handle!.deleteModel(model.id)
+            .then(() => feedback(this.#status, `${model.id} is deleted from this device.`))
+            .then(this.#refresh)
+            .then(
+              () => this.render(),
+              (error: unknown) => feedback(this.#status, describeError(error).text, true),
+            );
+        }),
+      );
+    } else if (this.#state.failedDownloads.has(model.id))
+      slot.append(button("Retry", () => void this.#download(model, slot)));
+    else slot.append(button("Download", () => void this.#download(model, slot), false));
+    return slot;
+  }
+
+  async render(): Promise<void> {
     const estimate = await navigator.storage?.estimate?.();
     element("storage-usage").textContent = estimate?.quota
       ? `Using ${megabytes(estimate.usage ?? 0)} of ${megabytes(estimate.quota)} this browser allows.`
@@ -120,62 +184,23 @@ export function setupModels(state: DemoState, refresh: () => Promise<void>): { r
     element("offline-state").hidden = navigator.onLine;
     const body = element<HTMLTableElement>("models-table").tBodies[0]!;
     body.replaceChildren(
-      ...state.models.map((model) => {
+      ...this.#state.models.map((model) => {
         const row = document.createElement("tr");
-        const name = document.createElement("span");
-        name.append(Object.assign(document.createElement("strong"), { textContent: model.id }));
-        if (model.build)
-          name.append(
-            Object.assign(document.createElement("small"), { className: "build", textContent: model.build.model_id }),
-          );
-        const engine = document.createElement("span");
-        engine.append(model.runnable.ok ? engineLabel(model) : "Cannot run here");
-        engine.append(
-          Object.assign(document.createElement("small"), {
-            className: "reason",
-            textContent: model.runnable.ok ? model.engine_reason : (model.runnable.reason ?? ""),
-          }),
-        );
-        row.append(
-          cell(name),
-          cell(model.context_window.toLocaleString("en-US"), "number"),
-          cell(`${model.pricing.input_per_1m_tokens}\u00a0/\u00a0${model.pricing.output_per_1m_tokens}`, "number"),
-          cell(model.build?.download_mb ? gigabytes(model.build.download_mb) : "—", "number"),
-          cell(model.build ? gigabytes(model.build.estimated_memory_mb) : "—", "number"),
-          cell(engine),
-        );
-        const slot = document.createElement("td");
-        if (!model.build) slot.textContent = "Nothing to download";
-        else if (!model.runnable.ok) slot.textContent = "—";
-        else if (model.downloaded) {
-          slot.append(model.loaded ? "Loaded " : "Downloaded ");
-          slot.append(
-            button("Delete", () => {
-              void state
-                .handle!.deleteModel(model.id)
-                .then(() => feedback(status, `${model.id} is deleted from this device.`))
-                .then(refresh)
-                .then(render, (error: unknown) => feedback(status, describeError(error).text, true));
-            }),
-          );
-        } else if (state.failedDownloads.has(model.id)) slot.append(button("Retry", () => void download(model, slot)));
-        else slot.append(button("Download", () => void download(model, slot), false));
-        row.append(slot);
+        row.append(...modelCells(model), this.#slot(model));
         return row;
       }),
     );
     labelCells(element("models-table"));
   }
 
-  element("persist").addEventListener("click", async () => {
+  async persist(): Promise<void> {
     const kept = await navigator.storage?.persist?.();
     feedback(
-      status,
+      this.#status,
       kept
         ? "Downloaded models will be kept when space runs low."
         : "The browser did not grant persistent storage; it may evict models when space runs low.",
       !kept,
     );
-  });
-  return { render };
+  }
 }

@@ -16,10 +16,10 @@ import { openPolicyStore } from "../../src/policy/store.js";
 import { fetchTokenizerSource, Tokenizers } from "../../src/model/tokenizer.js";
 
 /** The seed model whose tokenizer is the smallest to fetch; the replay engine ignores it. */
-export const zeroModel = "gamma-7b-instruct-v0.3";
+const zeroModel = "gamma-7b-instruct-v0.3";
 
 /** `maxTokens` copies of one token, as fast as they are read; an abort stops it within one. */
-export class ReplayEngine implements Engine {
+class ReplayEngine implements Engine {
   readonly name = "replay";
 
   async device() {

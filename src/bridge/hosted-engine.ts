@@ -19,7 +19,7 @@ import { noHostMessage } from "../engine/choice.js";
 const prefix = "webgpu-inference:";
 export const hostAnnouncement = `${prefix}host`;
 /** Sent to every page by a worker that knows no host, e.g. after the browser restarted it. */
-export const hostQuestion = `${prefix}who-hosts`;
+const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
 
 type Call = { engine: string } & (

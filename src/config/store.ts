@@ -9,7 +9,7 @@ interface ConfigSchema extends DBSchema {
   configs: { key: string; value: { scope: string; config: InferenceConfig } };
 }
 
-export const configDatabaseName = "webgpu-inference-config";
+const configDatabaseName = "webgpu-inference-config";
 
 export interface ConfigStore {
   read(scope: string): Promise<InferenceConfig | undefined>;

@@ -11,7 +11,15 @@ import { sampleSchema, type JsonSchema } from "../grammar/json-schema.js";
 import { toolSyntax } from "../prompt/templates.js";
 import type { Tokenizer, Tokenizers } from "../model/tokenizer.js";
 import { EngineError } from "../errors/engine.js";
-import type { Engine, FinishReason, GenerationPart, GenerationRequest, ModelStatus, TokenLogprob } from "./contract.js";
+import type {
+  Engine,
+  FinishReason,
+  GenerationInput,
+  GenerationPart,
+  GenerationRequest,
+  ModelStatus,
+  TokenLogprob,
+} from "./contract.js";
 
 export interface DeterministicEngineOptions {
   tokenizers: Tokenizers;
@@ -179,12 +187,7 @@ export class DeterministicEngine implements Engine {
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
     // logit_bias is accepted and not applied: the reply is composed, not sampled from logits.
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
-    const prompt =
-      request.input.kind === "chat"
-        ? request.input.segments.map((segment) => segment.text).join("")
-        : request.input.prompt;
-    // Our rendering's ids where the request has them (a message's text is text), else the raw prompt's.
-    const promptTokens = request.input.tokens?.length ?? tokenizer.encode(prompt).length;
+    const { prompt, promptTokens } = promptOf(request.input, tokenizer);
     const ids = tokenizer.encode(this.compose(request, prompt));
     const { maxTokens, stop } = request.sampling;
 
@@ -201,13 +204,15 @@ export class DeterministicEngine implements Engine {
     let stopped = false;
     let reason: FinishReason = "stop";
     for (;;) {
-      if (signal.aborted) {
-        reason = "abort";
-        break;
-      }
-      if (produced >= ids.length) break;
-      if (produced >= maxTokens) {
-        reason = "length";
+      const ended = signal.aborted
+        ? "abort"
+        : produced >= ids.length
+          ? "stop"
+          : produced >= maxTokens
+            ? "length"
+            : null;
+      if (ended) {
+        reason = ended;
         break;
       }
       await sleep(this.#tokenDelayMs, signal);
@@ -220,9 +225,7 @@ export class DeterministicEngine implements Engine {
         pending.push(tokenLogprob(tokenizer, ids[produced - 1] ?? 0, produced, alternatives));
       const text = tokenizer.decode(ids.slice(0, produced));
       const stopAt = firstStop(text, stop);
-      // Hold back a trailing partial UTF-8 sequence or a possible start of a stop sequence.
-      const visible =
-        stopAt >= 0 ? text.slice(0, stopAt) : text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
+      const visible = visibleText(text, sent, stop, stopAt);
       if (visible.length > sent.length && visible.startsWith(sent)) {
         yield { type: "text-delta", text: visible.slice(sent.length), ...flush() };
         sent = visible;
@@ -239,4 +242,19 @@ export class DeterministicEngine implements Engine {
     }
     yield { type: "finish", reason, usage: { promptTokens, completionTokens: produced } };
   }
+}
+
+/**
+ * What of the decoded text may be sent: the text before a stop sequence, holding back a trailing
+ * partial UTF-8 sequence or a possible start of a stop sequence.
+ */
+function visibleText(text: string, sent: string, stop: readonly string[], stopAt: number): string {
+  if (stopAt >= 0) return text.slice(0, stopAt);
+  return text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
+}
+
+/** The prompt's text, and its count: our rendering's ids where the request has them (a message's text is text), else the raw prompt's. */
+function promptOf(input: GenerationInput, tokenizer: Tokenizer): { prompt: string; promptTokens: number } {
+  const prompt = input.kind === "chat" ? input.segments.map((segment) => segment.text).join("") : input.prompt;
+  return { prompt, promptTokens: input.tokens?.length ?? tokenizer.encode(prompt).length };
 }

@@ -15,6 +15,8 @@ import type {
   GenerationRequest,
   LoadProgress,
   ModelStatus,
+  OutputConstraint,
+  SamplingOptions,
   TokenLogprob,
   TokenUsage,
 } from "./contract.js";
@@ -99,7 +101,7 @@ export type TokenLookup = (text: string) => number[] | undefined;
  * prompt with our token ids (the template's control tokens, the messages' text as text), and any
  * other text as before. Every path of both create() methods prefills inside `asyncGenerate`.
  */
-export function feedPromptTokens(engine: WebLlmEngineInstance, current: () => TokenLookup | undefined): void {
+function feedPromptTokens(engine: WebLlmEngineInstance, current: () => TokenLookup | undefined): void {
   const original = engine.asyncGenerate;
   engine.asyncGenerate = function (request, model, pipeline, ...rest) {
     const inner = original.call(this, request, model, pipeline, ...rest);
@@ -416,31 +418,32 @@ export class WebLlmEngine implements Engine {
     await this.load(request.model);
     const engine = this.#engine;
     if (!engine) throw new Error("engine missing after load");
-    const { sampling, constraint, input } = request;
-    const common: Record<string, unknown> = {
-      stream: true,
-      stream_options: { include_usage: true },
-      temperature: sampling.temperature,
-      top_p: sampling.topP,
-      max_tokens: sampling.maxTokens,
-      presence_penalty: sampling.presencePenalty,
-      frequency_penalty: sampling.frequencyPenalty,
-      ...(sampling.stop.length ? { stop: sampling.stop } : {}),
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-      ...(sampling.logprobs !== undefined ? { logprobs: true, top_logprobs: sampling.logprobs } : {}),
-      ...(sampling.logitBias ? { logit_bias: sampling.logitBias } : {}),
-      ...(constraint === undefined
-        ? {}
-        : constraint.grammar !== undefined
-          ? { response_format: { type: "grammar", grammar: constraint.grammar } }
-          : {
-              response_format: {
-                type: "json_object",
-                ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}),
-              },
-            }),
-    };
-    let chunks: AsyncIterable<WebLlmChunk>;
+    const { sampling, input } = request;
+    const chunks = await this.#start(engine, request);
+    const interrupt = () => void engine.interruptGenerate();
+    signal.addEventListener("abort", interrupt, { once: true });
+    const state: StreamState = { reason: "stop", usage: undefined, deltas: 0 };
+    try {
+      for await (const chunk of chunks) yield* partsOf(chunk, sampling, state);
+    } finally {
+      signal.removeEventListener("abort", interrupt);
+      this.#lookup = undefined;
+    }
+    // A reply cut at a stop string leaves the string's tokens in web-llm's KV cache while the
+    // reply text (which a client sends back) lacks them: a next turn must not reuse that cache.
+    if (input.kind === "chat" && sampling.stop.length > 0) await engine.resetChat();
+    // web-llm streams one delta per decoded token, so when an interrupted stream carries no
+    // usage the count of deltas is the count of tokens produced.
+    const usage = state.usage ?? { promptTokens: null, completionTokens: state.deltas };
+    yield { type: "finish", reason: signal.aborted ? "abort" : state.reason, usage };
+  }
+
+  /** Starts web-llm's stream for the request, its prompt fed as our token ids (see `feedPromptTokens`). */
+  async #start(
+    engine: WebLlmEngineInstance,
+    { sampling, constraint, input }: GenerationRequest,
+  ): Promise<AsyncIterable<WebLlmChunk>> {
+    const common = { stream: true, stream_options: { include_usage: true }, ...requestOptions(sampling, constraint) };
     const messages = input.kind === "chat" ? verbatimMessages(input.segments) : [];
     this.#lookup =
       input.kind === "chat"
@@ -449,7 +452,7 @@ export class WebLlmEngine implements Engine {
           ? promptTokenLookup([{ content: input.prompt, tokens: input.tokens }])
           : undefined;
     try {
-      chunks = (await (input.kind === "chat"
+      return (await (input.kind === "chat"
         ? engine.chat.completions.create(<never>{
             ...common,
             messages: messages.map(({ role, content }) => ({ role, content })),
@@ -459,39 +462,55 @@ export class WebLlmEngine implements Engine {
       this.#lookup = undefined;
       throw classify(error);
     }
-
-    const interrupt = () => void engine.interruptGenerate();
-    signal.addEventListener("abort", interrupt, { once: true });
-    let reason: FinishReason = "stop";
-    let usage: TokenUsage | undefined;
-    let deltas = 0;
-    try {
-      for await (const chunk of chunks) {
-        const choice = chunk.choices[0];
-        const text = choice?.delta?.content ?? choice?.text ?? "";
-        // One entry per chunk, for the token just decoded. web-llm sends no chunk for a token
-        // that completes no character yet (part of an emoji), so that token's entry is missing.
-        const logprobs = sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
-        if (text) deltas++;
-        if (text || logprobs.length) yield { type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) };
-        if (choice?.finish_reason)
-          reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
-        // web-llm's completion_tokens counts decode steps only; the token sampled at the end of
-        // prefill is one more (its output is decode steps + 1 tokens, and max_tokens bounds that
-        // total), as in web-llm 0.2.79 through 0.2.86. A usage chunk means prefill ran.
-        if (chunk.usage)
-          usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens + 1 };
-      }
-    } finally {
-      signal.removeEventListener("abort", interrupt);
-      this.#lookup = undefined;
-    }
-    // A reply cut at a stop string leaves the string's tokens in web-llm's KV cache while the
-    // reply text (which a client sends back) lacks them: a next turn must not reuse that cache.
-    if (input.kind === "chat" && sampling.stop.length > 0) await engine.resetChat();
-    if (signal.aborted) reason = "abort";
-    // web-llm streams one delta per decoded token, so when an interrupted stream carries no
-    // usage the count of deltas is the count of tokens produced.
-    yield { type: "finish", reason, usage: usage ?? { promptTokens: null, completionTokens: deltas } };
   }
+}
+
+/** What a stream has said so far: how it finished, its usage, and how many text deltas it sent. */
+interface StreamState {
+  reason: FinishReason;
+  usage: TokenUsage | undefined;
+  deltas: number;
+}
+
+/** Our sampling options and constraint in web-llm's OpenAI-style request fields. */
+function requestOptions(sampling: SamplingOptions, constraint: OutputConstraint | undefined): Record<string, unknown> {
+  return {
+    temperature: sampling.temperature,
+    top_p: sampling.topP,
+    max_tokens: sampling.maxTokens,
+    presence_penalty: sampling.presencePenalty,
+    frequency_penalty: sampling.frequencyPenalty,
+    ...(sampling.stop.length ? { stop: sampling.stop } : {}),
+    ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+    ...(sampling.logprobs !== undefined ? { logprobs: true, top_logprobs: sampling.logprobs } : {}),
+    ...(sampling.logitBias ? { logit_bias: sampling.logitBias } : {}),
+    ...(constraint === undefined
+      ? {}
+      : constraint.grammar !== undefined
+        ? { response_format: { type: "grammar", grammar: constraint.grammar } }
+        : {
+            response_format: {
+              type: "json_object",
+              ...(constraint.kind === "json" && constraint.schema ? { schema: constraint.schema } : {}),
+            },
+          }),
+  };
+}
+
+/** One web-llm chunk as our parts (a text delta, when it carries text or log probabilities), noting its finish and usage. */
+function* partsOf(chunk: WebLlmChunk, sampling: SamplingOptions, state: StreamState): Generator<GenerationPart> {
+  const choice = chunk.choices[0];
+  const text = choice?.delta?.content ?? choice?.text ?? "";
+  // One entry per chunk, for the token just decoded. web-llm sends no chunk for a token
+  // that completes no character yet (part of an emoji), so that token's entry is missing.
+  const logprobs = sampling.logprobs !== undefined ? (choice?.logprobs?.content ?? []).map(toTokenLogprob) : [];
+  if (text) state.deltas++;
+  if (text || logprobs.length) yield { type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) };
+  if (choice?.finish_reason)
+    state.reason = choice.finish_reason === "length" ? "length" : choice.finish_reason === "abort" ? "abort" : "stop";
+  // web-llm's completion_tokens counts decode steps only; the token sampled at the end of
+  // prefill is one more (its output is decode steps + 1 tokens, and max_tokens bounds that
+  // total), as in web-llm 0.2.79 through 0.2.86. A usage chunk means prefill ran.
+  if (chunk.usage)
+    state.usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens + 1 };
 }

@@ -84,7 +84,7 @@ function resolveReference(root: SchemaObject, reference: string, pointer: string
 }
 
 /** How deep schemas may nest; deeper ones are refused before any recursion can exhaust the stack. */
-export const maxSchemaDepth = 32;
+const maxSchemaDepth = 32;
 
 /** Refuses any keyword or form outside the supported subset, naming it and where it is. */
 export function checkSchema(schema: unknown, root: unknown = schema, pointer = "", depth = 0): void {
@@ -107,6 +107,15 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
     if (typeof type !== "string" || !types.has(type))
       throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(type)}`, `${pointer}/type`);
   }
+  if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) {
+    throw new UnsupportedSchemaError("'enum' must be a non-empty list", `${pointer}/enum`);
+  }
+  checkObjectKeywords(schema, root, pointer, depth);
+  checkSubschemas(schema, root, pointer, depth);
+}
+
+/** `properties` (each a schema), `required` (each declared), and `additionalProperties` (true or false only). */
+function checkObjectKeywords(schema: Record<string, unknown>, root: unknown, pointer: string, depth: number): void {
   if (schema.properties !== undefined) {
     if (!isObject(schema.properties))
       throw new UnsupportedSchemaError("'properties' must be an object", `${pointer}/properties`);
@@ -132,13 +141,14 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
       `${pointer}/additionalProperties`,
     );
   }
+}
+
+/** The schemas inside a schema: `items`, `anyOf`, the definitions, and where `$ref` points. */
+function checkSubschemas(schema: Record<string, unknown>, root: unknown, pointer: string, depth: number): void {
   if (schema.items !== undefined) {
     if (Array.isArray(schema.items))
       throw new UnsupportedSchemaError("tuple 'items' (a list of schemas) is not supported", `${pointer}/items`);
     checkSchema(schema.items, root, `${pointer}/items`, depth + 1);
-  }
-  if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) {
-    throw new UnsupportedSchemaError("'enum' must be a non-empty list", `${pointer}/enum`);
   }
   if (schema.anyOf !== undefined) {
     if (!Array.isArray(schema.anyOf) || schema.anyOf.length === 0)
@@ -175,7 +185,7 @@ export function literal(text: string): string {
 }
 
 /** Rules for any JSON value, compact. */
-export const jsonRules = [
+const jsonRules = [
   'json_value ::= json_object | json_array | json_string | json_number | "true" | "false" | "null"',
   'json_object ::= "{" (json_string ":" json_value ("," json_string ":" json_value)*)? "}"',
   'json_array ::= "[" (json_value ("," json_value)*)? "]"',

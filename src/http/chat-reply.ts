@@ -32,6 +32,69 @@ function finishReason(
   return wire === "stop" && state.parser?.mode === "calls" ? "tool_calls" : wire;
 }
 
+/** Writes a stream's chunks as the hosted API streams them: each choice's opening, its deltas, its finish. */
+class ChunkWriter {
+  readonly #base: Omit<ChatCompletionChunk, "choices" | "usage">;
+  /** With include_usage, every chunk carries `usage: null` and one last chunk carries the totals. */
+  readonly #usageField: { usage?: null };
+  readonly #newId: (prefix: string) => string;
+
+  constructor(
+    base: Omit<ChatCompletionChunk, "choices" | "usage">,
+    includeUsage: boolean,
+    newId: (prefix: string) => string,
+  ) {
+    this.#base = base;
+    this.#usageField = includeUsage ? { usage: null } : {};
+    this.#newId = newId;
+  }
+
+  chunk(
+    index: number,
+    delta: Delta,
+    finish: "stop" | "length" | "tool_calls" | null = null,
+    logprobs: TokenLogprob[] = [],
+  ): ChatCompletionChunk {
+    const wireLogprobs = logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null;
+    return {
+      ...this.#base,
+      choices: [{ index, delta, logprobs: wireLogprobs, finish_reason: finish }],
+      ...this.#usageField,
+    };
+  }
+
+  /**
+   * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
+   * reply of tool calls carries the role in the first call's delta, with `content: null`.
+   */
+  opening(index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] {
+    if (state.started) return [this.#withLogprobs(index, state, delta)];
+    state.started = true;
+    if (delta.tool_calls) return [this.chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
+    const role = this.chunk(index, { role: "assistant", content: "", refusal: null });
+    return delta.content ? [role, this.#withLogprobs(index, state, delta)] : [role];
+  }
+
+  /** A content delta carries the log probabilities of the tokens it completes. */
+  #withLogprobs(index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk {
+    if (delta.content == null || delta.content === "") return this.chunk(index, delta);
+    const logprobs = state.pendingLogprobs;
+    state.pendingLogprobs = [];
+    return this.chunk(index, delta, null, logprobs);
+  }
+
+  deltasOf(events: ToolEvent[]): Delta[] {
+    return events.map((event) => {
+      if (event.type === "text") return { content: event.text };
+      if (event.type === "call") {
+        const call = { index: event.index, id: this.#newId("call_"), type: "function" as const };
+        return { tool_calls: [{ ...call, function: { name: event.name, arguments: "" } }] };
+      }
+      return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
+    });
+  }
+}
+
 export async function* chatChunks(
   generation: Generation,
   base: Omit<ChatCompletionChunk, "choices" | "usage">,
@@ -39,57 +102,8 @@ export async function* chatChunks(
   syntax: ToolSyntax | null,
   newId: (prefix: string) => string,
 ): AsyncGenerator<ChatCompletionChunk> {
-  // With include_usage, every chunk carries `usage: null` and one last chunk carries the totals.
-  const usageField = includeUsage ? { usage: null } : {};
+  const writer = new ChunkWriter(base, includeUsage, newId);
   const states = new Map<number, ChoiceState>();
-  const chunk = (
-    index: number,
-    delta: Delta,
-    finish: "stop" | "length" | "tool_calls" | null = null,
-    logprobs: TokenLogprob[] = [],
-  ): ChatCompletionChunk => ({
-    ...base,
-    choices: [
-      {
-        index,
-        delta,
-        logprobs: logprobs.length ? { content: toWireLogprobs(logprobs), refusal: null } : null,
-        finish_reason: finish,
-      },
-    ],
-    ...usageField,
-  });
-  /** A content delta carries the log probabilities of the tokens it completes. */
-  const withLogprobs = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk => {
-    if (delta.content == null || delta.content === "") return chunk(index, delta);
-    const logprobs = state.pendingLogprobs;
-    state.pendingLogprobs = [];
-    return chunk(index, delta, null, logprobs);
-  };
-  /**
-   * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
-   * reply of tool calls carries the role in the first call's delta, with `content: null`.
-   */
-  const opening = (index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] => {
-    if (state.started) return [withLogprobs(index, state, delta)];
-    state.started = true;
-    if (delta.tool_calls) return [chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
-    const role = chunk(index, { role: "assistant", content: "", refusal: null });
-    return delta.content ? [role, withLogprobs(index, state, delta)] : [role];
-  };
-  const deltasOf = (state: ChoiceState, events: ToolEvent[]): Delta[] =>
-    events.map((event) => {
-      if (event.type === "text") return { content: event.text };
-      if (event.type === "call") {
-        return {
-          tool_calls: [
-            { index: event.index, id: newId("call_"), type: "function", function: { name: event.name, arguments: "" } },
-          ],
-        };
-      }
-      return { tool_calls: [{ index: event.index, function: { arguments: event.fragment } }] };
-    });
-
   for await (const { choice, part } of generation.parts) {
     let state = states.get(choice);
     if (!state) states.set(choice, (state = new ChoiceState(syntax)));
@@ -97,11 +111,11 @@ export async function* chatChunks(
       if (part.logprobs) state.pendingLogprobs.push(...part.logprobs);
       if (part.text === "") continue;
       const events: ToolEvent[] = state.parser ? state.parser.push(part.text) : [{ type: "text", text: part.text }];
-      for (const delta of deltasOf(state, events)) yield* opening(choice, state, delta);
+      for (const delta of writer.deltasOf(events)) yield* writer.opening(choice, state, delta);
     } else {
-      for (const delta of deltasOf(state, state.parser?.end() ?? [])) yield* opening(choice, state, delta);
-      if (!state.started) yield* opening(choice, state, { content: "" });
-      yield chunk(choice, {}, finishReason(state, part.reason));
+      for (const delta of writer.deltasOf(state.parser?.end() ?? [])) yield* writer.opening(choice, state, delta);
+      if (!state.started) yield* writer.opening(choice, state, { content: "" });
+      yield writer.chunk(choice, {}, finishReason(state, part.reason));
     }
   }
   if (includeUsage) yield { ...base, choices: [], usage: wireUsage(generation.usage()) };

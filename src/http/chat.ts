@@ -8,6 +8,7 @@ import type { ModelEntry } from "../model/entry.js";
 import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
 import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment } from "../prompt/templates.js";
 import { completionBudget, promptTokenIds } from "../serve/budget.js";
+import type { GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/schemas.js";
 import { refuseCapabilities, toEngineMessages } from "./chat-messages.js";
@@ -108,12 +109,8 @@ function segmentsWithTokens(segments: readonly ChatSegment[], whole: number[], t
   }));
 }
 
-async function generateChat(
-  dependencies: HttpDependencies,
-  context: RequestContext,
-  route: Route,
-  { request, legacy, model }: ChatCall,
-): Promise<Outcome> {
+/** The local generation's plan: the structured-output rewrite, the prompt rendered and counted, and the sampling. */
+async function planChat(dependencies: HttpDependencies, { request, model }: ChatCall) {
   const structured = planStructured(request, model.family, toEngineMessages(request.messages));
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
@@ -124,24 +121,20 @@ async function generateChat(
     request.max_completion_tokens ?? request.max_tokens,
     "messages",
   );
-  const syntax = structured.tools ? toolSyntax[model.family] : null;
   const logprobs = chatLogprobsOption(request);
   const logitBias = logitBiasOption(request.logit_bias, tokenizer);
   // Tool requests are one raw prompt under a grammar; plain chat is the same rendering, in
   // pieces, so an engine can reuse the conversation's cached prefix.
+  const segments = () => renderChatSegments(model.family, structured.messages, [], pieces);
   const input = structured.ownPrompt
     ? { kind: "text" as const, prompt: piecesText(pieces), tokens }
     : {
         kind: "chat" as const,
         messages: structured.messages,
-        segments: segmentsWithTokens(
-          renderChatSegments(model.family, structured.messages, [], pieces),
-          tokens,
-          tokenizer,
-        ),
+        segments: segmentsWithTokens(segments(), tokens, tokenizer),
         tokens,
       };
-  const plan = {
+  const plan: GenerationPlan = {
     model,
     prompts: [{ input, promptTokens: tokens.length }],
     choicesPerPrompt: request.n ?? 1,
@@ -152,6 +145,17 @@ async function generateChat(
     },
     ...(structured.constraint ? { constraint: structured.constraint } : {}),
   };
+  return { plan, syntax: structured.tools ? toolSyntax[model.family] : null, logprobsAsked: logprobs !== undefined };
+}
+
+async function generateChat(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  route: Route,
+  call: ChatCall,
+): Promise<Outcome> {
+  const { request, legacy, model } = call;
+  const { plan, syntax, logprobsAsked } = await planChat(dependencies, call);
   const base = {
     id: dependencies.newId("chatcmpl-"),
     created: Math.floor(dependencies.clock() / 1000),
@@ -160,27 +164,21 @@ async function generateChat(
     // The tier that served it, as OpenAI says when asked: there is one.
     ...(request.service_tier ? { service_tier: "default" } : {}),
   };
+  const includeUsage = request.stream_options?.include_usage === true;
   return generateLocally(dependencies, context, route, plan, {
     stream: request.stream === true,
     toEvents: (running) => {
       const stream = chatChunks(
         running,
         { ...base, object: "chat.completion.chunk" },
-        request.stream_options?.include_usage === true,
+        includeUsage,
         syntax,
         dependencies.newId,
       );
       return legacy ? toLegacyChunks(stream) : stream;
     },
     toBody: async (running) => {
-      const completion = await chatCompletion(
-        running,
-        base,
-        request.n ?? 1,
-        syntax,
-        dependencies.newId,
-        logprobs !== undefined,
-      );
+      const completion = await chatCompletion(running, base, request.n ?? 1, syntax, dependencies.newId, logprobsAsked);
       return legacy ? toLegacyCompletion(completion) : completion;
     },
   });

@@ -7,12 +7,12 @@ import type { Upstream } from "../model/entry.js";
 import type { Route, RouteDecision } from "../serve/route-decision.js";
 
 /** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
-export function headerValue(text: string): string {
+function headerValue(text: string): string {
   return text.replace(/[^\x20-\x7e]/g, "?");
 }
 
 /** The headers every response of a generation carries, local or remote. */
-export function routeHeaders(decision: RouteDecision, upstream?: Upstream): Record<string, string> {
+function routeHeaders(decision: RouteDecision, upstream?: Upstream): Record<string, string> {
   return {
     "x-inference-route": decision.target,
     "x-inference-route-reason": headerValue(decision.reason),

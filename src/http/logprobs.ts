@@ -9,7 +9,7 @@ import type { Tokenizer } from "../model/tokenizer.js";
 import type { LegacyLogprobs, TokenLogprobWire } from "../wire/schemas.js";
 
 /** web-llm computes at most 5 alternatives per token; OpenAI allows 20 on chat. */
-export const maxAlternatives = 5;
+const maxAlternatives = 5;
 
 /** The engine's `logprobs` option for a chat request: the number of alternatives, or undefined when not asked. */
 export function chatLogprobsOption(request: {

@@ -65,46 +65,51 @@ export function modelRoutes(dependencies: HttpDependencies): InferenceRoute[] {
             code: "missing_required_parameter",
           });
         const model = findModel(dependencies, id);
-        const status = await dependencies.engine.status(model);
-        const decision = decideRoute(model, status.runnable);
-        const info: ModelInfo = {
-          id: model.id,
-          object: "model.info",
-          family: model.family,
-          context_window: model.contextWindow,
-          pricing: {
-            currency: "USD",
-            input_per_1m_tokens: usdPerMillion(model.price.inputNanoUsdPerToken),
-            output_per_1m_tokens: usdPerMillion(model.price.outputNanoUsdPerToken),
-            input_nano_usd_per_token: model.price.inputNanoUsdPerToken,
-            output_nano_usd_per_token: model.price.outputNanoUsdPerToken,
-          },
-          engine: status.engine?.name ?? dependencies.engine.name,
-          engine_reason: status.engine?.reason ?? "the configured engine",
-          build: status.build ? buildInfo(model, status.build) : null,
-          builds: model.builds.map((build) => build.modelId),
-          gguf_builds: model.gguf.map((build) => build.modelId),
-          downloaded: status.downloaded,
-          loaded: status.loaded,
-          threads: status.threads ?? null,
-          runnable: status.runnable,
-          routing: {
-            policy: decision.policy,
-            target: decision.target,
-            reason: decision.reason,
-            upstreams: model.upstreams.map((upstream) => upstream.name),
-          },
-          generated_by:
-            decision.target === "local"
-              ? { where: "device", engine: status.engine?.name ?? dependencies.engine.name, hosts: [] }
-              : {
-                  where: "upstream",
-                  engine: null,
-                  hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host),
-                },
-        };
-        return { response: jsonResponse(info) };
+        return { response: jsonResponse(await modelInfo(dependencies, model)) };
       },
     },
   ];
+}
+
+/** `/v1/model/info`: the catalogue's contract, and what this device does with the model now. */
+async function modelInfo(dependencies: HttpDependencies, model: ModelEntry): Promise<ModelInfo> {
+  const status = await dependencies.engine.status(model);
+  const decision = decideRoute(model, status.runnable);
+  const info: ModelInfo = {
+    id: model.id,
+    object: "model.info",
+    family: model.family,
+    context_window: model.contextWindow,
+    pricing: {
+      currency: "USD",
+      input_per_1m_tokens: usdPerMillion(model.price.inputNanoUsdPerToken),
+      output_per_1m_tokens: usdPerMillion(model.price.outputNanoUsdPerToken),
+      input_nano_usd_per_token: model.price.inputNanoUsdPerToken,
+      output_nano_usd_per_token: model.price.outputNanoUsdPerToken,
+    },
+    engine: status.engine?.name ?? dependencies.engine.name,
+    engine_reason: status.engine?.reason ?? "the configured engine",
+    build: status.build ? buildInfo(model, status.build) : null,
+    builds: model.builds.map((build) => build.modelId),
+    gguf_builds: model.gguf.map((build) => build.modelId),
+    downloaded: status.downloaded,
+    loaded: status.loaded,
+    threads: status.threads ?? null,
+    runnable: status.runnable,
+    routing: {
+      policy: decision.policy,
+      target: decision.target,
+      reason: decision.reason,
+      upstreams: model.upstreams.map((upstream) => upstream.name),
+    },
+    generated_by:
+      decision.target === "local"
+        ? { where: "device", engine: status.engine?.name ?? dependencies.engine.name, hosts: [] }
+        : {
+            where: "upstream",
+            engine: null,
+            hosts: decision.upstreams.map((upstream) => new URL(upstream.baseUrl).host),
+          },
+  };
+  return info;
 }

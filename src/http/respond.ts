@@ -24,7 +24,7 @@ export interface RespondOptions {
   keepAliveMs: number;
 }
 
-export const defaultRespondOptions: RespondOptions = { graceMs: 30_000, keepAliveMs: 10_000 };
+const defaultRespondOptions: RespondOptions = { graceMs: 30_000, keepAliveMs: 10_000 };
 
 /** Replays `first` (already taken from `source`), then the rest of `source`. */
 async function* replay(

@@ -87,7 +87,7 @@ function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
 /** An EBNF character class of everything but `excluded` and whitespace or control characters. */
 function notStartingWith(excluded: readonly string[]): string {
   const escaped = [...new Set(excluded)]
-    .map((character) => (/[\\\]\[^-]/.test(character) ? `\\${character}` : character))
+    .map((character) => (/[\\\][^-]/.test(character) ? `\\${character}` : character))
     .join("");
   return `[^${escaped}\\x00-\\x20]`;
 }

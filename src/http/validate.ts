@@ -28,7 +28,7 @@ function describe(value: unknown): string {
 }
 
 /** Turns the first zod issue into OpenAI's 400, with `param` naming the offending field. */
-export function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
+function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
   const issue = error.issues[0];
   if (!issue) return new BadRequestError("Invalid request body.");
   const at = issue.path;

@@ -21,7 +21,7 @@ export interface BpeModel {
 }
 
 /** Words this long or longer are encoded here. */
-export const longWord = 256;
+const longWord = 256;
 
 interface MergeTable {
   /** Rank and merged id of a pair of ids, keyed `left * size + right`. */

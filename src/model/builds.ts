@@ -17,7 +17,7 @@ export interface DeviceFeatures {
 }
 
 /** The context window web-llm's `vram_required_MB` figures assume. */
-export const memoryReferenceWindow = 4_096;
+const memoryReferenceWindow = 4_096;
 
 /**
  * The build's GPU memory at the model's context window, in MB: web-llm's estimate at

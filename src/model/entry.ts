@@ -15,7 +15,7 @@ const kvCacheSchema = z.strictObject({
   headDim: z.number().int().positive(),
 });
 
-export const mlcBuildSchema = z.strictObject({
+const mlcBuildSchema = z.strictObject({
   /** web-llm's `model_id`. */
   modelId: z.string().min(1),
   /** Base URL of the weights folder; relative names resolve against `artifacts.modelBaseUrl`. */
@@ -52,13 +52,13 @@ export function ggufFiles(file: string): string[] {
 }
 
 /** The largest file a browser engine may read whole (wllama's limit); bigger models are split. */
-export const maxGgufFileMB = 2_048;
+const maxGgufFileMB = 2_048;
 
 /**
  * A GGUF build for llama.cpp (the `llamacpp` engine). Files over 2 GB are split with llama.cpp's
  * `llama-gguf-split`; `file` then names the first shard.
  */
-export const ggufBuildSchema = z
+const ggufBuildSchema = z
   .strictObject({
     /** A name for the build, shown in `/v1/model/info`. */
     modelId: z.string().min(1),
@@ -99,7 +99,7 @@ const safeNano = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
  * is written in app code and sent between page and worker, so `credential` only names a secret the app stored once
  * through the admin API (`setUpstreamCredential`), which stays in the worker's database.
  */
-export const upstreamSchema = z.strictObject({
+const upstreamSchema = z.strictObject({
   name: z.string().min(1),
   /** Up to and including `/v1`, e.g. `https://llm.example/v1`; `https:` unless loopback. */
   baseUrl: z.string().url(),
@@ -115,10 +115,10 @@ export type Upstream = z.infer<typeof upstreamSchema>;
 export const localEngines = ["webllm", "llamacpp"] as const;
 export type LocalEngine = (typeof localEngines)[number];
 
-export const routingPolicies = ["local", "remote", "auto"] as const;
+const routingPolicies = ["local", "remote", "auto"] as const;
 export type RoutingPolicy = (typeof routingPolicies)[number];
 
-export const modelEntrySchema = z.strictObject({
+const modelEntrySchema = z.strictObject({
   id: z.string().min(1),
   ownedBy: z.string().default("webgpu-inference"),
   created: z.number().int().default(1_714_000_000),

@@ -8,8 +8,6 @@ import { EngineError, fetchAsset } from "../errors/engine.js";
 import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
 import { installFastBpe, type BpeModel } from "./bpe.js";
 
-export { tokenizerNames } from "./families.js";
-
 export interface Tokenizer {
   /** A raw prompt: special-token strings in it become those tokens, as in a client's own legacy prompt. */
   encode(text: string): number[];
@@ -52,11 +50,11 @@ export interface PromptPiece {
 export type TokenizerSource = (name: string) => Promise<TokenizerFiles>;
 
 /** Versioned with the file format, so an upgrade never reads a cached file of the old one. */
-export const tokenizerCacheName = "webgpu-inference-tokenizers-v1";
+const tokenizerCacheName = "webgpu-inference-tokenizers-v1";
 const compactFormat = "webgpu-inference-tokenizer/1";
 
 /** What to do when a tokenizer file is missing: the ways an app serves the library's assets. */
-export const assetFix =
+const assetFix =
   "serve the library's assets there: add the Vite plugin (`import inference from 'webgpu-inference/vite'`, then `plugins: [inference()]`), or copy them with `npx webgpu-inference copy-assets <your static folder>`, or set `artifacts.tokenizerBaseUrl` to where they are";
 
 interface CompactTokenizer {
@@ -68,7 +66,7 @@ interface CompactTokenizer {
  * and each merge as "left right", where the merged piece is the vocabulary's and the left part
  * its first `length` code points.
  */
-export function expandTokenizer(compact: CompactTokenizer): unknown {
+function expandTokenizer(compact: CompactTokenizer): unknown {
   const { vocab: pieces, merges: numbers } = compact.model;
   // Own data properties, as JSON.parse makes them: a piece named "__proto__" stays a piece.
   const vocab = Object.fromEntries(pieces.map((piece, id) => [piece, id]));

@@ -31,10 +31,10 @@ export interface Asset {
   contentType: string;
 }
 
-export const workerPath = "inference-sw.js";
-export const tokenizerFolder = "tokenizers";
+const workerPath = "inference-sw.js";
+const tokenizerFolder = "tokenizers";
 /** wllama's single build (JSPI and Memory64; its CDN-fetched compatibility build is turned off). */
-export const wllamaWasmPath = "wllama/wllama.wasm";
+const wllamaWasmPath = "wllama/wllama.wasm";
 
 /** Every path this package may have written into an app, so stale ones can be told apart. */
 export function ownedPaths(): string[] {
@@ -46,7 +46,7 @@ export function ownedPaths(): string[] {
 }
 
 /** The installed @wllama/wllama's WebAssembly, resolved as the app's bundler resolves the package; null when it is not installed. */
-export function installedWllamaWasm(from = join(process.cwd(), "package.json")): string | null {
+function installedWllamaWasm(from = join(process.cwd(), "package.json")): string | null {
   try {
     return join(dirname(createRequire(from).resolve("@wllama/wllama/package.json")), "esm/wasm/wllama.wasm");
   } catch {

@@ -18,7 +18,7 @@ export interface KeyChanged {
   id?: string;
 }
 
-export interface KeyForgotten {
+interface KeyForgotten {
   type: typeof keyForgottenMessage;
   id: string;
 }

@@ -1,5 +1,5 @@
 /** Money is integer nano-USD: 1 USD = 10⁹ nano-USD, well inside Number.MAX_SAFE_INTEGER for any real balance. */
-export const nanoPerUsd = 1_000_000_000;
+const nanoPerUsd = 1_000_000_000;
 
 export function usdToNano(usd: number): number {
   if (!Number.isFinite(usd) || usd < 0)
@@ -7,10 +7,6 @@ export function usdToNano(usd: number): number {
   const nano = Math.round(usd * nanoPerUsd);
   if (!Number.isSafeInteger(nano)) throw new RangeError(`${usd} USD is too large to count in nano-USD`);
   return nano;
-}
-
-export function nanoToUsd(nano: number): number {
-  return nano / nanoPerUsd;
 }
 
 export interface Price {

@@ -16,7 +16,7 @@ import { costNano, type Price } from "./money.js";
 import type { Liveness } from "./liveness.js";
 import type { KeyRecord, LedgerEntry, PolicyDatabase, ReservationRecord, Timings, WindowRecord } from "./store.js";
 
-export const windowMs = 60_000;
+const windowMs = 60_000;
 
 export interface LimitDefaults {
   rpm: number;
@@ -31,6 +31,27 @@ export interface RateLimitState {
   limitTokens: number;
   remainingTokens: number;
   resetTokens: number;
+}
+
+/** The windows store, as a transaction opens it. */
+interface WindowStore {
+  get(key: string): Promise<WindowRecord | undefined>;
+  put(value: WindowRecord): Promise<unknown>;
+}
+
+export interface AdmitRequest {
+  keyId: string;
+  /**
+   * The key as `authenticate` returned it. Its status and limits then stand for the stored ones
+   * (as exact as `authenticate`), so the key is read and its last use written only once a
+   * `lastUseIntervalMs`; without it the key is read and written every time.
+   */
+  key?: KeyRecord;
+  requestId: string;
+  model: string;
+  price: Price;
+  promptTokens: number;
+  maxCompletionTokens: number;
 }
 
 export interface Admission {
@@ -253,12 +274,7 @@ export class Policy {
    * count as used. The new lease is this worker's only once the transaction commits (`commit`);
    * `rollback` takes the count back when it does not.
    */
-  async #extendLease(
-    store: { get(key: string): Promise<WindowRecord | undefined>; put(value: WindowRecord): Promise<unknown> },
-    key: KeyRecord,
-    tokens: number,
-    now: number,
-  ): Promise<LeaseGrant> {
+  async #extendLease(store: WindowStore, key: KeyRecord, tokens: number, now: number): Promise<LeaseGrant> {
     const stored = currentWindow(await store.get(key.id), key.id, now);
     // From here to the count below nothing awaits: the checks and the count are one step.
     let live = this.#live(key.id, now);
@@ -352,32 +368,11 @@ export class Policy {
    * their maximum cost, all in one transaction: 429 past a limit, 403 when the balance less what
    * is already reserved cannot cover it.
    */
-  async admit(request: {
-    keyId: string;
-    /**
-     * The key as `authenticate` returned it. Its status and limits then stand for the stored ones
-     * (as exact as `authenticate`), so the key is read and its last use written only once a
-     * `lastUseIntervalMs`; without it the key is read and written every time.
-     */
-    key?: KeyRecord;
-    requestId: string;
-    model: string;
-    price: Price;
-    promptTokens: number;
-    maxCompletionTokens: number;
-  }): Promise<Admission> {
+  async admit(request: AdmitRequest): Promise<Admission> {
     const database = await this.#database;
     const admittedTokens = request.promptTokens + request.maxCompletionTokens;
     const amount = costNano(request.price, request.promptTokens, request.maxCompletionTokens);
-    // A key changed (revoked, limits set) since it was read is read again: revocation holds for
-    // every request not yet admitted when revokeKey resolves, however early it authenticated.
-    const changed =
-      request.key !== undefined &&
-      (this.#keyChangedAt.get(request.keyId) ?? 0) > (this.#keyReadAt.get(request.key) ?? -1);
-    const writeLastUse =
-      !request.key ||
-      changed ||
-      this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
+    const writeLastUse = this.#writesLastUse(request);
     const stores = writeLastUse
       ? (["keys", "windows", "accounts", "reservations"] as const)
       : (["windows", "accounts", "reservations"] as const);
@@ -398,32 +393,56 @@ export class Policy {
       }
       const now = this.#clock();
       const key = writeLastUse ? { ...stored, lastUsedAt: now } : stored;
-      if (this.#countWithinLease(key, admittedTokens, now)) counted = { window: this.#windows.get(key.id)! };
-      else {
-        const lease = await this.#extendLease(transaction.objectStore("windows"), key, admittedTokens, now);
-        counted = { window: lease.counted, lease };
-      }
-      const window = counted.window;
+      counted = await this.#count(transaction.objectStore("windows"), key, admittedTokens, now);
       const account = expected?.id === key.accountId ? expected : await accounts.get(key.accountId);
       if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount) {
         throw new PermissionDeniedError("insufficient balance");
       }
       account.reservedNanoUsd += amount;
-      const reservation = this.#reservation(request, key, amount, admittedTokens, window.windowStart, now);
+      const reservation = this.#reservation(request, key, amount, admittedTokens, counted.window.windowStart, now);
       const writes = [accounts.put(account), transaction.objectStore("reservations").add(reservation)];
       if (writeLastUse) writes.push(transaction.objectStore("keys").put(key));
       await Promise.all(writes);
       await transaction.done;
-      counted.lease?.commit();
-      if (writeLastUse) this.#lastUseWritten.set(key.id, now);
-      // An instance seen alive at start-up may have died since, holding reservations: looked for once a minute.
-      if (this.#liveness && now - this.#lastSweep >= orphanSweepMs) void this.#sweep().catch(() => undefined);
-      return { requestId: request.requestId, key, reservation, rate: stateOf(key, window) };
+      this.#admitted(counted.lease, writeLastUse ? key.id : undefined, now);
+      return { requestId: request.requestId, key, reservation, rate: stateOf(key, counted.window) };
     } catch (error) {
       if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens);
       abort(transaction);
       throw error;
     }
+  }
+
+  /**
+   * Whether admitting `request` reads the key and writes its last use: without the key in hand,
+   * once a `lastUseIntervalMs`, and when the key changed (revoked, limits set) since it was read,
+   * so revocation holds for every request not yet admitted when revokeKey resolves, however early
+   * it authenticated.
+   */
+  #writesLastUse(request: AdmitRequest): boolean {
+    if (!request.key) return true;
+    const changed = (this.#keyChangedAt.get(request.keyId) ?? 0) > (this.#keyReadAt.get(request.key) ?? -1);
+    return changed || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
+  }
+
+  /** Counts `tokens` against the key's window: within its lease in memory, else by extending the lease in `windows`. */
+  async #count(
+    windows: WindowStore,
+    key: KeyRecord,
+    tokens: number,
+    now: number,
+  ): Promise<{ window: LiveWindow; lease?: LeaseGrant }> {
+    if (this.#countWithinLease(key, tokens, now)) return { window: this.#windows.get(key.id)! };
+    const lease = await this.#extendLease(windows, key, tokens, now);
+    return { window: lease.counted, lease };
+  }
+
+  /** Once an admission is committed: its lease kept, its last use noted, and a sweep for orphans when one is due. */
+  #admitted(lease: LeaseGrant | undefined, lastUseOf: string | undefined, now: number): void {
+    lease?.commit();
+    if (lastUseOf) this.#lastUseWritten.set(lastUseOf, now);
+    // An instance seen alive at start-up may have died since, holding reservations: looked for once a minute.
+    if (this.#liveness && now - this.#lastSweep >= orphanSweepMs) void this.#sweep().catch(() => undefined);
   }
 
   #reservation(

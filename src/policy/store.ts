@@ -87,7 +87,7 @@ export interface WindowRecord {
  * A secret the worker sends to an upstream. It is kept as given (the worker must send it) and
  * never read back by the admin API; only the worker's forwarding reads it.
  */
-export interface UpstreamCredentialRecord {
+interface UpstreamCredentialRecord {
   name: string;
   secret: string;
   /** The only origin the secret is sent to (a record stored before origins were kept has none, and is sent nowhere). */
@@ -95,7 +95,7 @@ export interface UpstreamCredentialRecord {
   updatedAt: number;
 }
 
-export interface PolicySchema extends DBSchema {
+interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
   ledger: {
@@ -110,7 +110,7 @@ export interface PolicySchema extends DBSchema {
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
 
-export const databaseName = "webgpu-inference-policy";
+const databaseName = "webgpu-inference-policy";
 
 /** Migrations by version; each runs once, in order, inside the upgrade transaction. */
 const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [

@@ -40,7 +40,7 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-export interface CallText {
+interface CallText {
   name: string;
   /** The arguments, as a JSON value. */
   arguments: unknown;

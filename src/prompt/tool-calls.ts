@@ -74,11 +74,6 @@ class JsonValueEnd {
   }
 }
 
-/** The index just past the JSON value starting at or after `start`, or -1 if it is not complete yet. */
-export function jsonValueEnd(text: string, start: number): number {
-  return new JsonValueEnd(start).advance(text);
-}
-
 /** A call found in the reply: its name, and where its arguments start (null until their key has come) and end (-1: not yet). */
 interface FoundCall {
   name: string;

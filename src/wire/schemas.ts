@@ -14,7 +14,7 @@ const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
 const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
 
-export const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
+const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
 // include_obfuscation: accepted; the padding it turns on guards against a network observer
 // reading token lengths, and these streams never leave the device.
 const streamOptions = z.strictObject({
@@ -26,7 +26,7 @@ const functionName = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,64}$/, "must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes");
 
-export const toolCallSchema = z.strictObject({
+const toolCallSchema = z.strictObject({
   id: z.string().min(1),
   type: z.literal("function"),
   function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
@@ -49,12 +49,7 @@ const assistantMessage = z.strictObject({
 });
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
 
-export const chatMessageSchema = z.discriminatedUnion("role", [
-  systemMessage,
-  userMessage,
-  assistantMessage,
-  toolMessage,
-]);
+const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
 
 /**
  * A JSON Schema object as the client sent it. Not `z.record`, which copies the object key by key:
@@ -65,7 +60,7 @@ const jsonSchemaObject = z.custom<Record<string, unknown>>(
   { message: "expected a JSON Schema object" },
 );
 
-export const toolSchema = z.strictObject({
+const toolSchema = z.strictObject({
   type: z.literal("function"),
   function: z.strictObject({
     name: functionName,
@@ -75,12 +70,12 @@ export const toolSchema = z.strictObject({
   }),
 });
 
-export const toolChoiceSchema = z.union([
+const toolChoiceSchema = z.union([
   z.enum(["none", "auto", "required"]),
   z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string() }) }),
 ]);
 
-export const responseFormatSchema = z.discriminatedUnion("type", [
+const responseFormatSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("text") }),
   z.strictObject({ type: z.literal("json_object") }),
   z.strictObject({
@@ -165,9 +160,9 @@ export type ChatMessage = z.infer<typeof chatMessageSchema>;
 
 // ---------------------------------------------------------------- responses
 
-export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);
+const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);
 
-export const usageSchema = z.strictObject({
+const usageSchema = z.strictObject({
   prompt_tokens: z.number().int().min(0),
   completion_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0),
@@ -181,17 +176,17 @@ const alternativeSchema = z.strictObject({
   logprob: z.number(),
   bytes: z.array(z.number().int()).nullable(),
 });
-export const tokenLogprobSchema = z.strictObject({
+const tokenLogprobSchema = z.strictObject({
   ...alternativeSchema.shape,
   top_logprobs: z.array(alternativeSchema),
 });
 /** A chat choice's `logprobs` when asked for: its content tokens (no refusals here). */
-export const chatLogprobsSchema = z.strictObject({
+const chatLogprobsSchema = z.strictObject({
   content: z.array(tokenLogprobSchema).nullable(),
   refusal: z.array(tokenLogprobSchema).nullable(),
 });
 /** A legacy completion choice's `logprobs`: parallel lists, the alternatives as token → logprob. */
-export const legacyLogprobsSchema = z.strictObject({
+const legacyLogprobsSchema = z.strictObject({
   tokens: z.array(z.string()),
   token_logprobs: z.array(z.number()),
   top_logprobs: z.array(z.record(z.string(), z.number())),
@@ -228,7 +223,7 @@ export const chatCompletionSchema = z.strictObject({
   usage: usageSchema,
 });
 
-export const toolCallDeltaSchema = z.strictObject({
+const toolCallDeltaSchema = z.strictObject({
   index: z.number().int(),
   id: z.string().optional(),
   type: z.literal("function").optional(),
@@ -348,7 +343,7 @@ const upstreamMessageSchema = z.looseObject({
     )
     .nullish(),
 });
-export const upstreamChoiceSchema = z.looseObject({
+const upstreamChoiceSchema = z.looseObject({
   index: z.number().int().nullish(),
   text: z.string().nullish(),
   delta: upstreamMessageSchema.nullish(),
@@ -384,7 +379,6 @@ export const errorBodySchema = z.strictObject({
   }),
 });
 
-export type FinishReason = z.infer<typeof finishReasonSchema>;
 export type Usage = z.infer<typeof usageSchema>;
 export type TokenLogprobWire = z.infer<typeof tokenLogprobSchema>;
 export type LegacyLogprobs = z.infer<typeof legacyLogprobsSchema>;
@@ -392,5 +386,4 @@ export type ChatCompletion = z.infer<typeof chatCompletionSchema>;
 export type ChatCompletionChunk = z.infer<typeof chatCompletionChunkSchema>;
 export type TextCompletion = z.infer<typeof textCompletionSchema>;
 export type ModelObject = z.infer<typeof modelSchema>;
-export type ModelList = z.infer<typeof modelListSchema>;
 export type ModelInfo = z.infer<typeof modelInfoSchema>;

@@ -247,7 +247,7 @@ for (const { recipe, workerUrl, built } of recipes) {
     try {
       await chatInBrowser(url, workerUrl("dev"));
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n--- vite dev ---\n${log()}`);
+      throw new Error(`${(error as Error).message}\n--- vite dev ---\n${log()}`, { cause: error });
     } finally {
       server.kill();
     }

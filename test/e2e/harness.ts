@@ -35,6 +35,7 @@ export async function launchProfile(
 }
 
 export const test = base.extend({
+  // eslint-disable-next-line no-empty-pattern -- Playwright reads a fixture's dependencies from its first parameter's pattern: none.
   context: async ({}, use) => {
     const profile = await launchProfile();
     await use(profile.context);

@@ -18,7 +18,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-export interface UpstreamCall {
+interface UpstreamCall {
   mode: string;
   path: string;
   authorization: string | null;

@@ -45,7 +45,7 @@ async function errorOf(response: Response) {
 
 describe("HTTP surface", () => {
   it("answers a chat completion with OpenAI's object and a request id", async () => {
-    const { app, post, get } = await makeApp();
+    const { app, post } = await makeApp();
     const response = await app.handle(
       post("/v1/chat/completions", { model, messages, max_tokens: 5, temperature: 0.2 }),
     );
@@ -70,7 +70,7 @@ describe("HTTP surface", () => {
   });
 
   it("streams the exact SSE sequence the SDK expects", async () => {
-    const { app, post, get } = await makeApp();
+    const { app, post } = await makeApp();
     const response = await app.handle(
       post("/chat/completions", {
         model,
@@ -100,7 +100,7 @@ describe("HTTP surface", () => {
   });
 
   it("omits usage from chunks unless asked, as the hosted API does", async () => {
-    const { app, post, get } = await makeApp();
+    const { app, post } = await makeApp();
     const events = sseEvents(
       await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 2, stream: true }))).text(),
     );
@@ -109,7 +109,7 @@ describe("HTTP surface", () => {
   });
 
   it("answers legacy completions with one choice per prompt and echo", async () => {
-    const { app, post, get } = await makeApp();
+    const { app, post } = await makeApp();
     const response = await app.handle(
       post("/v1/completions", { model, prompt: ["One", "Two"], max_tokens: 3, echo: true }),
     );
@@ -184,7 +184,7 @@ describe("HTTP surface", () => {
   });
 
   it("refuses prompt plus max_tokens beyond the context window", async () => {
-    const { app, post, get } = await makeApp();
+    const { app, post } = await makeApp();
     const small = "gamma-7b-instruct-v0.3";
     const over = await errorOf(
       await app.handle(post("/v1/chat/completions", { model: small, messages, max_tokens: 4093 })),
@@ -294,6 +294,7 @@ describe("HTTP surface", () => {
 
   it("turns unknown engine failures into 500 with the request id, before and after the first byte (in the stream after it)", async () => {
     const before = await makeApp({
+      // eslint-disable-next-line require-yield -- an engine that fails before its first part
       engine: new ScriptedEngine(async function* () {
         throw new RangeError("kernel fault");
       }),
@@ -333,6 +334,7 @@ describe("HTTP surface", () => {
       ["unsupported", 400, "unsupported_request"],
     ] as const) {
       const { app, post } = await makeApp({
+        // eslint-disable-next-line require-yield -- an engine that fails before its first part
         engine: new ScriptedEngine(async function* () {
           throw new EngineError(kind, "no");
         }),

@@ -22,7 +22,7 @@ export const fileTokenizerSource: TokenizerSource = async (name) => ({
 /** Tokenizers are slow to parse; one set serves every test file in a worker. */
 export const tokenizers = new Tokenizers(fileTokenizerSource);
 
-export const baseUrl = "https://app.example/openai";
+const baseUrl = "https://app.example/openai";
 
 let databases = 0;
 
