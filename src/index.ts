@@ -8,6 +8,7 @@ export { assertSecureUrl } from "./model/secure-url.js";
 export type { InferenceConfig, ResolvedConfig } from "./config/config.js";
 export type { PageEngineOptions } from "./page/host-engines.js";
 export { ApiError } from "./errors/api.js";
+export { SetupError, type SetupErrorCode } from "./errors/setup.js";
 export type { Admin } from "./policy/admin.js";
 export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
 export type { LedgerEntry } from "./policy/store.js";

@@ -6,3 +6,4 @@ export { createAdmin, createInference, installInference, manageModel } from "./w
 export type { Environment, InferenceWorker, InstallOptions, InstalledInference } from "./worker/install.js";
 export type { Account, ApiKeyInfo, CreatedKey, LedgerQuery } from "./policy/admin.js";
 export type { InferenceConfig } from "./config/config.js";
+export { SetupError, type SetupErrorCode } from "./errors/setup.js";

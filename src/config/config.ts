@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { modelOverrideSchema } from "../model/entry.js";
 import { assertSecureUrl } from "../model/secure-url.js";
+import { SetupError } from "../errors/setup.js";
 
 export { assertSecureUrl } from "../model/secure-url.js";
 
@@ -61,8 +62,9 @@ export function resolveConfig(config: InferenceConfig): ResolvedConfig {
   const parsed = inferenceConfigSchema.safeParse(config);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(
-      `webgpu-inference: the option \`${issue.path.join(".") || "(options)"}\` is invalid: ${issue.message}.`,
+    throw new SetupError(
+      "invalid_option",
+      `the option \`${issue.path.join(".") || "(options)"}\` is invalid: ${issue.message}.`,
     );
   }
   assertSecureUrl(parsed.data.baseUrl);

@@ -7,6 +7,7 @@ import type { Tokenizers } from "../model/tokenizer.js";
 import { DeterministicEngine } from "./deterministic.js";
 import type { Engine, LoadProgress } from "./contract.js";
 import { WebLlmEngine, type WebLlmModule } from "./webllm.js";
+import { SetupError } from "../errors/setup.js";
 
 export interface EngineFactoryOptions {
   config: ResolvedConfig;
@@ -23,8 +24,9 @@ export function createEngine({ config, tokenizers, webllm, onProgress }: EngineF
     });
   }
   if (!webllm)
-    throw new Error(
-      "webgpu-inference: engine 'webllm' needs the web-llm module: pass { webllm } (import * as webllm from '@mlc-ai/web-llm').",
+    throw new SetupError(
+      "missing_module",
+      "engine 'webllm' needs the web-llm module: pass { webllm } (import * as webllm from '@mlc-ai/web-llm').",
     );
   return new WebLlmEngine({
     webllm,

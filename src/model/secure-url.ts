@@ -1,3 +1,5 @@
+import { SetupError } from "../errors/setup.js";
+
 /** The one rule for every URL that keys or prompts travel in: the API base URL and each upstream. */
 
 const loopbackHosts = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\]|[a-z0-9-]+\.localhost)$/i;
@@ -12,7 +14,8 @@ export function assertSecureUrl(value: string, what = "base URL"): URL {
   const url = new URL(value);
   if (url.protocol === "https:") return url;
   if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return url;
-  throw new Error(
-    `webgpu-inference refuses the ${what} ${url.origin}: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
+  throw new SetupError(
+    "insecure_url",
+    `the ${what} ${url.origin} is refused: it must use https: (plain http: is allowed only for loopback hosts such as localhost in development), because API keys and prompts travel in it.`,
   );
 }

@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../model/families.js";
+import { SetupError } from "../errors/setup.js";
 
 export interface AssetOptions {
   /** Serve the ready-made worker, `inference-sw.js`. Default true; false when the app's own worker calls `installInference`. */
@@ -58,15 +59,16 @@ export function assets(options: AssetOptions = {}, directory = fileURLToPath(new
   const { serviceWorker = true, families = modelFamilies, llamacpp } = options;
   for (const family of families) {
     if (!modelFamilies.includes(family))
-      throw new Error(
-        `webgpu-inference: unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`,
+      throw new SetupError(
+        "invalid_option",
+        `unknown model family '${family}'; the families are ${modelFamilies.join(", ")}.`,
       );
   }
   const list: Asset[] = [];
   if (serviceWorker) list.push({ path: workerPath, file: join(directory, workerPath), contentType: "text/javascript" });
   const wasm = llamacpp === false ? null : installedWllamaWasm();
   if (llamacpp === true && !wasm)
-    throw new Error("webgpu-inference: the llamacpp engine needs @wllama/wllama: npm install @wllama/wllama.");
+    throw new SetupError("missing_module", "the llamacpp engine needs @wllama/wllama: npm install @wllama/wllama.");
   if (wasm) list.push({ path: wllamaWasmPath, file: wasm, contentType: "application/wasm" });
   for (const name of new Set(families.map((family) => tokenizerNames[family]))) {
     const path = `${tokenizerFolder}/${tokenizerFileName(name)}`;
@@ -74,8 +76,9 @@ export function assets(options: AssetOptions = {}, directory = fileURLToPath(new
   }
   const missing = list.filter((asset) => !existsSync(asset.file));
   if (missing.length)
-    throw new Error(
-      `webgpu-inference: the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`,
+    throw new SetupError(
+      "missing_asset",
+      `the package is missing ${missing.map((asset) => asset.file).join(", ")}; reinstall it (or run \`npm run build\` in a checkout).`,
     );
   return list;
 }

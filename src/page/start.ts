@@ -21,6 +21,7 @@ import {
   type ManageReply,
   type ManageRequest,
 } from "../bridge/messages.js";
+import { SetupError } from "../errors/setup.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
   /**
@@ -74,8 +75,9 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
     const timer = setTimeout(() => {
       container.removeEventListener("controllerchange", check);
       reject(
-        new Error(
-          `webgpu-inference: the service worker ${scriptUrl} did not take control of this page within ${timeoutMs} ms. A worker of your own must call installInference() (which claims its pages), and its scope must cover this page.`,
+        new SetupError(
+          "worker_unavailable",
+          `the service worker ${scriptUrl} did not take control of this page within ${timeoutMs} ms. A worker of your own must call installInference() (which claims its pages), and its scope must cover this page.`,
         ),
       );
     }, timeoutMs);
@@ -97,7 +99,7 @@ function ask<Reply>(
   onTimeout?: () => Error,
 ): Promise<void> {
   const worker = navigator.serviceWorker.controller;
-  if (!worker) return Promise.reject(new Error("webgpu-inference: no service worker controls this page."));
+  if (!worker) return Promise.reject(new SetupError("worker_unavailable", "no service worker controls this page."));
   const channel = new MessageChannel();
   return new Promise((resolve, reject) => {
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(onTimeout?.()), timeoutMs);
@@ -121,7 +123,7 @@ function manage(request: ManageRequest, onProgress?: (progress: LoadProgress) =>
       onProgress?.(reply.progress);
       return false;
     }
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw new SetupError("worker_refused", reply.message);
     return true;
   });
 }
@@ -136,14 +138,15 @@ async function configure(
   await ask<ConfigureReply>(
     { type: configureMessage, options },
     (reply) => {
-      if (!reply.ok) throw new Error(reply.message);
+      if (!reply.ok) throw new SetupError("worker_refused", reply.message);
       config = reply.config;
       return true;
     },
     timeoutMs,
     () =>
-      new Error(
-        `webgpu-inference: the service worker ${scriptUrl} did not answer within ${timeoutMs} ms. A worker of your own must call installInference() from webgpu-inference/sw.`,
+      new SetupError(
+        "worker_unavailable",
+        `the service worker ${scriptUrl} did not answer within ${timeoutMs} ms. A worker of your own must call installInference() from webgpu-inference/sw.`,
       ),
   );
   return config!;
@@ -161,8 +164,9 @@ async function tellWorkers(databaseName: string, keyId: string, timeoutMs: numbe
     () => true,
     timeoutMs,
     () =>
-      new Error(
-        `webgpu-inference: the key ${keyId} was changed, but the service worker did not confirm within ${timeoutMs} ms that it stopped using the old record; it will within a minute.`,
+      new SetupError(
+        "worker_unavailable",
+        `the key ${keyId} was changed, but the service worker did not confirm within ${timeoutMs} ms that it stopped using the old record; it will within a minute.`,
       ),
   );
 }
@@ -176,13 +180,17 @@ async function register(
   try {
     registration = await workbox.register({ immediate: true });
   } catch (error) {
-    throw new Error(
-      `webgpu-inference: the service worker ${scriptUrl} could not be registered (${(error as Error).message}). ${workerFix}.`,
+    throw new SetupError(
+      "worker_unavailable",
+      `the service worker ${scriptUrl} could not be registered (${(error as Error).message}). ${workerFix}.`,
       { cause: error },
     );
   }
   if (!registration)
-    throw new Error(`webgpu-inference: the service worker ${scriptUrl} could not be registered. ${workerFix}.`);
+    throw new SetupError(
+      "worker_unavailable",
+      `the service worker ${scriptUrl} could not be registered. ${workerFix}.`,
+    );
   return { workbox, registration };
 }
 
@@ -194,11 +202,13 @@ async function register(
  */
 export async function startInference(options: StartInferenceOptions = {}): Promise<InferenceHandle> {
   if (!globalThis.isSecureContext) {
-    throw new Error(
-      `webgpu-inference needs a secure context (HTTPS, or http://localhost in development): service workers and WebGPU exist only there, and this page is served from ${location.origin}.`,
+    throw new SetupError(
+      "unsupported_browser",
+      `this page needs a secure context (HTTPS, or http://localhost in development): service workers and WebGPU exist only there, and this page is served from ${location.origin}.`,
     );
   }
-  if (!("serviceWorker" in navigator)) throw new Error("webgpu-inference: this browser has no service workers.");
+  if (!("serviceWorker" in navigator))
+    throw new SetupError("unsupported_browser", "this browser has no service workers.");
   const {
     serviceWorkerUrl = "/inference-sw.js",
     scope = "/",

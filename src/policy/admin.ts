@@ -6,6 +6,7 @@ import { generateKey, hashKey, keyPrefix } from "./keys.js";
 import { usdToNano } from "./money.js";
 import { ledgerId, type LimitDefaults } from "./policy.js";
 import type { AccountRecord, KeyRecord, LedgerEntry, PolicyDatabase } from "./store.js";
+import { SetupError } from "../errors/setup.js";
 
 export type Account = AccountRecord;
 /** A key as the admin API shows it: everything but the hash. */
@@ -33,7 +34,7 @@ function newId(prefix: string): string {
 
 function positiveLimit(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 1)
-    throw new RangeError(`${name} must be a whole number of at least 1; got ${value}`);
+    throw new SetupError("invalid_option", `${name} must be a whole number of at least 1; got ${value}`);
   return value;
 }
 
@@ -118,7 +119,7 @@ export class Admin {
     if (!account) {
       transaction.abort();
       await transaction.done.catch(() => undefined);
-      throw new Error(`no account ${accountId}`);
+      throw new SetupError("not_found", `no account ${accountId}: create one with admin.createAccount`);
     }
     account.balanceNanoUsd += amount;
     await transaction.objectStore("accounts").put(account);
@@ -140,7 +141,8 @@ export class Admin {
 
   async createKey(options: { accountId: string; name?: string; rpm?: number; tpm?: number }): Promise<CreatedKey> {
     const database = await this.#opening;
-    if (!(await database.get("accounts", options.accountId))) throw new Error(`no account ${options.accountId}`);
+    if (!(await database.get("accounts", options.accountId)))
+      throw new SetupError("not_found", `no account ${options.accountId}: create one with admin.createAccount`);
     const key = generateKey();
     const record: KeyRecord = {
       id: newId("key_"),
@@ -165,7 +167,7 @@ export class Admin {
     if (!key) {
       transaction.abort();
       await transaction.done.catch(() => undefined);
-      throw new Error(`no key ${keyId}`);
+      throw new SetupError("not_found", `no key ${keyId}: admin.listKeys names the keys of an account`);
     }
     change(key);
     await transaction.store.put(key);
@@ -229,7 +231,8 @@ export class Admin {
     }
     const origin = options?.origin && URL.canParse(options.origin) ? new URL(options.origin).origin : undefined;
     if (!origin || origin === "null") {
-      throw new TypeError(
+      throw new SetupError(
+        "invalid_option",
         `setUpstreamCredential('${name}', secret, { origin }) needs the origin the secret is for, e.g. { origin: "https://llm.example" }: it is sent there and nowhere else`,
       );
     }

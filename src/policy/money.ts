@@ -1,11 +1,14 @@
+import { SetupError } from "../errors/setup.js";
+
 /** Money is integer nano-USD: 1 USD = 10⁹ nano-USD, well inside Number.MAX_SAFE_INTEGER for any real balance. */
 const nanoPerUsd = 1_000_000_000;
 
 export function usdToNano(usd: number): number {
   if (!Number.isFinite(usd) || usd < 0)
-    throw new RangeError(`an amount of USD must be a finite, non-negative number; got ${usd}`);
+    throw new SetupError("invalid_option", `an amount of USD must be a finite, non-negative number; got ${usd}`);
   const nano = Math.round(usd * nanoPerUsd);
-  if (!Number.isSafeInteger(nano)) throw new RangeError(`${usd} USD is too large to count in nano-USD`);
+  if (!Number.isSafeInteger(nano))
+    throw new SetupError("invalid_option", `${usd} USD is too large to count in nano-USD`);
   return nano;
 }
 

@@ -2,8 +2,6 @@
  * Running a plan on the one engine: queueing for it, running each (prompt, choice) in turn, and
  * totalling the usage the meter settles. Wire formatting is left to the endpoint.
  */
-import { engineErrorToApi } from "../errors/api.js";
-import { EngineError } from "../errors/engine.js";
 import type { LocalEngine, ModelEntry } from "../model/entry.js";
 import type {
   Engine,
@@ -98,7 +96,7 @@ export async function startGeneration(
     release = await services.scheduler.acquire(signal);
   } catch (error) {
     await meter.settle(signal.aborted ? "aborted" : "failed", totals);
-    throw error instanceof EngineError ? engineErrorToApi(error) : error;
+    throw error;
   }
   async function* run(): AsyncGenerator<ChoicePart> {
     const tally = new Tally(totals);
@@ -111,7 +109,8 @@ export async function startGeneration(
     } catch (error) {
       status = "failed";
       tally.billUndelivered();
-      throw error instanceof EngineError ? engineErrorToApi(error) : error;
+      // An engine's failure reaches the client through the one translation, `toApiError`.
+      throw error;
     } finally {
       if (status === "completed" && signal.aborted) status = "aborted";
       release();

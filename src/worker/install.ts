@@ -31,6 +31,7 @@ import {
   type ManageReply,
   type ManageRequest,
 } from "../bridge/messages.js";
+import { SetupError } from "../errors/setup.js";
 
 export interface InstallOptions extends Partial<InferenceConfig> {
   /** The web-llm module, for `engine: 'webllm'`: `import * as webllm from '@mlc-ai/web-llm'`. */
@@ -143,7 +144,7 @@ function workerEngine(
   hasWebLlm: boolean,
 ): Engine {
   const hosted = (name: string) => {
-    if (!hosts) throw new Error("webgpu-inference: a page-hosted engine needs the worker's clients.");
+    if (!hosts) throw new SetupError("invalid_option", "a page-hosted engine needs the worker's clients.");
     return new PageHostedEngine({ hosts, engine: name, name: `${name} (page-hosted)` });
   };
   const webllmInPage = config.engineHost === "page" || (config.engineHost === "auto" && !environment.webgpu);

@@ -10,6 +10,7 @@ import {
   ServiceUnavailableError,
   toApiError,
 } from "../../src/errors/api.js";
+import { SetupError } from "../../src/errors/setup.js";
 import { errorResponse } from "../../src/http/responses.js";
 import { errorBodySchema } from "../../src/wire/schemas.js";
 
@@ -62,3 +63,33 @@ describe("errors", () => {
     expect(toApiError(known, "req_1")).toBe(known);
   });
 });
+
+describe("setup errors", () => {
+  it("are one type, with a code and the library's name, wherever setup fails", async () => {
+    const { resolveConfig } = await import("../../src/config/config.js");
+    const { assertSecureUrl } = await import("../../src/model/secure-url.js");
+    const { assets } = await import("../../src/node/assets.js");
+    const { makePolicy } = await import("./support.js");
+    const { admin } = await makePolicy();
+    const failures: [unknown, string][] = [
+      [catching(() => resolveConfig({ baseUrl: "https://app.example/openai", maxQueued: -1 })), "invalid_option"],
+      [catching(() => assertSecureUrl("http://api.example/openai")), "insecure_url"],
+      [catching(() => assets({ families: ["nope" as never] })), "invalid_option"],
+      [await admin.credit("acct_missing", 1).catch((error: unknown) => error), "not_found"],
+      [await admin.createAccount({ name: "x", creditUsd: -1 }).catch((error: unknown) => error), "invalid_option"],
+    ];
+    for (const [error, code] of failures) {
+      expect(error).toBeInstanceOf(SetupError);
+      expect(error).toMatchObject({ name: "SetupError", code, message: expect.stringMatching(/^webgpu-inference: /) });
+    }
+  });
+});
+
+function catching(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a failure");
+}
