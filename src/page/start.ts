@@ -11,7 +11,7 @@ import type { InferenceConfig, ResolvedConfig } from "../config/config.js";
 import type { PageEngineOptions } from "./host-engines.js";
 import type { LoadProgress } from "../engine/contract.js";
 import { Admin } from "../policy/admin.js";
-import { broadcastKeyChange, keyChangedMessage, type KeyChanged } from "../policy/key-changes.js";
+import { broadcastKeyChange, keyChangedMessage, type KeyChanged } from "../bridge/key-changes.js";
 import { openPolicyStore } from "../policy/store.js";
 import { assertSecureUrl } from "../model/secure-url.js";
 import {
@@ -22,6 +22,7 @@ import {
   type ManageRequest,
 } from "../bridge/messages.js";
 import { SetupError } from "../errors/setup.js";
+import { ask } from "../bridge/ask.js";
 
 export interface StartInferenceOptions extends Omit<InferenceConfig, "baseUrl"> {
   /**
@@ -88,32 +89,6 @@ function waitForControl(scriptUrl: string, timeoutMs: number): Promise<void> {
       resolve();
     }
     container.addEventListener("controllerchange", check);
-  });
-}
-
-/** Posts `message` to the controlling worker on a fresh channel; `onReply` sees each reply until it returns true. */
-function ask<Reply>(
-  message: unknown,
-  onReply: (reply: Reply) => boolean,
-  timeoutMs?: number,
-  onTimeout?: () => Error,
-): Promise<void> {
-  const worker = navigator.serviceWorker.controller;
-  if (!worker) return Promise.reject(new SetupError("worker_unavailable", "no service worker controls this page."));
-  const channel = new MessageChannel();
-  return new Promise((resolve, reject) => {
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => reject(onTimeout?.()), timeoutMs);
-    channel.port1.onmessage = (event: MessageEvent<Reply>) => {
-      try {
-        if (!onReply(event.data)) return;
-        resolve();
-      } catch (error) {
-        reject(error as Error);
-      }
-      clearTimeout(timer);
-      channel.port1.close();
-    };
-    worker.postMessage(message, [channel.port2]);
   });
 }
 

@@ -17,7 +17,7 @@ import type { WebLlmModule } from "../engine/webllm.js";
 import { InferenceApp } from "../http/app.js";
 import { randomId } from "../serve/dependencies.js";
 import { Admin } from "../policy/admin.js";
-import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "../policy/key-changes.js";
+import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "../bridge/key-changes.js";
 import { webLocksLiveness } from "../policy/liveness.js";
 import { Policy } from "../policy/policy.js";
 import { openPolicyStore } from "../policy/store.js";

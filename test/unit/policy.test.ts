@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
-import { broadcastKeyChange, listenForKeyChanges } from "../../src/policy/key-changes.js";
+import { broadcastKeyChange, listenForKeyChanges } from "../../src/bridge/key-changes.js";
 import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
 import { webLocksLiveness } from "../../src/policy/liveness.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
