@@ -11,7 +11,10 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   reporter: [["list"], ["json", { outputFile: ".cache/reports/e2e.json" }]],
+  // Each test within a minute unless it says otherwise (the real engines, near their measured
+  // need), and the whole suite within 45 minutes, well under CI's 90: a hang fails by name.
   timeout: 60_000,
+  globalTimeout: 45 * 60_000,
   outputDir: "test-results",
   use: {
     headless: true,

@@ -9,7 +9,7 @@
  *   npm run bench -- --model m.json  a real model: a catalogue entry whose build names its artifacts
  *   npm run bench -- --gguf g.json   the llama.cpp side of the engines' comparison: a catalogue entry
  *                                    with a GGUF build (default: a random GGUF of Qwen2-0.5B's shapes)
- *   --iterations N --max-tokens N --out DIR
+ *   --iterations N --max-tokens N --cost-iterations N --out DIR
  *
  * Absolute times on SwiftShader mean little; the ratios between the two paths are the result.
  */
@@ -29,6 +29,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values: options } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
+    "cost-iterations": { type: "string" },
     model: { type: "string" },
     gguf: { type: "string" },
     iterations: { type: "string" },
@@ -75,7 +76,7 @@ const plan = {
   engineIterations: quick ? exactly(1) : { minimum: 2, maximum: 5, budgetMs: minutes(3) },
   // Our cost alone: a short and a long reply from an engine that costs nothing, each also
   // consumed directly in the worker; the difference per extra token is our marginal cost.
-  costIterations: quick ? 10 : 100,
+  costIterations: Number(options["cost-iterations"] ?? (quick ? 10 : 100)),
   costTokens: quick ? [16, 256] : [16, 1_024],
   engineMaxTokens: { webllm: quick ? 1 : 4, llamacpp: quick ? 16 : 32 },
 };

@@ -129,7 +129,7 @@ async function configure(
 
 /**
  * Tells the worker that serves this page that a key changed, and waits until it has forgotten it;
- * the broadcast reaches any other instance (see src/policy/key-changes.ts).
+ * the broadcast reaches any other instance (see src/bridge/key-changes.ts).
  */
 async function tellWorkers(databaseName: string, keyId: string, timeoutMs: number): Promise<void> {
   if (!navigator.serviceWorker.controller) return broadcastKeyChange(databaseName, keyId, 250);

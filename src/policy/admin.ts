@@ -70,7 +70,7 @@ export class Admin {
 
   /**
    * `afterKeyChange` tells the worker, which keeps keys in memory, that a key was revoked or its
-   * limits changed; a change resolves only after it (see src/policy/key-changes.ts).
+   * limits changed; a change resolves only after it (see src/bridge/key-changes.ts).
    */
   constructor(options: {
     database: PolicyDatabase | Promise<PolicyDatabase>;

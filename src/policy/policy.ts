@@ -190,7 +190,7 @@ export class Policy {
   /**
    * 401 for a missing, malformed, unknown or revoked key. A valid key is kept in memory once
    * read, so its next requests open no transaction. That is exact because every change to a key
-   * reaches `forgetKey` before the admin API resolves (src/policy/key-changes.ts); a change made
+   * reaches `forgetKey` before the admin API resolves (src/bridge/key-changes.ts); a change made
    * around that API is seen within `keyMemoryMs`. Unknown keys are not kept: a key created a
    * moment ago must work at once.
    */

@@ -40,25 +40,21 @@ export interface UsageTotals {
 
 /**
  * Adds one generated prompt's usage to `totals`. The prompt is billed whole, the way the hosted
- * API bills a cached prefix: an engine that reused a prefix of this very prompt from its KV cache
- * reports fewer prefilled tokens than the prompt has, and the difference is reported as cached.
- * An engine that saw more than we counted (llama.cpp puts a BOS token before a raw prompt) is
- * billed for what it saw; an engine that says how many it reused (`cachedPromptTokens`) is taken
- * at its word.
+ * API bills a cached prefix: what the engine saw (prefilled, plus what it says it reused) or what
+ * we counted, whichever is more (llama.cpp puts a BOS token before a raw prompt). Of that, what
+ * the engine did not prefill is reported as cached: the prefix it reused from its KV cache, and
+ * any tokens it never saw, so an engine that saw fewer tokens than were counted shows (a first
+ * turn with cached tokens).
  */
 function addPromptUsage(totals: UsageTotals, counted: number, usage: TokenUsage): void {
   const prefilled = usage.promptTokens;
-  if (prefilled !== null && usage.cachedPromptTokens !== undefined) {
-    totals.promptTokens += Math.max(prefilled + usage.cachedPromptTokens, counted);
-    if (usage.cachedPromptTokens > 0) totals.cachedTokens = (totals.cachedTokens ?? 0) + usage.cachedPromptTokens;
+  if (prefilled === null) {
+    totals.promptTokens += counted;
     return;
   }
-  if (prefilled === null || prefilled >= counted) {
-    totals.promptTokens += prefilled ?? counted;
-    return;
-  }
-  totals.promptTokens += counted;
-  totals.cachedTokens = (totals.cachedTokens ?? 0) + counted - prefilled;
+  const billed = Math.max(prefilled + (usage.cachedPromptTokens ?? 0), counted);
+  totals.promptTokens += billed;
+  if (billed > prefilled) totals.cachedTokens = (totals.cachedTokens ?? 0) + billed - prefilled;
 }
 
 /** A running generation: its parts, in order, and the usage once they are drained. */

@@ -134,7 +134,10 @@ test("a chat completion on llama.cpp: real tokens, usage equal to our count of t
   expect(result.reason).toBe("llama.cpp, as web-llm: no MLC build");
   const completion = chatCompletionSchema.parse(result.body);
   expect(completion.choices[0]?.finish_reason).toBe("length");
+  // Equal both ways: an engine that saw more would be billed more, and one that saw fewer would
+  // show the difference as cached, of which a first prompt has none.
   expect(completion.usage.prompt_tokens).toBe(llama3().encode(renderChat("llama3", history)).length);
+  expect(completion.usage.prompt_tokens_details?.cached_tokens ?? 0).toBe(0);
   expect(completion.usage.completion_tokens).toBe(4);
   const entries = completion.choices[0]?.logprobs?.content ?? [];
   expect(entries).toHaveLength(4);

@@ -130,7 +130,6 @@ test("200 concurrent requests from 4 tabs against an account that can pay for ex
   context,
   page,
 }) => {
-  test.setTimeout(120_000);
   const options = { engine: "deterministic" as const, tokenDelayMs: 0, maxQueued: 256 };
   await openHarness(page, options, { creditUsd: 1, rpm: 1_000 });
   // One probe, on another account, gives the exact cost of one request: every reply here is cut at max_tokens.

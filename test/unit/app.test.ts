@@ -249,6 +249,18 @@ describe("HTTP surface", () => {
       prompt_tokens: counted,
       prompt_tokens_details: { cached_tokens: counted - 3 },
     });
+    // An engine that says what it reused but saw fewer tokens than we counted (a control-token
+    // string parsed as one token, say): billed our count, and what it never saw shows as cached.
+    expect(await usageOf({ promptTokens: 3, cachedPromptTokens: 1, completionTokens: 1 })).toMatchObject({
+      prompt_tokens: counted,
+      prompt_tokens_details: { cached_tokens: counted - 3 },
+    });
+    // Saw exactly what we counted, reused nothing: no cached tokens at all.
+    expect(await usageOf({ promptTokens: counted, cachedPromptTokens: 0, completionTokens: 1 })).toEqual({
+      prompt_tokens: counted,
+      completion_tokens: 1,
+      total_tokens: counted + 1,
+    });
   });
 
   it("passes sampling, stop, seed and JSON mode through to the engine", async () => {
