@@ -1,7 +1,7 @@
 /** A chat request's messages checked and converted at the boundary: OpenAI's wire messages to the templates' turns. */
 import { BadRequestError } from "../errors/api.js";
 import type { EngineMessage } from "../prompt/messages.js";
-import type { ChatCompletionRequest, ChatMessage } from "../wire/schemas.js";
+import type { ChatCompletionRequest, ChatMessage } from "../wire/chat-request.js";
 
 function text(content: ChatMessage["content"]): string {
   if (content == null) return "";

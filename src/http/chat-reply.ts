@@ -6,7 +6,7 @@ import type { TokenLogprob } from "../engine/contract.js";
 import { ToolCallParser, type ToolEvent } from "../prompt/tool-calls.js";
 import type { ToolSyntax } from "../prompt/templates.js";
 import type { Generation } from "../serve/generation.js";
-import type { ChatCompletion, ChatCompletionChunk } from "../wire/schemas.js";
+import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 import { collect, toWireFinishReason, wireUsage } from "./convert.js";
 import { toWireLogprobs } from "./logprobs.js";
 

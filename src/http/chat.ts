@@ -10,7 +10,7 @@ import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type Chat
 import { completionBudget, promptTokenIds } from "../serve/budget.js";
 import type { GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
-import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/schemas.js";
+import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
 import { refuseCapabilities, toEngineMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";

@@ -4,7 +4,7 @@
  */
 import type { FinishReason, SamplingOptions, TokenLogprob } from "../engine/contract.js";
 import type { Generation, UsageTotals } from "../serve/generation.js";
-import type { Usage } from "../wire/schemas.js";
+import type { Usage } from "../wire/shared.js";
 
 /** OpenAI's usage object; `total_tokens` is always prompt + completion. */
 export function wireUsage(totals: UsageTotals): Usage {

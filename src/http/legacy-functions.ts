@@ -7,7 +7,7 @@
  * `finish_reason: "function_call"`.
  */
 import { BadRequestError } from "../errors/api.js";
-import type { ChatCompletion, ChatCompletionChunk } from "../wire/schemas.js";
+import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 
 type Json = Record<string, unknown>;
 

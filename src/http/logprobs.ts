@@ -6,7 +6,7 @@
 import type { TokenLogprob } from "../engine/contract.js";
 import { BadRequestError } from "../errors/api.js";
 import type { Tokenizer } from "../model/tokenizer.js";
-import type { LegacyLogprobs, TokenLogprobWire } from "../wire/schemas.js";
+import type { LegacyLogprobs, TokenLogprobWire } from "../wire/shared.js";
 
 /** web-llm computes at most 5 alternatives per token; OpenAI allows 20 on chat. */
 const maxAlternatives = 5;

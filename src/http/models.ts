@@ -1,7 +1,7 @@
 import { ggufMemoryEstimateMB, memoryEstimateMB } from "../model/builds.js";
 import { usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../model/entry.js";
 import { BadRequestError } from "../errors/api.js";
-import type { ModelInfo, ModelObject } from "../wire/schemas.js";
+import type { ModelInfo, ModelObject } from "../wire/models.js";
 import { decideRoute } from "../serve/route-decision.js";
 import type { InferenceRoute } from "./context.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";

@@ -17,7 +17,7 @@ import {
   type JsonSchema,
 } from "../grammar/json-schema.js";
 import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
-import type { ChatCompletionRequest } from "../wire/schemas.js";
+import type { ChatCompletionRequest } from "../wire/chat-request.js";
 
 export interface StructuredPlan {
   /** The messages, with the JSON instruction added when JSON mode needs one. */

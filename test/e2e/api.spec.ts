@@ -2,15 +2,10 @@
  * The /v1 API through the ready-made service worker, driven by the official openai SDK bundled
  * into a page, on the deterministic engine.
  */
-import {
-  chatCompletionChunkSchema,
-  chatCompletionSchema,
-  errorBodySchema,
-  modelInfoSchema,
-  modelListSchema,
-  modelSchema,
-  textCompletionSchema,
-} from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/wire/error.js";
+import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/wire/models.js";
+import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { expect, openHarness, test } from "./harness.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -9,12 +9,9 @@ import { renderChat } from "../../src/prompt/templates.js";
 import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import {
-  chatCompletionChunkSchema,
-  chatCompletionSchema,
-  modelInfoSchema,
-  textCompletionSchema,
-} from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { modelInfoSchema } from "../../src/wire/models.js";
+import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 

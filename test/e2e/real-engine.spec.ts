@@ -11,12 +11,9 @@ import { renderChat, renderChatPieces } from "../../src/prompt/templates.js";
 import { encodePrompt, tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import {
-  chatCompletionChunkSchema,
-  chatCompletionSchema,
-  modelInfoSchema,
-  textCompletionSchema,
-} from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { modelInfoSchema } from "../../src/wire/models.js";
+import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { expect, launchProfile, origin, test } from "./harness.js";
 import { testModelEntry, testModelId } from "./test-model.js";
 

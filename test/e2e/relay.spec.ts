@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { promisify } from "node:util";
 import OpenAI from "openai";
 import type { Page } from "@playwright/test";
-import { chatCompletionSchema } from "../../src/wire/schemas.js";
+import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { expect, launchProfile, test } from "./harness.js";
 
 const root = resolve(import.meta.dirname, "../..");

@@ -3,12 +3,9 @@ import type { DeviceFeatures } from "../../src/model/builds.js";
 import type { ModelEntry } from "../../src/model/entry.js";
 import { EngineError } from "../../src/errors/engine.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import {
-  chatCompletionChunkSchema,
-  chatCompletionSchema,
-  errorBodySchema,
-  textCompletionSchema,
-} from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/wire/error.js";
+import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { ChoosingEngine } from "../../src/engine/choice.js";
 import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
 

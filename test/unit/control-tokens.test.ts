@@ -10,7 +10,7 @@ import type { EngineMessage } from "../../src/prompt/messages.js";
 import { modelFamilies } from "../../src/model/families.js";
 import { piecesText, renderChat, renderChatPieces, type ToolSpec } from "../../src/prompt/templates.js";
 import { encodePrompt } from "../../src/model/tokenizer.js";
-import { chatCompletionSchema } from "../../src/wire/schemas.js";
+import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { makeApp, tokenizers } from "./support.js";
 
 /** Every family's control tokens, as a hostile message would hold them. */

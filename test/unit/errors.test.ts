@@ -12,7 +12,7 @@ import {
 } from "../../src/errors/api.js";
 import { SetupError } from "../../src/errors/setup.js";
 import { errorResponse } from "../../src/http/responses.js";
-import { errorBodySchema } from "../../src/wire/schemas.js";
+import { errorBodySchema } from "../../src/wire/error.js";
 
 describe("errors", () => {
   it("one class per status, each with OpenAI's type and code", () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { seededRandom } from "../../src/engine/deterministic.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
-import { errorBodySchema } from "../../src/wire/schemas.js";
+import { errorBodySchema } from "../../src/wire/error.js";
 import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -6,7 +6,7 @@ import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
 import { renderChat, renderChatSegments } from "../../src/prompt/templates.js";
-import { chatCompletionSchema } from "../../src/wire/schemas.js";
+import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { makeApp, tokenizers } from "./support.js";
 
 const conversation: EngineMessage[] = [

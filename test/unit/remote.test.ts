@@ -5,12 +5,9 @@ import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js"
 import { resolveConfig } from "../../src/config/config.js";
 import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { decideRoute as decide } from "../../src/serve/route-decision.js";
-import {
-  chatCompletionChunkSchema,
-  chatCompletionSchema,
-  errorBodySchema,
-  textCompletionSchema,
-} from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/wire/error.js";
+import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 
 const tokenizersFor = () => tokenizers.forFamily("llama3");

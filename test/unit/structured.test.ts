@@ -12,7 +12,7 @@ import {
   type JsonSchema,
 } from "../../src/grammar/json-schema.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/schemas.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { accepts, parseGrammar } from "./ebnf.js";
 import { makeApp, sseEvents } from "./support.js";
 

@@ -3,7 +3,8 @@
  * several answers merged into one, and the usage as billed. Upstream objects are re-framed, not
  * rebuilt: whatever else they carry passes through.
  */
-import type { UpstreamChoice, UpstreamUsage, Usage as WireUsage } from "../../wire/schemas.js";
+import type { UpstreamChoice, UpstreamUsage } from "../../wire/upstream.js";
+import type { Usage as WireUsage } from "../../wire/shared.js";
 import type { Usage } from "../metering.js";
 import type { ForwardPlan } from "./plan.js";
 

@@ -6,7 +6,7 @@
 import { ServiceUnavailableError } from "../../errors/api.js";
 import type { Upstream } from "../../model/entry.js";
 import type { LedgerEntry } from "../../policy/store.js";
-import { upstreamChunkSchema, type UpstreamUsage } from "../../wire/schemas.js";
+import { upstreamChunkSchema, type UpstreamUsage } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";

@@ -1,6 +1,6 @@
 /** A whole (non-streamed) answer from an upstream: read, checked, re-framed and billed. */
 import { ServiceUnavailableError } from "../../errors/api.js";
-import { upstreamCompletionSchema } from "../../wire/schemas.js";
+import { upstreamCompletionSchema } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";

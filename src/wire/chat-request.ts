@@ -1,0 +1,99 @@
+/**
+ * The chat completions request (`POST /v1/chat/completions`): messages, tools, response
+ * formats and every field OpenAI takes. A strict object: an argument we do not know is refused
+ * with 400 naming it, as the hosted API does, rather than silently ignored.
+ */
+import { z } from "zod";
+import { content, functionName, sampling, toolCallSchema } from "./shared.js";
+
+const systemMessage = z.strictObject({
+  role: z.enum(["system", "developer"]),
+  content,
+  name: z.string().optional(),
+});
+const userMessage = z.strictObject({ role: z.literal("user"), content, name: z.string().optional() });
+const assistantMessage = z.strictObject({
+  role: z.literal("assistant"),
+  content: content.nullish(),
+  name: z.string().optional(),
+  tool_calls: z.array(toolCallSchema).optional(),
+  refusal: z.string().nullish(),
+});
+const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
+
+const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
+
+/**
+ * A JSON Schema object as the client sent it. Not `z.record`, which copies the object key by key:
+ * a `__proto__` key would then set the copy's prototype and vanish instead of being refused.
+ */
+const jsonSchemaObject = z.custom<Record<string, unknown>>(
+  (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+  { message: "expected a JSON Schema object" },
+);
+
+const toolSchema = z.strictObject({
+  type: z.literal("function"),
+  function: z.strictObject({
+    name: functionName,
+    description: z.string().optional(),
+    parameters: jsonSchemaObject.optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+const toolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string() }) }),
+]);
+
+const responseFormatSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    json_schema: z.strictObject({
+      name: functionName,
+      description: z.string().optional(),
+      schema: jsonSchemaObject.optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+export const chatCompletionRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  messages: z.array(chatMessageSchema).min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  max_completion_tokens: z.number().int().min(1).nullish(),
+  response_format: responseFormatSchema.nullish(),
+  tools: z.array(toolSchema).nullish(),
+  tool_choice: toolChoiceSchema.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
+  metadata: z
+    .record(
+      z.string().max(64, "keys must be at most 64 characters"),
+      z.string().max(512, "values must be at most 512 characters"),
+    )
+    .refine((value) => Object.keys(value).length <= 16, "at most 16 key-value pairs")
+    .nullish(),
+  // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
+  store: z.boolean().nullish(),
+  service_tier: z.enum(["auto", "default", "flex", "scale", "priority"]).nullish(),
+  prompt_cache_key: z.string().nullish(),
+  safety_identifier: z.string().nullish(),
+  modalities: z.array(z.literal("text")).nullish(),
+  prediction: z.strictObject({ type: z.literal("content"), content }).nullish(),
+  // Known to OpenAI, refused for these models in OpenAI's words by the handler.
+  reasoning_effort: z.unknown().optional(),
+  audio: z.unknown().optional(),
+  verbosity: z.unknown().optional(),
+  web_search_options: z.unknown().optional(),
+  ...sampling,
+});
+
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+export type ChatMessage = z.infer<typeof chatMessageSchema>;

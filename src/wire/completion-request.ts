@@ -1,0 +1,20 @@
+/**
+ * The legacy completions request (`POST /v1/completions`), strict as the chat request is.
+ */
+import { z } from "zod";
+import { sampling } from "./shared.js";
+
+export const completionRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  prompt: z.union([z.string(), z.array(z.string()).min(1)]),
+  max_tokens: z.number().int().min(1).nullish(),
+  echo: z.boolean().nullish(),
+  // Known to OpenAI, refused for these models in OpenAI's words by the handler (insertion needs a fill-in-the-middle model).
+  suffix: z.string().nullish(),
+  best_of: z.number().int().min(1).max(20).nullish(),
+  // The legacy form: how many alternatives to list per token, up to 5.
+  logprobs: z.union([z.literal(false), z.number().int().min(0).max(5)]).nullish(),
+  ...sampling,
+});
+
+export type CompletionRequest = z.infer<typeof completionRequestSchema>;

@@ -1,0 +1,93 @@
+/**
+ * Pieces OpenAI's wire objects share: content parts, stop sequences, stream options, tool calls,
+ * the sampling fields, finish reasons, usage, log probabilities, and the envelope of every
+ * generation response.
+ *
+ * This folder (one module per OpenAI object) is the only place that knows the wire shapes, in
+ * snake_case; everything past the HTTP boundary uses our own camelCase types.
+ */
+import { z } from "zod";
+
+const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
+/** Parts the hosted API takes for models with vision or audio; checked here, refused by the handler with OpenAI's message. */
+const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
+export const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
+
+const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
+// include_obfuscation: accepted; the padding it turns on guards against a network observer
+// reading token lengths, and these streams never leave the device.
+const streamOptions = z.strictObject({
+  include_usage: z.boolean().optional(),
+  include_obfuscation: z.boolean().optional(),
+});
+
+export const functionName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, "must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes");
+
+export const toolCallSchema = z.strictObject({
+  id: z.string().min(1),
+  type: z.literal("function"),
+  function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
+});
+
+/** Sampling fields common to both generation endpoints, with OpenAI's ranges. */
+export const sampling = {
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: streamOptions.nullish(),
+  stop: stopSchema.nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().nullish(),
+  n: z.number().int().min(1).max(16).nullish(),
+  user: z.string().optional(),
+  // Token ids (as strings) to a bias in [-100, 100]; ids beyond the vocabulary are refused by the handler.
+  logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), z.number().min(-100).max(100)).nullish(),
+};
+
+export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);
+
+export const usageSchema = z.strictObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0),
+  /** Present when part of the prompt was a prefix the engine already held (its KV cache); those tokens are in `prompt_tokens` too. */
+  prompt_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }).optional(),
+});
+
+/** One generated token's log probability, and the most likely alternatives at its position. */
+const alternativeSchema = z.strictObject({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable(),
+});
+const tokenLogprobSchema = z.strictObject({
+  ...alternativeSchema.shape,
+  top_logprobs: z.array(alternativeSchema),
+});
+/** A chat choice's `logprobs` when asked for: its content tokens (no refusals here). */
+export const chatLogprobsSchema = z.strictObject({
+  content: z.array(tokenLogprobSchema).nullable(),
+  refusal: z.array(tokenLogprobSchema).nullable(),
+});
+/** A legacy completion choice's `logprobs`: parallel lists, the alternatives as token → logprob. */
+export const legacyLogprobsSchema = z.strictObject({
+  tokens: z.array(z.string()),
+  token_logprobs: z.array(z.number()),
+  top_logprobs: z.array(z.record(z.string(), z.number())),
+  text_offset: z.array(z.number().int()),
+});
+
+/** What every generation response and chunk carries besides its choices. */
+export const envelope = {
+  id: z.string(),
+  created: z.number().int(),
+  model: z.string(),
+  system_fingerprint: z.string().nullable(),
+};
+
+export type Usage = z.infer<typeof usageSchema>;
+export type TokenLogprobWire = z.infer<typeof tokenLogprobSchema>;
+export type LegacyLogprobs = z.infer<typeof legacyLogprobsSchema>;

@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/**
+ * What an upstream engine sends, read loosely: these servers add fields of their own, which pass
+ * through untouched. Only what forwarding reads is checked.
+ */
+const upstreamMessageSchema = z.looseObject({
+  content: z.string().nullish(),
+  tool_calls: z
+    .array(
+      z.looseObject({
+        function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+      }),
+    )
+    .nullish(),
+});
+const upstreamChoiceSchema = z.looseObject({
+  index: z.number().int().nullish(),
+  text: z.string().nullish(),
+  delta: upstreamMessageSchema.nullish(),
+  message: upstreamMessageSchema.nullish(),
+  logprobs: z.unknown().optional(),
+});
+const upstreamUsageSchema = z.looseObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0).optional(),
+});
+export const upstreamChunkSchema = z.looseObject({
+  id: z.string().optional(),
+  object: z.string().optional(),
+  created: z.number().optional(),
+  system_fingerprint: z.string().nullish(),
+  choices: z.array(upstreamChoiceSchema).default([]),
+  usage: upstreamUsageSchema.nullish(),
+});
+export const upstreamCompletionSchema = z.looseObject({
+  choices: z.array(upstreamChoiceSchema),
+  usage: upstreamUsageSchema.nullish(),
+});
+export type UpstreamChoice = z.infer<typeof upstreamChoiceSchema>;
+export type UpstreamUsage = z.infer<typeof upstreamUsageSchema>;
