@@ -98,10 +98,18 @@ export async function startGeneration(
     const tally = new Tally(totals);
     let status: Status = "completed";
     try {
-      yield* runChoices(services.engine, plan, signal, (prompt, copy, part) => {
-        if (part.type !== "finish") meter.firstToken();
-        tally.add(prompt, copy, part);
-      });
+      // One loop, not a generator delegating to another: each part costs one hop fewer.
+      let choice = 0;
+      for (const prompt of plan.prompts) {
+        for (let copy = 0; copy < plan.choicesPerPrompt; copy++, choice++) {
+          for await (const part of services.engine.generate(requestFor(plan, prompt.input), signal)) {
+            if (part.type !== "finish") meter.firstToken();
+            tally.add(prompt, copy, part);
+            yield { choice, part };
+          }
+          if (signal.aborted) return;
+        }
+      }
     } catch (error) {
       status = "failed";
       tally.billUndelivered();
@@ -116,30 +124,15 @@ export async function startGeneration(
   return { parts: run(), usage: () => ({ ...totals }) };
 }
 
-/** Every (prompt, copy) of the plan in turn, each part numbered by its choice. */
-async function* runChoices(
-  engine: Engine,
-  plan: GenerationPlan,
-  signal: AbortSignal,
-  observe: (prompt: { promptTokens: number }, copy: number, part: GenerationPart) => void,
-): AsyncGenerator<ChoicePart> {
-  let choice = 0;
-  for (const prompt of plan.prompts) {
-    for (let copy = 0; copy < plan.choicesPerPrompt; copy++, choice++) {
-      const request: GenerationRequest = {
-        model: plan.model,
-        input: prompt.input,
-        sampling: plan.sampling,
-        ...(plan.constraint ? { constraint: plan.constraint } : {}),
-        ...(plan.engine ? { engine: plan.engine } : {}),
-      };
-      for await (const part of engine.generate(request, signal)) {
-        observe(prompt, copy, part);
-        yield { choice, part };
-      }
-      if (signal.aborted) return;
-    }
-  }
+/** The engine's request for one of the plan's prompts. */
+function requestFor(plan: GenerationPlan, input: GenerationInput): GenerationRequest {
+  return {
+    model: plan.model,
+    input,
+    sampling: plan.sampling,
+    ...(plan.constraint ? { constraint: plan.constraint } : {}),
+    ...(plan.engine ? { engine: plan.engine } : {}),
+  };
 }
 
 /** The usage totals as parts arrive, and what the choice under way has delivered but not yet billed. */
