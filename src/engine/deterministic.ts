@@ -7,7 +7,8 @@
  */
 import type { DeviceFeatures } from "../model/builds.js";
 import type { ModelEntry } from "../model/entry.js";
-import { sampleSchema, type JsonSchema } from "../grammar/json-schema.js";
+import { sampleSchema } from "../grammar/sample.js";
+import type { JsonSchema } from "../grammar/schema.js";
 import { toolSyntax } from "../prompt/templates.js";
 import type { Tokenizer, Tokenizers } from "../model/tokenizer.js";
 import { EngineError } from "../errors/engine.js";

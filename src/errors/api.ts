@@ -93,6 +93,16 @@ export class InternalServerError extends ApiError {
   }
 }
 
+/**
+ * A finished reply that breaks its schema where the grammar enforces a keyword only in part
+ * (README: the keyword table). Never returned as a success; its tokens are billed, as generated.
+ */
+export class InvalidOutputError extends ApiError {
+  constructor(message: string, param: string) {
+    super(500, message, { type: "server_error", code: "invalid_model_output", param });
+  }
+}
+
 export class ServiceUnavailableError extends ApiError {
   /**
    * `retryAfterSeconds` marks a transient failure (`Retry-After`); `permanent` one that a retry

@@ -8,11 +8,12 @@ import type { ModelEntry } from "../model/entry.js";
 import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
 import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment } from "../prompt/templates.js";
 import { completionBudget, promptTokenIds } from "../serve/budget.js";
-import type { GenerationPlan } from "../serve/generation.js";
+import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
 import { refuseCapabilities, toEngineMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
+import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { samplingOf } from "./convert.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
@@ -145,7 +146,12 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
     },
     ...(structured.constraint ? { constraint: structured.constraint } : {}),
   };
-  return { plan, syntax: structured.tools ? toolSyntax[model.family] : null, logprobsAsked: logprobs !== undefined };
+  return {
+    plan,
+    syntax: structured.tools ? toolSyntax[model.family] : null,
+    logprobsAsked: logprobs !== undefined,
+    rules: structured.rules,
+  };
 }
 
 async function generateChat(
@@ -155,7 +161,8 @@ async function generateChat(
   call: ChatCall,
 ): Promise<Outcome> {
   const { request, legacy, model } = call;
-  const { plan, syntax, logprobsAsked } = await planChat(dependencies, call);
+  const { plan, syntax, logprobsAsked, rules } = await planChat(dependencies, call);
+  const checked = (running: Generation) => (rules ? checkedGeneration(running, rules, syntax) : running);
   const base = {
     id: dependencies.newId("chatcmpl-"),
     created: Math.floor(dependencies.clock() / 1000),
@@ -169,7 +176,7 @@ async function generateChat(
     stream: request.stream === true,
     toEvents: (running) => {
       const stream = chatChunks(
-        running,
+        checked(running),
         { ...base, object: "chat.completion.chunk" },
         includeUsage,
         syntax,
@@ -178,7 +185,14 @@ async function generateChat(
       return legacy ? toLegacyChunks(stream) : stream;
     },
     toBody: async (running) => {
-      const completion = await chatCompletion(running, base, request.n ?? 1, syntax, dependencies.newId, logprobsAsked);
+      const completion = await chatCompletion(
+        checked(running),
+        base,
+        request.n ?? 1,
+        syntax,
+        dependencies.newId,
+        logprobsAsked,
+      );
       return legacy ? toLegacyCompletion(completion) : completion;
     },
   });

@@ -8,14 +8,10 @@ import type { ModelFamily } from "../model/families.js";
 import type { EngineMessage } from "../prompt/messages.js";
 import type { OutputConstraint, ToolChoiceSpec } from "../engine/contract.js";
 import { BadRequestError } from "../errors/api.js";
-import {
-  checkSchema,
-  GrammarBuilder,
-  literal,
-  schemaToGrammar,
-  UnsupportedSchemaError,
-  type JsonSchema,
-} from "../grammar/json-schema.js";
+import { checkSchema } from "../grammar/check.js";
+import { literal } from "../grammar/ebnf.js";
+import { UnsupportedSchemaError, type JsonSchema } from "../grammar/schema.js";
+import { GrammarBuilder, schemaToGrammar } from "../grammar/schema-grammar.js";
 import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
 import type { ChatCompletionRequest } from "../wire/chat-request.js";
 
@@ -27,13 +23,18 @@ export interface StructuredPlan {
   constraint?: OutputConstraint;
   /** Render the prompt ourselves: needed for tools and for tool turns in the history. */
   ownPrompt: boolean;
+  /** What a finished reply is checked against: the JSON schema, or each tool's parameters by name. */
+  rules?: ReplyRules;
 }
+
+export type ReplyRules = { kind: "json"; schema: JsonSchema } | { kind: "tools"; parameters: Map<string, JsonSchema> };
 
 const jsonInstruction = "Respond with a JSON object.";
 
-function checked(schema: unknown, param: string): JsonSchema {
+/** Runs `work` (a check, a grammar), turning a schema we cannot honour into a 400 that names it. */
+function schemaWork<T>(param: string, work: () => T): T {
   try {
-    checkSchema(schema);
+    return work();
   } catch (error) {
     if (error instanceof UnsupportedSchemaError) {
       throw new BadRequestError(
@@ -43,6 +44,10 @@ function checked(schema: unknown, param: string): JsonSchema {
     }
     throw error;
   }
+}
+
+function checked(schema: unknown, param: string): JsonSchema {
+  schemaWork(param, () => checkSchema(schema));
   return schema as JsonSchema;
 }
 
@@ -121,6 +126,34 @@ export function toolGrammar(
   return builder.build(`${replies} | ${text}`);
 }
 
+/** Tool mode: the grammar of the calls `tool_choice` allows, and each tool's parameters to check the calls against. */
+function toolPlan(
+  request: ChatCompletionRequest,
+  family: ModelFamily,
+  messages: EngineMessage[],
+  tools: ToolSpec[],
+  ownPrompt: boolean,
+): StructuredPlan {
+  const raw = request.tool_choice ?? "auto";
+  const choice: ToolChoiceSpec =
+    typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
+  const parallel = request.parallel_tool_calls ?? true;
+  return {
+    messages,
+    tools,
+    ownPrompt,
+    rules: { kind: "tools", parameters: new Map(tools.map((tool) => [tool.name, tool.parameters as JsonSchema])) },
+    constraint: {
+      kind: "tools",
+      grammar: schemaWork("tools", () => toolGrammar(family, tools, choice, parallel)),
+      tools,
+      choice,
+      parallel,
+      afterToolResult: messages.at(-1)?.role === "tool",
+    },
+  };
+}
+
 export function planStructured(
   request: ChatCompletionRequest,
   family: ModelFamily,
@@ -142,34 +175,22 @@ export function planStructured(
   const ownPrompt =
     toolMode || messages.some((message) => message.role === "tool" || (message.toolCalls?.length ?? 0) > 0);
 
-  if (toolMode) {
-    const raw = request.tool_choice ?? "auto";
-    const choice: ToolChoiceSpec =
-      typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
-    const parallel = request.parallel_tool_calls ?? true;
-    return {
-      messages,
-      tools,
-      ownPrompt,
-      constraint: {
-        kind: "tools",
-        grammar: toolGrammar(family, tools, choice, parallel),
-        tools,
-        choice,
-        parallel,
-        afterToolResult: messages.at(-1)?.role === "tool",
-      },
-    };
-  }
-
+  if (toolMode) return toolPlan(request, family, messages, tools, ownPrompt);
   if (!wantsJson) return { messages, tools: null, ownPrompt };
   // Our own compact grammars, for JSON mode too: no whitespace for a model to wander in.
   let constraint: OutputConstraint = { kind: "json", grammar: schemaToGrammar({ type: "object" }) };
   let instruction = jsonInstruction;
+  let rules: ReplyRules | undefined;
   if (format?.type === "json_schema") {
-    const schema = checked(format.json_schema.schema ?? {}, "response_format.json_schema.schema");
-    constraint = { kind: "json", schema: JSON.stringify(schema), grammar: schemaToGrammar(schema) };
+    const param = "response_format.json_schema.schema";
+    const schema = checked(format.json_schema.schema ?? {}, param);
+    constraint = {
+      kind: "json",
+      schema: JSON.stringify(schema),
+      grammar: schemaWork(param, () => schemaToGrammar(schema)),
+    };
     instruction = `${jsonInstruction} It must match this JSON Schema: ${JSON.stringify(schema)}`;
+    rules = { kind: "json", schema };
   }
   // The hosted API requires JSON mode requests to ask for JSON; we ask on the caller's behalf.
   const mentionsJson = messages.some((message) => /json/i.test(message.content));
@@ -179,5 +200,5 @@ export function planStructured(
     first?.role === "system"
       ? [{ ...first, content: `${first.content}\n\n${instruction}` }, ...rest]
       : [{ role: "system", content: instruction }, ...messages];
-  return { messages: withInstruction, tools: null, ownPrompt, constraint };
+  return { messages: withInstruction, tools: null, ownPrompt, constraint, ...(rules ? { rules } : {}) };
 }

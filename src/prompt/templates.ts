@@ -30,7 +30,7 @@
 import type { ModelFamily } from "../model/families.js";
 import type { EngineMessage } from "./messages.js";
 import type { PromptPiece } from "../model/tokenizer.js";
-import { literal } from "../grammar/json-schema.js";
+import { literal } from "../grammar/ebnf.js";
 import { pythonJson } from "./python-json.js";
 
 export interface ToolSpec {

@@ -4,7 +4,10 @@
  * vocabulary and chat template). The page hosts it, the ready-made worker serves /v1 under
  * `engine: 'auto'`, and the openai SDK talks to it. Real tokens from a real engine, in seconds.
  */
+import { readFileSync } from "node:fs";
 import type { Page } from "@playwright/test";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { renderChat } from "../../src/prompt/templates.js";
 import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
@@ -326,6 +329,63 @@ test("json_schema on llama.cpp: the grammar holds, the reply validates", async (
     ok: expect.any(Boolean),
     note: expect.stringMatching(/^(yes|no)$/),
   });
+});
+
+/**
+ * Schemas whose every value has a bounded length, so a random-weight model (which rarely chooses
+ * to end an open-ended string or number) finishes them within a few dozen tokens.
+ */
+function boundedSchemas(): Record<string, Record<string, unknown>> {
+  const keywords = JSON.parse(
+    readFileSync(new URL("../fixtures/schemas/keywords.json", import.meta.url), "utf8"),
+  ) as Record<string, Record<string, unknown>>;
+  return {
+    record: {
+      type: "object",
+      properties: {
+        sku: keywords.pattern,
+        day: keywords.date,
+        percent: { type: "integer", minimum: 0, maximum: 100 },
+        stars: keywords.numberHalves,
+        level: { enum: ["low", "high"] },
+        point: {
+          type: "array",
+          prefixItems: [{ type: "integer", minimum: -9, maximum: 9 }],
+          items: false,
+          minItems: 1,
+        },
+      },
+      required: ["sku", "day", "percent", "stars", "level", "point"],
+      additionalProperties: false,
+    },
+    startsAt: keywords.dateTime!,
+    id: keywords.uuid!,
+    code: keywords.lengths!,
+  };
+}
+
+test("structured outputs on llama.cpp at temperature 1: formats, patterns, ranges and multiples hold for every seed", async () => {
+  const ajv = new Ajv2020({ strict: false });
+  addFormats.default(ajv);
+  for (const [name, schema] of Object.entries(boundedSchemas())) {
+    for (const seed of [1, 2, 3]) {
+      const completion = await page.evaluate(
+        ({ id, schema, seed }) =>
+          window.harness.client().chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "Fill it in." }],
+            max_tokens: 160,
+            temperature: 1,
+            seed,
+            response_format: { type: "json_schema", json_schema: { name: "value", schema, strict: true } },
+          }),
+        { id: model, schema, seed },
+      );
+      const content = completion.choices[0]?.message.content ?? "";
+      expect({ name, seed, finish: completion.choices[0]?.finish_reason }).toEqual({ name, seed, finish: "stop" });
+      expect({ name, seed, content, valid: ajv.validate(schema, JSON.parse(content)) }).toMatchObject({ valid: true });
+    }
+  }
 });
 
 const tools = [

@@ -7,9 +7,12 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { promisify } from "node:util";
 import OpenAI from "openai";
+import { zodFunction, zodResponseFormat } from "openai/helpers/zod";
 import type { Page } from "@playwright/test";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { expect, launchProfile, test } from "./harness.js";
+// @ts-expect-error -- a plain ES module that generates the zod fixtures; its models are reused here
+import { models as zodModels } from "../fixtures/schemas/zod-models.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
@@ -108,6 +111,24 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
       streamed += chunk.choices[0]?.delta.content ?? "";
     expect(streamed).toMatch(/\S/);
     expect((await client.models.list()).data.map((model) => model.id)).toContain("alpha3:8b-instruct-q8_0");
+
+    // Structured outputs as a server app writes them: zod models through the SDK's own helpers.
+    const { Event, Invoice } = zodModels as Record<string, Parameters<typeof zodResponseFormat>[0]>;
+    const parsed = await client.chat.completions.parse({
+      model: "alpha3:8b-instruct-q8_0",
+      messages: [{ role: "user", content: "Plan an event" }],
+      response_format: zodResponseFormat(Event!, "event"),
+    });
+    expect(parsed.choices[0]?.message.parsed).toMatchObject({ startsAt: expect.stringMatching(/Z$/) });
+    const called = await client.chat.completions.parse({
+      model: "gamma-7b-instruct-v0.3",
+      messages: [{ role: "user", content: "Record an invoice" }],
+      tools: [zodFunction({ name: "record_invoice", parameters: Invoice! })],
+      tool_choice: "required",
+    });
+    expect(called.choices[0]?.message.tool_calls?.[0]?.function.parsed_arguments).toMatchObject({
+      number: expect.stringMatching(/^INV-\d{6}$/),
+    });
     const refused = await fetch(`${baseURL}/models`, { headers: { authorization: "Bearer sk-not-a-key" } });
     expect(refused.status).toBe(401);
 
@@ -122,7 +143,7 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     await page.getByRole("tab", { name: "Keys & usage" }).click();
     const rows = page.locator("#ledger-table tbody tr").filter({ hasText: "relay (" });
     await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
-    await expect(rows.filter({ hasText: "completed" })).toHaveCount(3);
+    await expect(rows.filter({ hasText: "completed" })).toHaveCount(5);
     expect(violations).toEqual([]);
 
     await page.close();

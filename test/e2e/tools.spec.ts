@@ -3,11 +3,13 @@
  * deterministic engine, for every catalogue model; and every grammar we generate, parsed by the
  * real xgrammar.
  */
+import { readFileSync } from "node:fs";
 import Ajv from "ajv";
 import { modelFamilies } from "../../src/model/families.js";
 import { toolGrammar } from "../../src/http/structured.js";
-import { schemaToGrammar } from "../../src/grammar/json-schema.js";
+import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import type { ToolSpec } from "../../src/prompt/templates.js";
+import type { JsonSchema } from "../../src/grammar/schema.js";
 import { expect, openHarness, test } from "./harness.js";
 
 const ajv = new Ajv({ strict: false });
@@ -43,6 +45,14 @@ test("every grammar we generate parses with the real xgrammar", async ({ page })
     }),
     escapes: schemaToGrammar({ enum: ['quote " and \\ backslash', "tab\there", "é ünïcode"] }),
   };
+  // Every keyword's grammar, and the grammar of every schema pydantic, zod and openai-node write.
+  for (const file of ["keywords.json", "pydantic.json", "zod.json"]) {
+    const schemas = JSON.parse(readFileSync(new URL(`../fixtures/schemas/${file}`, import.meta.url), "utf8")) as Record<
+      string,
+      JsonSchema
+    >;
+    for (const [name, schema] of Object.entries(schemas)) grammars[`${file}: ${name}`] = schemaToGrammar(schema);
+  }
   for (const family of modelFamilies) {
     for (const choice of ["auto", "required", { name: "set_lights" }] as const) {
       grammars[`${family}-${typeof choice === "object" ? "named" : choice}`] = toolGrammar(

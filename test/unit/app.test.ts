@@ -335,6 +335,42 @@ describe("HTTP surface", () => {
     await checkLedgerInvariant(after.database);
   });
 
+  it("a structured reply that breaks its schema where the grammar is partial is never a success, and its tokens are billed", async () => {
+    // uniqueItems is checked once the reply is whole: the grammar cannot see repeats.
+    const schema = { type: "array", items: { type: "string" }, uniqueItems: true };
+    const replies = { valid: '["a","b"]', repeated: '["a","a"]' };
+    const appFor = (text: string) =>
+      makeApp({
+        engine: new ScriptedEngine(async function* () {
+          for (const piece of [text.slice(0, 4), text.slice(4)]) yield { type: "text-delta", text: piece };
+          yield { type: "finish", reason: "stop", usage: { promptTokens: 20, completionTokens: 2 } };
+        }),
+      });
+    const body = { model, messages, response_format: { type: "json_schema", json_schema: { name: "tags", schema } } };
+    const good = await appFor(replies.valid);
+    const accepted = chatCompletionSchema.parse(
+      await (await good.app.handle(good.post("/v1/chat/completions", body))).json(),
+    );
+    expect(accepted.choices[0]?.message.content).toBe(replies.valid);
+
+    const bad = await appFor(replies.repeated);
+    const refused = await errorOf(await bad.app.handle(bad.post("/v1/chat/completions", body)));
+    expect(refused).toMatchObject({
+      status: 500,
+      type: "server_error",
+      code: "invalid_model_output",
+      param: "response_format.json_schema.schema",
+      message: expect.stringContaining("the value at '/1' repeats an earlier item (uniqueItems)"),
+    });
+    const streamed = await bad.app.handle(bad.post("/v1/chat/completions", { ...body, stream: true }));
+    const events = sseEvents(await streamed.text());
+    expect(events.some((event) => event.includes('"finish_reason":"stop"'))).toBe(false);
+    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: "invalid_model_output" } });
+    const charges = (await bad.database.getAll("ledger")).filter((entry) => entry.kind === "charge");
+    expect(charges.map((entry) => entry.completionTokens)).toEqual([2, 2]);
+    await checkLedgerInvariant(bad.database);
+  });
+
   it("maps engine refusals: device cannot run, load failure, context", async () => {
     for (const [kind, status, code] of [
       ["device", 503, "model_not_runnable"],

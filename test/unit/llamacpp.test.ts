@@ -12,7 +12,7 @@ import { EngineError } from "../../src/errors/engine.js";
 import { toGbnf } from "../../src/grammar/gbnf.js";
 import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import { schemaToGrammar } from "../../src/grammar/json-schema.js";
+import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { toolGrammar } from "../../src/http/structured.js";
 
 const kvCache = { layers: 4, kvHeads: 2, headDim: 64 };

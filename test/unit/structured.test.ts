@@ -4,13 +4,10 @@ import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { toolGrammar } from "../../src/http/structured.js";
 import { ToolCallParser, type ToolEvent } from "../../src/prompt/tool-calls.js";
-import {
-  checkSchema,
-  sampleSchema,
-  schemaToGrammar,
-  UnsupportedSchemaError,
-  type JsonSchema,
-} from "../../src/grammar/json-schema.js";
+import { checkSchema } from "../../src/grammar/check.js";
+import { sampleSchema } from "../../src/grammar/sample.js";
+import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
+import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { accepts, parseGrammar } from "./ebnf.js";
@@ -113,22 +110,20 @@ describe("JSON Schema support", () => {
 
   it("refuses what it cannot honour, naming the keyword and where it is", () => {
     const cases: [JsonSchema, RegExp, string][] = [
-      [{ oneOf: [{ type: "string" }] }, /'oneOf' is not supported/, "/oneOf"],
+      [{ oneOf: [{ type: "string" }, { type: "string" }] }, /'oneOf' branches 0 and 1 can match/, "/oneOf"],
       [{ allOf: [] }, /'allOf'/, "/allOf"],
       [{ not: {} }, /'not'/, "/not"],
-      [{ type: "string", pattern: "^a" }, /'pattern'/, "/pattern"],
-      [{ type: "string", format: "email" }, /'format'/, "/format"],
-      [{ type: "string", minLength: 2 }, /'minLength'/, "/minLength"],
-      [{ type: "number", maximum: 3 }, /'maximum'/, "/maximum"],
-      [{ type: "integer", multipleOf: 2 }, /'multipleOf'/, "/multipleOf"],
-      [{ type: "array", minItems: 1 }, /'minItems'/, "/minItems"],
-      [{ type: "array", items: [{ type: "string" }] }, /tuple 'items'/, "/items"],
+      [{ type: "string", pattern: "^(?=a)" }, /lookahead/, "/pattern"],
+      [{ type: "string", format: "color" }, /format/, "/format"],
+      [{ type: "number", maximum: "3" }, /'maximum'/, "/maximum"],
+      [{ type: "integer", multipleOf: 0 }, /'multipleOf'/, "/multipleOf"],
+      [{ type: "array", minItems: 1.5 }, /'minItems'/, "/minItems"],
       [
-        { type: "object", properties: { a: { type: "string", maxLength: 4 } } },
+        { type: "object", properties: { a: { type: "string", maxLength: -4 } } },
         /'maxLength'/,
         "/properties/a/maxLength",
       ],
-      [{ type: "object", additionalProperties: { type: "string" } }, /as a schema/, "/additionalProperties"],
+      [{ type: "object", additionalProperties: { type: "text" } }, /unknown type/, "/additionalProperties/type"],
       [{ type: "object", patternProperties: {} }, /'patternProperties'/, "/patternProperties"],
       [{ type: "object", properties: {}, required: ["ghost"] }, /"ghost" is not declared/, "/required"],
       [{ $ref: "#/$defs/missing" }, /does not point/, "/$ref"],
@@ -429,13 +424,16 @@ describe("over HTTP, on the deterministic engine", () => {
       await error({
         model: "beta-2-9b-it",
         messages,
-        response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a+" } } },
+        response_format: {
+          type: "json_schema",
+          json_schema: { name: "x", schema: { type: "string", pattern: "(a)\\1" } },
+        },
       }),
     ).toMatchObject({
       status: 400,
       code: "invalid_schema",
       param: "response_format.json_schema.schema",
-      message: expect.stringContaining("'pattern' is not supported"),
+      message: expect.stringContaining("at /pattern: 'pattern' uses the backreference '\\1'"),
     });
     expect(
       await error({

@@ -1,0 +1,270 @@
+/**
+ * The check every schema passes before it is used: each keyword is one we enforce (by grammar or
+ * by validating the finished value) or an annotation; anything else is refused with its name and
+ * its place, never silently dropped.
+ */
+import { formatNames, knownFormat } from "./formats.js";
+import { parsePattern, PatternError } from "./regex.js";
+import {
+  annotations,
+  arrayParts,
+  effective,
+  isObject,
+  resolveReference,
+  typesOf,
+  UnsupportedSchemaError,
+  type SchemaObject,
+} from "./schema.js";
+
+const structural = new Set([
+  "type",
+  "enum",
+  "const",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "$ref",
+  "$defs",
+  "definitions",
+  "nullable",
+  // strings
+  "pattern",
+  "format",
+  "minLength",
+  "maxLength",
+  // numbers
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  // arrays
+  "items",
+  "prefixItems",
+  "additionalItems",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  // objects
+  "properties",
+  "required",
+  "additionalProperties",
+  "propertyNames",
+  "minProperties",
+  "maxProperties",
+]);
+const types = new Set(["string", "number", "integer", "boolean", "null", "object", "array"]);
+const counts = ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"];
+const bounds = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+/** How deep schemas may nest; deeper ones are refused before any recursion can exhaust the stack. */
+const maxSchemaDepth = 32;
+
+function fail(message: string, pointer: string): never {
+  throw new UnsupportedSchemaError(message, pointer);
+}
+
+/** Refuses any keyword or form outside the supported subset, naming it and where it is. */
+export function checkSchema(schema: unknown, root: unknown = schema, pointer = "", depth = 0): void {
+  if (depth > maxSchemaDepth) fail(`the schema nests deeper than ${maxSchemaDepth} levels`, pointer);
+  if (typeof schema === "boolean") {
+    if (!schema) fail("the schema 'false' admits no value", pointer);
+    return;
+  }
+  if (!isObject(schema)) fail("a schema must be an object", pointer);
+  for (const keyword of Object.keys(schema)) {
+    if (!structural.has(keyword) && !annotations.has(keyword))
+      fail(`the JSON Schema keyword '${keyword}' is not supported`, `${pointer}/${keyword}`);
+  }
+  checkValues(schema, pointer);
+  checkStringKeywords(schema, pointer);
+  checkObjectKeywords(schema, root, pointer, depth);
+  checkSubschemas(schema, root, pointer, depth);
+  if (schema.oneOf !== undefined) checkDisjoint(schema.oneOf as unknown[], root, `${pointer}/oneOf`);
+  effective(schema, pointer);
+}
+
+function checkValues(schema: SchemaObject, pointer: string): void {
+  const listed = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
+  for (const type of listed) {
+    if (typeof type !== "string" || !types.has(type)) fail(`unknown type ${JSON.stringify(type)}`, `${pointer}/type`);
+  }
+  if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0))
+    fail("'enum' must be a non-empty list", `${pointer}/enum`);
+  for (const keyword of counts) {
+    const value = schema[keyword];
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0))
+      fail(`'${keyword}' must be a non-negative integer`, `${pointer}/${keyword}`);
+  }
+  for (const keyword of bounds) {
+    const value = schema[keyword];
+    if (value !== undefined && !(typeof value === "number" && Number.isFinite(value)))
+      fail(`'${keyword}' must be a number`, `${pointer}/${keyword}`);
+  }
+  const multiple = schema.multipleOf;
+  if (multiple !== undefined && !(typeof multiple === "number" && Number.isFinite(multiple) && multiple > 0))
+    fail("'multipleOf' must be a number above 0", `${pointer}/multipleOf`);
+  if (schema.uniqueItems !== undefined && typeof schema.uniqueItems !== "boolean")
+    fail("'uniqueItems' must be true or false", `${pointer}/uniqueItems`);
+  if (schema.nullable !== undefined && typeof schema.nullable !== "boolean")
+    fail("'nullable' must be true or false", `${pointer}/nullable`);
+}
+
+/** `format` must be one we write; `pattern` must be a regular expression the grammar can express. */
+function checkStringKeywords(schema: SchemaObject, pointer: string): void {
+  const format = schema.format;
+  if (format !== undefined && (typeof format !== "string" || !knownFormat(format)))
+    fail(
+      `the string format ${JSON.stringify(format)} is not supported (supported: ${formatNames().join(", ")})`,
+      `${pointer}/format`,
+    );
+  if (schema.pattern === undefined) return;
+  if (typeof schema.pattern !== "string") fail("'pattern' must be a string", `${pointer}/pattern`);
+  try {
+    new RegExp(schema.pattern, "u");
+  } catch {
+    try {
+      new RegExp(schema.pattern);
+    } catch {
+      fail(`'pattern' ${JSON.stringify(schema.pattern)} is not a valid regular expression`, `${pointer}/pattern`);
+    }
+  }
+  try {
+    parsePattern(schema.pattern);
+  } catch (error) {
+    if (!(error instanceof PatternError)) throw error;
+    // Beside a format, the format's grammar writes the value and the pattern checks it after.
+    if (format === undefined)
+      fail(
+        `'pattern' uses ${error.message}, which a grammar cannot enforce; rewrite the pattern without it`,
+        `${pointer}/pattern`,
+      );
+  }
+}
+
+/** `properties` (each a schema), `required` (each declared), `additionalProperties` and `propertyNames`. */
+function checkObjectKeywords(schema: SchemaObject, root: unknown, pointer: string, depth: number): void {
+  if (schema.properties !== undefined) {
+    if (!isObject(schema.properties)) fail("'properties' must be an object", `${pointer}/properties`);
+    for (const [name, child] of Object.entries(schema.properties))
+      checkSchema(child, root, `${pointer}/properties/${name}`, depth + 1);
+  }
+  if (schema.required !== undefined) {
+    const properties = isObject(schema.properties) ? schema.properties : {};
+    if (!Array.isArray(schema.required)) fail("'required' must be a list of names", `${pointer}/required`);
+    for (const name of schema.required) {
+      if (typeof name !== "string" || !Object.hasOwn(properties, name))
+        fail(`required property ${JSON.stringify(name)} is not declared in 'properties'`, `${pointer}/required`);
+    }
+  }
+  const additional = schema.additionalProperties;
+  if (additional !== undefined && typeof additional !== "boolean")
+    checkSchema(additional, root, `${pointer}/additionalProperties`, depth + 1);
+  if (schema.propertyNames !== undefined) {
+    const names = schema.propertyNames;
+    checkSchema(names, root, `${pointer}/propertyNames`, depth + 1);
+    if (isObject(names)) {
+      const stringOnly = Object.keys(names).every(
+        (keyword) =>
+          annotations.has(keyword) ||
+          ["type", "pattern", "format", "minLength", "maxLength", "enum", "const"].includes(keyword),
+      );
+      if (!stringOnly || (names.type !== undefined && names.type !== "string"))
+        fail(
+          "'propertyNames' may use only string keywords (pattern, format, minLength, maxLength, enum, const)",
+          `${pointer}/propertyNames`,
+        );
+    }
+  }
+}
+
+/** The schemas inside a schema: items, the combinators, the definitions, and where `$ref` points. */
+function checkSubschemas(schema: SchemaObject, root: unknown, pointer: string, depth: number): void {
+  const { prefix, rest } = arrayParts(schema);
+  const prefixName = Array.isArray(schema.items) ? "items" : "prefixItems";
+  prefix.forEach((child, index) => checkSchema(child, root, `${pointer}/${prefixName}/${index}`, depth + 1));
+  if (schema.prefixItems !== undefined && !Array.isArray(schema.prefixItems))
+    fail("'prefixItems' must be a list of schemas", `${pointer}/prefixItems`);
+  if (typeof rest !== "boolean")
+    checkSchema(rest, root, `${pointer}/${Array.isArray(schema.items) ? "additionalItems" : "items"}`, depth + 1);
+  for (const combinator of ["anyOf", "oneOf", "allOf"] as const) {
+    const list = schema[combinator];
+    if (list === undefined) continue;
+    if (!Array.isArray(list) || list.length === 0)
+      fail(`'${combinator}' must be a non-empty list`, `${pointer}/${combinator}`);
+    list.forEach((child, index) => checkSchema(child, root, `${pointer}/${combinator}/${index}`, depth + 1));
+  }
+  if (schema.anyOf !== undefined && schema.oneOf !== undefined)
+    fail("'anyOf' and 'oneOf' in one schema are not supported; nest one inside the other", `${pointer}/oneOf`);
+  for (const container of ["$defs", "definitions"] as const) {
+    const definitions = schema[container];
+    if (definitions === undefined) continue;
+    if (!isObject(definitions)) fail(`'${container}' must be an object`, `${pointer}/${container}`);
+    for (const [name, child] of Object.entries(definitions))
+      checkSchema(child, root, `${pointer}/${container}/${name}`, depth + 1);
+  }
+  if (schema.$ref !== undefined) {
+    if (typeof schema.$ref !== "string") fail("'$ref' must be a string", `${pointer}/$ref`);
+    resolveReference(root, schema.$ref, `${pointer}/$ref`);
+  }
+}
+
+/** What a branch can be, for telling branches apart: its types, and its fixed values when it has them. */
+function shape(
+  schema: unknown,
+  root: unknown,
+): { types: Set<string>; values?: unknown[]; tags: Map<string, unknown[]> } {
+  let current = schema;
+  for (let hops = 0; isObject(current) && typeof current.$ref === "string" && hops < 8; hops++)
+    current = resolveReference(root, current.$ref, "");
+  if (!isObject(current)) return { types: new Set(types), tags: new Map() };
+  const values = current.const !== undefined ? [current.const] : Array.isArray(current.enum) ? current.enum : undefined;
+  const listed = values ? values.map(jsonType) : typesOf(current);
+  const tags = new Map<string, unknown[]>();
+  const required = Array.isArray(current.required) ? current.required : [];
+  for (const [name, property] of Object.entries(isObject(current.properties) ? current.properties : {})) {
+    if (!required.includes(name) || !isObject(property)) continue;
+    if (property.const !== undefined) tags.set(name, [property.const]);
+    else if (Array.isArray(property.enum)) tags.set(name, property.enum);
+  }
+  const typeSet = new Set(
+    listed.length ? listed.flatMap((type) => (type === "number" ? ["number", "integer"] : [type])) : types,
+  );
+  return { types: typeSet, ...(values ? { values } : {}), tags };
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+/** `oneOf` is read as `anyOf`, which is right only when no value matches two branches. */
+function checkDisjoint(branches: unknown[], root: unknown, pointer: string): void {
+  const shapes = branches.map((branch) => shape(branch, root));
+  for (let first = 0; first < shapes.length; first++)
+    for (let second = first + 1; second < shapes.length; second++) {
+      const a = shapes[first]!;
+      const b = shapes[second]!;
+      const sharedTypes = [...a.types].filter((type) => b.types.has(type));
+      if (sharedTypes.length === 0) continue;
+      if (
+        a.values &&
+        b.values &&
+        !a.values.some((value) => b.values!.some((other) => JSON.stringify(other) === JSON.stringify(value)))
+      )
+        continue;
+      const tagged = [...a.tags].some(([name, values]) => {
+        const others = b.tags.get(name);
+        return (
+          others !== undefined &&
+          !values.some((value) => others.some((other) => JSON.stringify(other) === JSON.stringify(value)))
+        );
+      });
+      if (sharedTypes.every((type) => type === "object") && tagged) continue;
+      fail(
+        `'oneOf' branches ${first} and ${second} can match the same value; use 'anyOf', or tell them apart by type or by a required property with different 'const' values`,
+        pointer,
+      );
+    }
+}

@@ -1,0 +1,436 @@
+/**
+ * JSON Schema's `pattern` (ECMA 262 syntax): parsed once into a small tree, which becomes a
+ * grammar for the JSON text of matching strings and a sampler of matching strings.
+ *
+ * Supported: literals and escapes, `.`, classes (ranges, negation, `\d \w \s` and their
+ * negations), groups (plain, non-capturing, named), alternation, the quantifiers `* + ? {n}
+ * {n,} {n,m}` (lazy ones too: the same strings match), and `^`/`$` at the ends of the top-level
+ * branches. A pattern is unanchored unless it says otherwise, so an open end allows any text.
+ * Lookaround, backreferences, word boundaries and Unicode property escapes are refused by name:
+ * a grammar cannot express them.
+ */
+import { literal } from "./ebnf.js";
+
+/** Inclusive code-point ranges, sorted and disjoint. */
+type CharRanges = readonly (readonly [number, number])[];
+
+type RegexNode =
+  | { kind: "set"; ranges: CharRanges }
+  | { kind: "sequence"; items: RegexNode[] }
+  | { kind: "choice"; options: RegexNode[] }
+  | { kind: "repeat"; item: RegexNode; min: number; max: number | null };
+
+export interface RegexBranch {
+  node: RegexNode;
+  anchoredStart: boolean;
+  anchoredEnd: boolean;
+}
+
+export class PatternError extends Error {}
+
+const maxCodePoint = 0x10ffff;
+/** The largest bound a quantifier may have: each repetition is spelled out in the grammar. */
+const maxRepetition = 1000;
+
+function normalizeRanges(ranges: Iterable<readonly [number, number]>): CharRanges {
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  const merged: [number, number][] = [];
+  for (const [low, high] of sorted) {
+    const last = merged.at(-1);
+    if (last && low <= last[1] + 1) last[1] = Math.max(last[1], high);
+    else merged.push([low, high]);
+  }
+  return merged;
+}
+
+function complement(ranges: CharRanges): CharRanges {
+  const result: [number, number][] = [];
+  let next = 0;
+  for (const [low, high] of ranges) {
+    if (low > next) result.push([next, low - 1]);
+    next = high + 1;
+  }
+  if (next <= maxCodePoint) result.push([next, maxCodePoint]);
+  return result;
+}
+
+const single = (code: number): CharRanges => [[code, code]];
+const digits: CharRanges = [[0x30, 0x39]];
+const word: CharRanges = normalizeRanges([
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x5f, 0x5f],
+  [0x61, 0x7a],
+]);
+const space: CharRanges = normalizeRanges([
+  [0x09, 0x0d],
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
+]);
+const lineTerminators: CharRanges = normalizeRanges([
+  [0x0a, 0x0a],
+  [0x0d, 0x0d],
+  [0x2028, 0x2029],
+]);
+const classEscapes: Record<string, CharRanges> = {
+  d: digits,
+  D: complement(digits),
+  w: word,
+  W: complement(word),
+  s: space,
+  S: complement(space),
+};
+const controlEscapes: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13 };
+
+/** Reads a pattern, one code point at a time. */
+class PatternParser {
+  readonly #characters: string[];
+  #position = 0;
+
+  constructor(source: string) {
+    this.#characters = [...source];
+  }
+
+  branches(): RegexBranch[] {
+    const branches: RegexBranch[] = [];
+    do {
+      const anchoredStart = this.#eat("^");
+      const node = this.#sequence(true);
+      const anchoredEnd = this.#eat("$");
+      branches.push({ node, anchoredStart, anchoredEnd });
+    } while (this.#eat("|"));
+    if (this.#position < this.#characters.length) throw new PatternError("an unmatched ')'");
+    return branches;
+  }
+
+  #peek(offset = 0): string | undefined {
+    return this.#characters[this.#position + offset];
+  }
+
+  #eat(character: string): boolean {
+    if (this.#peek() !== character) return false;
+    this.#position++;
+    return true;
+  }
+
+  #choice(): RegexNode {
+    const options = [this.#sequence(false)];
+    while (this.#eat("|")) options.push(this.#sequence(false));
+    return options.length === 1 ? options[0]! : { kind: "choice", options };
+  }
+
+  #sequence(topLevel: boolean): RegexNode {
+    const items: RegexNode[] = [];
+    for (let character = this.#peek(); character !== undefined && character !== "|" && character !== ")";) {
+      if (character === "$" && topLevel && (this.#peek(1) === undefined || this.#peek(1) === "|")) break;
+      if (character === "^" || character === "$")
+        throw new PatternError(
+          `the anchor '${character}' inside the pattern (only at the start or end of a top-level branch)`,
+        );
+      items.push(this.#quantified(this.#atom()));
+      character = this.#peek();
+    }
+    return items.length === 1 ? items[0]! : { kind: "sequence", items };
+  }
+
+  #atom(): RegexNode {
+    const character = this.#characters[this.#position++]!;
+    switch (character) {
+      case "(":
+        return this.#group();
+      case "[":
+        return { kind: "set", ranges: this.#class() };
+      case ".":
+        return { kind: "set", ranges: complement(lineTerminators) };
+      case "\\":
+        return { kind: "set", ranges: this.#escape(false) };
+      case "*":
+      case "+":
+      case "?":
+        throw new PatternError(`a quantifier '${character}' with nothing to repeat`);
+      default:
+        return { kind: "set", ranges: single(character.codePointAt(0)!) };
+    }
+  }
+
+  #group(): RegexNode {
+    if (this.#eat("?")) {
+      const kind = this.#characters[this.#position++];
+      if (kind === "=" || kind === "!") throw new PatternError(`lookahead '(?${kind}'`);
+      if (kind === "<" && (this.#peek() === "=" || this.#peek() === "!"))
+        throw new PatternError(`lookbehind '(?<${this.#peek()}'`);
+      if (kind === "<") {
+        while (this.#peek() !== undefined && this.#peek() !== ">") this.#position++;
+        this.#position++;
+      } else if (kind !== ":") throw new PatternError(`the group '(?${kind ?? ""}'`);
+    }
+    const inner = this.#choice();
+    if (!this.#eat(")")) throw new PatternError("an unclosed group '('");
+    return inner;
+  }
+
+  #quantified(item: RegexNode): RegexNode {
+    let bounds: [number, number | null] | undefined;
+    const character = this.#peek();
+    if (character === "*") bounds = [0, null];
+    else if (character === "+") bounds = [1, null];
+    else if (character === "?") bounds = [0, 1];
+    if (bounds) this.#position++;
+    else if (character === "{") bounds = this.#braces();
+    if (!bounds) return item;
+    this.#eat("?"); // lazy: the same strings match
+    const [min, max] = bounds;
+    if (min > maxRepetition || (max ?? 0) > maxRepetition)
+      throw new PatternError(`a repetition bound over ${maxRepetition}`);
+    if (max !== null && max < min) throw new PatternError(`the quantifier {${min},${max}} out of order`);
+    const next = this.#peek();
+    if (next === "*" || next === "+" || next === "?" || (next === "{" && /^\{\d+(,\d*)?\}/.test(this.#rest())))
+      throw new PatternError(`a quantifier '${next}' with nothing to repeat`);
+    return { kind: "repeat", item, min, max };
+  }
+
+  #rest(): string {
+    return this.#characters.slice(this.#position, this.#position + 24).join("");
+  }
+
+  /** `{n}`, `{n,}` or `{n,m}`; a brace that starts none of them is a literal `{`. */
+  #braces(): [number, number | null] | undefined {
+    const match = /^\{(\d+)(,(\d*))?\}/.exec(this.#rest());
+    if (!match) return undefined;
+    this.#position += match[0].length;
+    const min = Number(match[1]);
+    return [min, match[2] === undefined ? min : match[3] ? Number(match[3]) : null];
+  }
+
+  #class(): CharRanges {
+    const negated = this.#eat("^");
+    const ranges: (readonly [number, number])[] = [];
+    while (this.#peek() !== "]") {
+      if (this.#peek() === undefined) throw new PatternError("an unclosed class '['");
+      const low = this.#classAtom();
+      if (this.#peek() === "-" && this.#peek(1) !== "]" && this.#peek(1) !== undefined && low.length === 1) {
+        this.#position++;
+        const high = this.#classAtom();
+        if (high.length !== 1 || low[0]![0] !== low[0]![1] || high[0]![0] !== high[0]![1])
+          throw new PatternError("a class range with a class escape at one end");
+        if (high[0]![0] < low[0]![0]) throw new PatternError("a class range out of order");
+        ranges.push([low[0]![0], high[0]![0]]);
+      } else ranges.push(...low);
+    }
+    this.#position++;
+    const set = normalizeRanges(ranges);
+    return negated ? complement(set) : set;
+  }
+
+  #classAtom(): CharRanges {
+    const character = this.#characters[this.#position++]!;
+    return character === "\\" ? this.#escape(true) : single(character.codePointAt(0)!);
+  }
+
+  #escape(inClass: boolean): CharRanges {
+    const character = this.#characters[this.#position++];
+    if (character === undefined) throw new PatternError("a trailing backslash");
+    if (classEscapes[character]) return classEscapes[character];
+    if (controlEscapes[character] !== undefined) return single(controlEscapes[character]);
+    if (character === "b" && inClass) return single(8);
+    if (character === "b" || character === "B") throw new PatternError(`the word boundary '\\${character}'`);
+    if (/[1-9]/.test(character) || (character === "k" && this.#peek() === "<"))
+      throw new PatternError(`the backreference '\\${character}'`);
+    if (character === "p" || character === "P") throw new PatternError(`the Unicode property escape '\\${character}'`);
+    if (character === "0" && !/\d/.test(this.#peek() ?? "")) return single(0);
+    if (character === "c" && /[A-Za-z]/.test(this.#peek() ?? ""))
+      return single(this.#characters[this.#position++]!.codePointAt(0)! % 32);
+    if (character === "x" && /^[0-9a-fA-F]{2}/.test(this.#rest())) return single(this.#hex(2));
+    if (character === "u") return single(this.#unicodeEscape());
+    return single(character.codePointAt(0)!);
+  }
+
+  #hex(length: number): number {
+    const text = this.#characters.slice(this.#position, this.#position + length).join("");
+    this.#position += length;
+    return parseInt(text, 16);
+  }
+
+  /** `\uHHHH` (a surrogate pair written as two is one code point) or `\u{H…}`. */
+  #unicodeEscape(): number {
+    const braced = /^\{([0-9a-fA-F]{1,6})\}/.exec(this.#rest());
+    if (braced) {
+      this.#position += braced[0].length;
+      return Math.min(parseInt(braced[1]!, 16), maxCodePoint);
+    }
+    if (!/^[0-9a-fA-F]{4}/.test(this.#rest())) return "u".codePointAt(0)!;
+    const high = this.#hex(4);
+    if (high >= 0xd800 && high <= 0xdbff && /^\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(this.#rest())) {
+      this.#position += 2;
+      const low = this.#hex(4);
+      return 0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00);
+    }
+    return high;
+  }
+}
+
+export function parsePattern(source: string): RegexBranch[] {
+  return new PatternParser(source).branches();
+}
+
+// ------------------------------------------------------------------ grammar
+
+const surrogates: CharRanges = [[0xd800, 0xdfff]];
+/** Characters a JSON string holds raw: not `"`, `\`, a control character, nor a lone surrogate. */
+const unsafe = normalizeRanges([
+  [0x00, 0x1f],
+  [0x22, 0x22],
+  [0x5c, 0x5c],
+  [0xd800, 0xdfff],
+]);
+
+function intersect(a: CharRanges, b: CharRanges): CharRanges {
+  const result: [number, number][] = [];
+  for (const [lowA, highA] of a)
+    for (const [lowB, highB] of b) {
+      const low = Math.max(lowA, lowB);
+      const high = Math.min(highA, highB);
+      if (low <= high) result.push([low, high]);
+    }
+  return normalizeRanges(result);
+}
+
+function classCharacter(code: number): string {
+  if (code < 0x20 || code === 0x7f) return `\\x${code.toString(16).padStart(2, "0")}`;
+  const character = String.fromCodePoint(code);
+  return "\\]-^[".includes(character) ? `\\${character}` : character;
+}
+
+function classBody(ranges: CharRanges): string {
+  return ranges
+    .map(([low, high]) => (low === high ? classCharacter(low) : `${classCharacter(low)}-${classCharacter(high)}`))
+    .join("");
+}
+
+/**
+ * The grammar of one character of `ranges` as it appears in JSON text: raw where JSON allows,
+ * escaped (`\"`, `\\`, `\n`, `\u000b`…) where it must be. Lone surrogates are left out.
+ */
+function charactersGrammar(ranges: CharRanges): string {
+  const raw = intersect(ranges, complement(unsafe));
+  const alternatives: string[] = [];
+  if (raw.length > 0) {
+    // A set reaching the last code point is written as what it leaves out, which is shorter.
+    const reachesEnd = raw.at(-1)![1] === maxCodePoint;
+    const left = intersect(complement(raw), complement(surrogates));
+    alternatives.push(reachesEnd ? `[^${classBody(left)}]` : `[${classBody(raw)}]`);
+  }
+  for (const [low, high] of intersect(ranges, unsafe)) {
+    for (let code = low; code <= high && code < 0xd800; code++)
+      alternatives.push(literal(JSON.stringify(String.fromCodePoint(code)).slice(1, -1)));
+  }
+  if (alternatives.length === 0) throw new PatternError("a class that matches no character a JSON string can hold");
+  return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
+}
+
+/** What the grammar needs from its builder: named rules, shared when their bodies are equal. */
+export interface RuleSink {
+  shared(name: string, body: string): string;
+  /** Counts the expansion of repetitions, refusing a pattern whose grammar would be too large. */
+  spend(units: number): void;
+}
+
+export function repeatGrammar(item: string, min: number, max: number | null, rules: RuleSink, name: string): string {
+  rules.spend(max ?? min + 1);
+  const element = /^[A-Za-z_][A-Za-z0-9_]*$|^"[^"]*"$/.test(item) ? item : rules.shared(name, item);
+  const required = Array.from({ length: min }, () => element);
+  if (max === null) return [...required, `${element}*`].join(" ");
+  const optional = upTo(element, max - min, rules, name);
+  const parts = [...required, ...(optional ? [optional] : [])];
+  return parts.length === 0 ? '""' : parts.join(" ");
+}
+
+/**
+ * Up to `count` elements. A few are nested in place; more are a chain of rules (`up_to_k ::=
+ * element up_to_k-1?`), so no parser recurses through a thousand parentheses.
+ */
+function upTo(element: string, count: number, rules: RuleSink, name: string): string {
+  if (count <= 4) {
+    let nested = "";
+    for (let left = count; left > 0; left--) nested = `(${element}${nested ? ` ${nested}` : ""})?`;
+    return nested;
+  }
+  let chain = "";
+  for (let length = 1; length <= count; length++)
+    chain = rules.shared(`${name}_up_to`, chain ? `${element} ${chain}?` : element);
+  return `${chain}?`;
+}
+
+function nodeGrammar(node: RegexNode, rules: RuleSink): string {
+  switch (node.kind) {
+    case "set":
+      return rules.shared("pattern_character", charactersGrammar(node.ranges));
+    case "sequence":
+      return node.items.length === 0 ? '""' : node.items.map((item) => nodeGrammar(item, rules)).join(" ");
+    case "choice": {
+      // An empty branch (`a|`) makes the choice optional rather than an empty literal.
+      const options = node.options.map((option) => nodeGrammar(option, rules));
+      const filled = options.filter((option) => option !== '""');
+      if (filled.length === 0) return '""';
+      return `(${filled.join(" | ")})${filled.length < options.length ? "?" : ""}`;
+    }
+    case "repeat": {
+      const item = nodeGrammar(node.item, rules);
+      return `(${repeatGrammar(item, node.min, node.max, rules, "pattern_item")})`;
+    }
+  }
+}
+
+/** The grammar of the JSON text (without quotes) of strings `pattern` matches somewhere in. */
+export function patternGrammar(branches: readonly RegexBranch[], rules: RuleSink, anyCharacter: string): string {
+  const options = branches.map((branch) => {
+    const body = nodeGrammar(branch.node, rules);
+    return [branch.anchoredStart ? "" : `${anyCharacter}*`, body, branch.anchoredEnd ? "" : `${anyCharacter}*`]
+      .filter(Boolean)
+      .join(" ");
+  });
+  return options.length === 1 ? options[0]! : `(${options.join(" | ")})`;
+}
+
+// ------------------------------------------------------------------ sampling
+
+/** A character of `ranges`, printable ASCII when it has any, never a lone surrogate. */
+function sampleCharacter(ranges: CharRanges, random: () => number): string {
+  const printable = intersect(ranges, [[0x20, 0x7e]]);
+  const pool = printable.length > 0 ? printable : intersect(ranges, complement(surrogates));
+  const total = pool.reduce((sum, [low, high]) => sum + high - low + 1, 0);
+  let index = Math.floor(random() * total);
+  for (const [low, high] of pool) {
+    if (index <= high - low) return String.fromCodePoint(low + index);
+    index -= high - low + 1;
+  }
+  return String.fromCodePoint(pool[0]![0]);
+}
+
+function sampleNode(node: RegexNode, random: () => number): string {
+  switch (node.kind) {
+    case "set":
+      return sampleCharacter(node.ranges, random);
+    case "sequence":
+      return node.items.map((item) => sampleNode(item, random)).join("");
+    case "choice":
+      return sampleNode(node.options[Math.floor(random() * node.options.length)]!, random);
+    case "repeat": {
+      const most = Math.min(node.max ?? node.min + 3, node.min + 3);
+      const count = node.min + Math.floor(random() * (most - node.min + 1));
+      return Array.from({ length: count }, () => sampleNode(node.item, random)).join("");
+    }
+  }
+}
+
+/** A string the pattern matches (the match alone: an open end adds nothing). */
+export function samplePattern(branches: readonly RegexBranch[], random: () => number): string {
+  return sampleNode(branches[Math.floor(random() * branches.length)]!.node, random);
+}

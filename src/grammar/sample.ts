@@ -1,0 +1,164 @@
+/**
+ * A valid instance of a schema, for the deterministic engine: every keyword the grammar and the
+ * validator know is satisfied, so an app's CI exercises its schemas as they are.
+ */
+import { samplePattern } from "./regex.js";
+import {
+  arrayParts,
+  effective,
+  isObject,
+  numberKeyword,
+  resolveReference,
+  typesOf,
+  type JsonSchema,
+  type SchemaObject,
+} from "./schema.js";
+import { longestWritten, numberBounds } from "./schema-grammar.js";
+import { stringSource } from "./strings.js";
+import { isMultiple, validate } from "./validate.js";
+
+type Random = () => number;
+const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
+
+const pick = <T>(list: readonly T[], random: Random): T => list[Math.floor(random() * list.length)]!;
+
+/** A valid instance of `schema`, chosen by `random` (in [0, 1)). */
+export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchema = schema, depth = 0): unknown {
+  if (schema === true || !isObject(schema)) return depth > 3 ? null : { note: "any" };
+  const current = effective(schema, "");
+  if (typeof current.$ref === "string")
+    return sampleSchema(resolveReference(root, current.$ref, ""), random, root, depth + 1);
+  if (current.const !== undefined) return current.const;
+  if (Array.isArray(current.enum)) return pick(current.enum, random);
+  if (Array.isArray(current.anyOf)) {
+    // Deep in a recursive schema, the branch that ends it (a null, a leaf) comes first.
+    const branches = current.anyOf as JsonSchema[];
+    const ending = branches.find((branch) => isObject(branch) && branch.type === "null");
+    const branch = depth > 4 && ending ? ending : pick(branches, random);
+    return sampleSchema(branch, random, root, depth + 1);
+  }
+  const listed = typesOf(current);
+  // Prefer a non-null type, so optional-looking values still say something.
+  const type = listed.length === 0 ? "string" : (listed.find((candidate) => candidate !== "null") ?? "null");
+  switch (type) {
+    case "string":
+      return sampleString(current, random);
+    case "number":
+    case "integer":
+      return sampleNumber(current, type === "integer", random);
+    case "boolean":
+      return random() < 0.5;
+    case "null":
+      return null;
+    case "array":
+      return sampleArray(current, random, root, depth);
+    default:
+      return sampleObject(current, random, root, depth);
+  }
+}
+
+function sampleString(schema: SchemaObject, random: Random): string {
+  const source = stringSource(schema);
+  if (source.kind === "any") return pick(words, random);
+  if (source.kind === "pattern") {
+    // A pattern beside length bounds: the first of a few samples that also fits them.
+    let candidate = "";
+    for (let attempt = 0; attempt < 20; attempt++) {
+      candidate = samplePattern(source.branches, random);
+      if (validate(schema, candidate) === null) break;
+    }
+    return candidate;
+  }
+  const longest = Math.min(source.max ?? source.min + 12, longestWritten.characters);
+  const length = source.min + Math.floor(random() * (Math.min(longest, source.min + 12) - source.min + 1));
+  let text = "";
+  while (text.length < length) text += `${pick(words, random)} `;
+  return text.slice(0, length);
+}
+
+function sampleNumber(schema: SchemaObject, integer: boolean, random: Random): number {
+  const bounds = numberBounds(schema, integer);
+  const step = numberKeyword(schema, "multipleOf") ?? (integer ? 1 : undefined);
+  // A window of about a hundred near zero, inside the bounds: readable values even for zod's ±2^53 integers.
+  const lowest = bounds.minimum ?? -Infinity;
+  const highest = bounds.maximum ?? Infinity;
+  const low = lowest > 0 ? lowest : highest < 0 ? Math.max(lowest, highest - 100) : Math.max(lowest, 0);
+  const high = Math.min(highest, low + 100);
+  const fits = (value: number) =>
+    validate(schema, value) === null && (!integer || Number.isInteger(value)) && Number.isFinite(value);
+  const candidates: number[] = [];
+  if (step !== undefined) {
+    const first = Math.ceil(low / step);
+    const last = Math.floor(high / step);
+    const count = Math.max(0, Math.min(last - first, 1e9));
+    const indices = Array.from({ length: 8 }, () => first + Math.floor(random() * (count + 1)));
+    for (const index of [...indices, first, first + 1, last, last - 1])
+      candidates.push(Number((index * step).toPrecision(12)));
+    // Validators that divide without a tolerance (ajv) see 37.19 / 0.01 as 3718.9999…: such values come last.
+    candidates.sort((a, b) => Number(!Number.isInteger(a / step)) - Number(!Number.isInteger(b / step)));
+  } else {
+    candidates.push(Math.round((low + random() * (high - low)) * 100) / 100, (low + high) / 2, low, high);
+  }
+  return candidates.find((value) => fits(value) && !isMultipleBreak(value, step)) ?? candidates[0]!;
+}
+
+function isMultipleBreak(value: number, step: number | undefined): boolean {
+  return step !== undefined && !isMultiple(value, step);
+}
+
+function sampleArray(schema: SchemaObject, random: Random, root: JsonSchema, depth: number): unknown[] {
+  const { prefix, rest } = arrayParts(schema);
+  const min = numberKeyword(schema, "minItems") ?? 0;
+  const max = Math.min(numberKeyword(schema, "maxItems") ?? Infinity, longestWritten.items);
+  const wanted = depth > 4 ? min : min + Math.floor(random() * 3) + (min === 0 ? 1 : 0);
+  const count = Math.min(
+    Math.max(wanted, Math.min(prefix.length, max)),
+    max,
+    rest === false ? prefix.length : Infinity,
+  );
+  const items: unknown[] = [];
+  const seen = new Set<string>();
+  for (let index = 0; index < count; index++) {
+    const itemSchema = (index < prefix.length ? prefix[index] : rest) as JsonSchema;
+    let item = sampleSchema(itemSchema, random, root, depth + 1);
+    // Unique items: draw again a few times; past a handful of tries, stop at the minimum.
+    for (let attempt = 0; schema.uniqueItems === true && seen.has(JSON.stringify(item)) && attempt < 20; attempt++)
+      item = sampleSchema(itemSchema, random, root, depth + 1);
+    if (schema.uniqueItems === true && seen.has(JSON.stringify(item))) {
+      if (items.length >= min) break;
+    }
+    seen.add(JSON.stringify(item));
+    items.push(item);
+  }
+  return items;
+}
+
+function sampleObject(schema: SchemaObject, random: Random, root: JsonSchema, depth: number): Record<string, unknown> {
+  const result: Record<string, unknown> = {};
+  const declared = isObject(schema.properties) ? Object.entries(schema.properties) : [];
+  const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+  let optionalRoom = (numberKeyword(schema, "maxProperties") ?? Infinity) - required.size;
+  for (const [property, child] of declared)
+    if (required.has(property) || optionalRoom-- > 0)
+      result[property] = sampleSchema(child as JsonSchema, random, root, depth + 1);
+  const additional = schema.additionalProperties;
+  const valueSchema = isObject(additional)
+    ? additional
+    : declared.length === 0 && additional !== false
+      ? null
+      : undefined;
+  if (valueSchema === undefined) return result;
+  const have = Object.keys(result).length;
+  const min = Math.max(0, (numberKeyword(schema, "minProperties") ?? 0) - have);
+  const max = Math.max(0, (numberKeyword(schema, "maxProperties") ?? Infinity) - have);
+  const count = Math.min(depth > 4 ? min : min + 1 + Math.floor(random() * 2), max);
+  const names = isObject(schema.propertyNames) ? schema.propertyNames : null;
+  for (let index = 0, attempts = 0; Object.keys(result).length < have + count && attempts < 50; attempts++) {
+    const key = names
+      ? String(sampleSchema({ type: "string", ...names }, random, root, depth + 1))
+      : `${pick(words, random)}_${++index}`;
+    if (Object.hasOwn(result, key)) continue;
+    result[key] = valueSchema === null ? pick(words, random) : sampleSchema(valueSchema, random, root, depth + 1);
+  }
+  return result;
+}

@@ -1,0 +1,42 @@
+/**
+ * Where a string's grammar and samples come from: its format, its pattern, or its length bounds.
+ * A format wins over a pattern beside it when the format's own strings match the pattern (zod
+ * writes both for an email or a date-time, and its patterns use lookahead); otherwise the
+ * pattern writes the value and the format is checked once it is finished.
+ */
+import { writtenFormats } from "./formats.js";
+import { parsePattern, samplePattern, type RegexBranch } from "./regex.js";
+import type { SchemaObject } from "./schema.js";
+
+export type StringSource =
+  { kind: "pattern"; branches: RegexBranch[] } | { kind: "length"; min: number; max: number | null } | { kind: "any" };
+
+function firstSample(branches: RegexBranch[]): string {
+  let state = 7;
+  return samplePattern(branches, () => (state = (state * 16_807) % 2_147_483_647) / 2_147_483_647);
+}
+
+function matches(pattern: string, value: string): boolean {
+  try {
+    return new RegExp(pattern, "u").test(value);
+  } catch {
+    return new RegExp(pattern).test(value);
+  }
+}
+
+export function stringSource(schema: SchemaObject): StringSource {
+  const format = typeof schema.format === "string" ? writtenFormats[schema.format] : undefined;
+  const pattern = typeof schema.pattern === "string" ? schema.pattern : undefined;
+  if (format !== undefined) {
+    const branches = parsePattern(format);
+    if (pattern === undefined || matches(pattern, firstSample(branches))) return { kind: "pattern", branches };
+  }
+  if (pattern !== undefined) return { kind: "pattern", branches: parsePattern(pattern) };
+  const min = typeof schema.minLength === "number" ? schema.minLength : 0;
+  const max = typeof schema.maxLength === "number" ? schema.maxLength : null;
+  return min === 0 && max === null ? { kind: "any" } : { kind: "length", min, max };
+}
+
+export function patternMatches(pattern: string, value: string): boolean {
+  return matches(pattern, value);
+}

@@ -1,0 +1,297 @@
+/**
+ * Structured outputs as apps write them: every keyword, alone and in the schemas pydantic, zod
+ * and openai-node generate (test/fixtures/schemas/). Each grammar accepts what the schema allows
+ * (our samples, checked by ajv with ajv-formats) and never what it refuses (random strings, checked
+ * by the same validator); over HTTP, the reply parses, validates and round-trips through zod.
+ */
+import { readFileSync } from "node:fs";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { checkSchema } from "../../src/grammar/check.js";
+import { integerRange, numberRange } from "../../src/grammar/numbers.js";
+import { sampleSchema } from "../../src/grammar/sample.js";
+import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
+import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
+import { validate } from "../../src/grammar/validate.js";
+import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { accepts } from "./ebnf.js";
+import { makeApp } from "./support.js";
+// @ts-expect-error -- a plain ES module that generates the zod fixtures; its models are reused here
+import { models as zodModels } from "../fixtures/schemas/zod-models.mjs";
+import { zodResponseFormat } from "openai/helpers/zod";
+
+const ajv = new Ajv2020({ strict: false, allErrors: false });
+addFormats.default(ajv);
+
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 16_807) % 2_147_483_647) / 2_147_483_647;
+}
+
+const fixtures = (name: string) =>
+  JSON.parse(readFileSync(new URL(`../fixtures/schemas/${name}`, import.meta.url), "utf8")) as Record<
+    string,
+    JsonSchema
+  >;
+
+/** ajv reads `$schema` as a meta-schema to load; the schemas are the same without it. */
+function forAjv(schema: JsonSchema): object {
+  if (typeof schema === "boolean") return { not: schema ? {} : { not: {} } };
+  const { $schema: _, ...rest } = schema;
+  return rest;
+}
+
+/** One schema per keyword we claim, alone or in the combination generators write. */
+const keywords = fixtures("keywords.json");
+
+function checkAgainstValidators(name: string, schema: JsonSchema, seeds = 6): void {
+  const grammar = schemaToGrammar(schema);
+  const ajvValidate = ajv.compile(forAjv(schema));
+  for (let seed = 1; seed <= seeds; seed++) {
+    const instance = sampleSchema(schema, seeded(seed * 7919 + name.length));
+    const text = JSON.stringify(instance);
+    expect({ name, text, ajv: ajvValidate(instance), ours: validate(schema, instance) }).toEqual({
+      name,
+      text,
+      ajv: true,
+      ours: null,
+    });
+    expect({ name, text, accepted: accepts(grammar, text) }).toEqual({ name, text, accepted: true });
+  }
+}
+
+describe("every keyword, enforced by the grammar", () => {
+  it("samples satisfy ajv, and the grammar accepts them", () => {
+    for (const [name, schema] of Object.entries(keywords)) checkAgainstValidators(name, schema);
+  });
+
+  it("what the grammar accepts, ajv accepts: random strings near each keyword's language", () => {
+    const probes: Record<string, string[]> = {
+      pattern: ['"ABC-1234"', '"abc-1234"', '"ABC-123"', '"ABCD-1234"', '"AB-12345"'],
+      unanchoredPattern: ['"xxabbbcyy"', '"ac"', '"abc"', '"ab"'],
+      patternAlternation: ['"cats"', '"dog"', '"123"', '"1234"', '"cow"', '"dogss"'],
+      dateTime: [
+        '"2024-02-29T10:00:00Z"',
+        '"2024-13-01T10:00:00Z"',
+        '"2024-04-31T10:00:00Z"',
+        '"2024-01-01T24:00:00Z"',
+        '"2024-01-01T10:00:00.5Z"',
+      ],
+      date: ['"2023-02-28"', '"2023-02-30"', '"2023-1-01"'],
+      email: ['"a.b@mail.example.org"', '"a..b@x.org"', '"@x.org"', '"a@b"'],
+      ipv4: ['"10.0.0.1"', '"256.1.1.1"', '"01.2.3.4"', '"1.2.3"'],
+      uuid: ['"123e4567-e89b-42d3-a456-426614174000"', '"123e4567-e89b-12d3-a456-42661417400"'],
+      lengths: ['"a"', '"ab"', '"abcde"', '"abcdef"', '"é\\"x"'],
+      integerRange: ["-16", "-15", "0", "7", "120", "121", "1000", "-0", "05"],
+      integerExclusive: ["0", "1", "9", "10"],
+      numberRange: ["-40.5", "-40.51", "-40.49", "50.25", "50.26", "50.2", "0", "-0.5", "12.75"],
+      numberOpenUnit: ["0", "0.0", "0.5", "1", "0.999", "1.0", "0.000"],
+      numberCents: ["1.25", "1.255", "0", "-1.25", "3.1"],
+      items: ["[]", '["a"]', '["a","b","c"]', '["a","b","c","d"]'],
+      tuple: ['[1,"a"]', '["a",1]', "[1]", '[1,"a",2]'],
+      dictionary: ['{"a":1,"b":2}', "{}", '{"a":-1}', '{"a":"x"}'],
+      propertyNames: ['{"ab":true}', "{}", '{"Ab":true}', '{"ab":true,"cd":false,"ef":true,"gh":false}'],
+      propertyNamesEnum: ['{"north":1}', '{"west":1}', "{}", '{"south":10}'],
+    };
+    for (const [name, texts] of Object.entries(probes)) {
+      const schema = keywords[name]!;
+      const grammar = schemaToGrammar(schema);
+      const ajvValidate = ajv.compile(forAjv(schema));
+      for (const text of texts) {
+        if (accepts(grammar, text))
+          expect({ name, text, valid: ajvValidate(JSON.parse(text)) }).toEqual({ name, text, valid: true });
+      }
+      // Each probe list holds at least one value the grammar must accept.
+      expect({ name, some: texts.some((text) => accepts(grammar, text)) }).toEqual({ name, some: true });
+    }
+  });
+
+  it("multipleOf is exact: multiples written out between near bounds, and the remainder automaton without bounds", () => {
+    const halves = schemaToGrammar(keywords.numberHalves!);
+    for (const [text, expected] of [
+      ["4.5", true],
+      ["0", true],
+      ["5", true],
+      ["4.25", false],
+      ["5.5", false],
+      ["-0.5", false],
+    ] as const)
+      expect({ text, accepted: accepts(halves, text) }).toEqual({ text, accepted: expected });
+    const sevens = schemaToGrammar(keywords.integerMultipleOpen!);
+    const threes = schemaToGrammar(keywords.naturalMultiple!);
+    for (let value = -60; value <= 250; value++) {
+      expect({ value, accepted: accepts(sevens, String(value)) }).toEqual({ value, accepted: value % 7 === 0 });
+      expect({ value, accepted: accepts(threes, String(value)) }).toEqual({
+        value,
+        accepted: value >= 0 && value % 3 === 0,
+      });
+    }
+    expect(accepts(sevens, "007")).toBe(false);
+  });
+
+  it("integer ranges are exact, and decimal ranges never admit a value out of bounds", () => {
+    const random = seeded(99);
+    for (let round = 0; round < 60; round++) {
+      const low = Math.floor(random() * 400) - 200;
+      const high = low + Math.floor(random() * 300);
+      const grammar = `root ::= ${integerRange(BigInt(low), BigInt(high))}`;
+      for (let value = low - 5; value <= high + 5; value += 1 + Math.floor(random() * 7))
+        expect({ low, high, value, accepted: accepts(grammar, String(value)) }).toEqual({
+          low,
+          high,
+          value,
+          accepted: value >= low && value <= high,
+        });
+      const decimalLow = Math.round((random() * 40 - 20) * 100) / 100;
+      const decimalHigh = Math.round((decimalLow + random() * 10) * 100) / 100;
+      const lowExclusive = random() < 0.5;
+      const highExclusive = random() < 0.5;
+      const expression = numberRange({
+        minimum: decimalLow,
+        minimumExclusive: lowExclusive,
+        maximum: decimalHigh,
+        maximumExclusive: highExclusive,
+      });
+      const numberGrammar = `root ::= ${expression}\njson_number ::= "0"`;
+      let acceptedAny = false;
+      for (let tries = 0; tries < 120; tries++) {
+        const value = Math.round((decimalLow - 2 + random() * (decimalHigh - decimalLow + 4)) * 1000) / 1000;
+        const inside =
+          (lowExclusive ? value > decimalLow : value >= decimalLow) &&
+          (highExclusive ? value < decimalHigh : value <= decimalHigh);
+        const accepted = accepts(numberGrammar, String(value));
+        acceptedAny ||= accepted;
+        if (accepted)
+          expect({ decimalLow, decimalHigh, lowExclusive, highExclusive, value, inside }).toMatchObject({
+            inside: true,
+          });
+        // Inside the bounds, the grammar misses only values it could write some other way (never a whole unit's).
+        if (inside && value !== decimalLow && value !== decimalHigh)
+          expect({ decimalLow, decimalHigh, value, accepted }).toMatchObject({ accepted: true });
+      }
+      expect(acceptedAny).toBe(true);
+    }
+  });
+});
+
+describe("refusals name the keyword and where it is", () => {
+  it("refuses what a grammar cannot enforce", () => {
+    const cases: [JsonSchema, RegExp, string][] = [
+      [{ type: "string", pattern: "^(?=a)b" }, /lookahead/, "/pattern"],
+      [{ type: "string", pattern: "(?<!a)b" }, /lookbehind/, "/pattern"],
+      [{ type: "string", pattern: "(a)\\1" }, /backreference/, "/pattern"],
+      [{ type: "string", pattern: "\\bword" }, /word boundary/, "/pattern"],
+      [{ type: "string", pattern: "\\p{L}+" }, /Unicode property/, "/pattern"],
+      [{ type: "string", pattern: "a{1,5000}" }, /repetition bound/, "/pattern"],
+      [{ type: "string", pattern: "a(b" }, /not a valid regular expression/, "/pattern"],
+      [{ type: "string", format: "color" }, /format "color"/, "/format"],
+      [{ oneOf: [{ type: "string" }, { type: "string", maxLength: 2 }] }, /can match the same value/, "/oneOf"],
+      [{ allOf: [{ type: "string" }, { maxLength: 2 }] }, /more than one constraining/, "/allOf/1"],
+      [{ not: {} }, /'not'/, "/not"],
+      [{ type: "object", patternProperties: {} }, /'patternProperties'/, "/patternProperties"],
+      [{ type: "object", propertyNames: { type: "integer" } }, /propertyNames/, "/propertyNames"],
+      [{ type: "integer", minimum: "3" }, /'minimum' must be a number/, "/minimum"],
+      [{ type: "number", exclusiveMinimum: true }, /'exclusiveMinimum' must be a number/, "/exclusiveMinimum"],
+      [{ type: "array", minItems: -1 }, /'minItems'/, "/minItems"],
+    ];
+    for (const [schema, message, pointer] of cases) {
+      let caught: unknown;
+      try {
+        checkSchema(schema);
+      } catch (error) {
+        caught = error;
+      }
+      expect({ schema, error: caught }).toMatchObject({ error: expect.any(UnsupportedSchemaError) });
+      expect({
+        schema,
+        message: (caught as Error).message,
+        pointer: (caught as UnsupportedSchemaError).pointer,
+      }).toMatchObject({
+        message: expect.stringMatching(message),
+        pointer,
+      });
+    }
+  });
+
+  it("hostile bounds are refused before the work grows: every schema below is answered within a second", () => {
+    const many = (count: number, schema: JsonSchema) => ({
+      type: "object",
+      properties: Object.fromEntries(Array.from({ length: count }, (_, index) => [`p${index}`, schema])),
+    });
+    // Each is refused (with the reason) or compiled, in well under a second either way.
+    const hostile: [JsonSchema, RegExp | "compiled"][] = [
+      [{ type: "string", pattern: "(a{1000}){1000}" }, "compiled"],
+      [{ type: "string", pattern: `^${"(a|b)?".repeat(5000)}$` }, "compiled"],
+      [many(200, { type: "string", maxLength: 1000 }), /more than 20000 repetitions/],
+      [many(200, { type: "string", pattern: "^[a-z]{1,900}$" }), /more than 20000 repetitions/],
+      [{ type: "integer", minimum: 1e300 }, /no integer/],
+    ];
+    for (const [schema, expected] of hostile) {
+      const started = performance.now();
+      let outcome = "compiled";
+      try {
+        schemaToGrammar(schema);
+      } catch (error) {
+        outcome = (error as Error).message;
+      }
+      const elapsed = performance.now() - started;
+      expect({ outcome, fast: elapsed < 1000 }).toMatchObject({
+        outcome: expected === "compiled" ? "compiled" : expect.stringMatching(expected),
+        fast: true,
+      });
+    }
+  });
+
+  it("a pattern with lookahead is taken beside a format, whose grammar writes the value", () => {
+    const schema: JsonSchema = { type: "string", format: "email", pattern: "^(?!\\.)[^@]+@[^@]+$" };
+    checkAgainstValidators("emailWithLookahead", schema);
+  });
+});
+
+describe("the schemas generators write", () => {
+  const corpus = { ...fixtures("pydantic.json"), ...fixtures("zod.json") };
+
+  it("every pydantic, zod and openai-node schema is accepted, and its samples are valid and accepted by its grammar", () => {
+    expect(Object.keys(corpus).length).toBeGreaterThanOrEqual(30);
+    for (const [name, schema] of Object.entries(corpus)) checkAgainstValidators(name, schema, 4);
+  });
+
+  it("over HTTP on the deterministic engine: replies and tool arguments parse, validate, and round-trip through zod", async () => {
+    const { app, post } = await makeApp({ rpm: 10_000, tpm: 100_000_000, creditUsd: 1000 });
+    const messages = [{ role: "user", content: "Fill it in." }];
+    for (const [name, schema] of Object.entries(corpus)) {
+      const validator = ajv.compile(forAjv(schema));
+      for (const seed of [1, 2, 3]) {
+        const response = await app.handle(
+          post("/v1/chat/completions", {
+            model: "alpha3:8b-instruct-q8_0",
+            messages,
+            seed,
+            temperature: 1,
+            response_format: { type: "json_schema", json_schema: { name: "fixture", schema, strict: true } },
+          }),
+        );
+        expect({ name, status: response.status }).toEqual({ name, status: 200 });
+        const content = chatCompletionSchema.parse(await response.json()).choices[0]!.message.content!;
+        expect({ name, content, valid: validator(JSON.parse(content)) }).toMatchObject({ valid: true });
+        const zodName = /^(\w+) \(zodResponseFormat\)$/.exec(name)?.[1];
+        if (zodName) {
+          const format = zodResponseFormat((zodModels as Record<string, never>)[zodName]!, zodName);
+          expect(() => format.$parseRaw(content)).not.toThrow();
+        }
+      }
+      const called = await app.handle(
+        post("/v1/chat/completions", {
+          model: "gamma-7b-instruct-v0.3",
+          messages,
+          tools: [{ type: "function", function: { name: "record", parameters: schema, strict: true } }],
+          tool_choice: "required",
+        }),
+      );
+      expect({ name, status: called.status }).toEqual({ name, status: 200 });
+      const call = chatCompletionSchema.parse(await called.json()).choices[0]!.message.tool_calls![0]!;
+      expect({ name, valid: validator(JSON.parse(call.function.arguments)) }).toMatchObject({ valid: true });
+    }
+  }, 60_000);
+});
