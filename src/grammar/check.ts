@@ -6,7 +6,7 @@
 import { formatNames, knownFormat } from "./formats.js";
 import { parsePattern, PatternError } from "./regex.js";
 import {
-  annotations,
+  isAnnotation,
   arrayParts,
   effective,
   isObject,
@@ -72,7 +72,7 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
   }
   if (!isObject(schema)) fail("a schema must be an object", pointer);
   for (const keyword of Object.keys(schema)) {
-    if (!structural.has(keyword) && !annotations.has(keyword))
+    if (!structural.has(keyword) && !isAnnotation(keyword))
       fail(`the JSON Schema keyword '${keyword}' is not supported`, `${pointer}/${keyword}`);
   }
   checkValues(schema, pointer);
@@ -112,7 +112,9 @@ function checkValues(schema: SchemaObject, pointer: string): void {
 /** `format` must be one we write; `pattern` must be a regular expression the grammar can express. */
 function checkStringKeywords(schema: SchemaObject, pointer: string): void {
   const format = schema.format;
-  if (format !== undefined && (typeof format !== "string" || !knownFormat(format)))
+  // zod writes its own formats (cuid, ulid, nanoid…) with the pattern that defines them: the pattern holds.
+  const definedByPattern = typeof format === "string" && typeof schema.pattern === "string";
+  if (format !== undefined && (typeof format !== "string" || !(knownFormat(format) || definedByPattern)))
     fail(
       `the string format ${JSON.stringify(format)} is not supported (supported: ${formatNames().join(", ")})`,
       `${pointer}/format`,
@@ -132,11 +134,12 @@ function checkStringKeywords(schema: SchemaObject, pointer: string): void {
     parsePattern(schema.pattern);
   } catch (error) {
     if (!(error instanceof PatternError)) throw error;
-    // Beside a format, the format's grammar writes the value and the pattern checks it after.
-    if (format === undefined)
-      fail(
+    // Beside a format we write, the format's grammar writes the value and the pattern checks it after.
+    if (typeof format !== "string" || !knownFormat(format))
+      throw new UnsupportedSchemaError(
         `'pattern' uses ${error.message}, which a grammar cannot enforce; rewrite the pattern without it`,
         `${pointer}/pattern`,
+        "pattern",
       );
   }
 }
@@ -165,7 +168,7 @@ function checkObjectKeywords(schema: SchemaObject, root: unknown, pointer: strin
     if (isObject(names)) {
       const stringOnly = Object.keys(names).every(
         (keyword) =>
-          annotations.has(keyword) ||
+          isAnnotation(keyword) ||
           ["type", "pattern", "format", "minLength", "maxLength", "enum", "const"].includes(keyword),
       );
       if (!stringOnly || (names.type !== undefined && names.type !== "string"))
@@ -191,7 +194,10 @@ function checkSubschemas(schema: SchemaObject, root: unknown, pointer: string, d
     if (list === undefined) continue;
     if (!Array.isArray(list) || list.length === 0)
       fail(`'${combinator}' must be a non-empty list`, `${pointer}/${combinator}`);
-    list.forEach((child, index) => checkSchema(child, root, `${pointer}/${combinator}/${index}`, depth + 1));
+    const check = (child: unknown, index: number) =>
+      checkSchema(child, root, `${pointer}/${combinator}/${index}`, depth + 1);
+    if (combinator === "allOf") list.forEach(check);
+    else checkBranches(list, check);
   }
   if (schema.anyOf !== undefined && schema.oneOf !== undefined)
     fail("'anyOf' and 'oneOf' in one schema are not supported; nest one inside the other", `${pointer}/oneOf`);
@@ -205,6 +211,33 @@ function checkSubschemas(schema: SchemaObject, root: unknown, pointer: string, d
   if (schema.$ref !== undefined) {
     if (typeof schema.$ref !== "string") fail("'$ref' must be a string", `${pointer}/$ref`);
     resolveReference(root, schema.$ref, `${pointer}/$ref`);
+  }
+}
+
+/** Every branch passes, or fails only on a pattern no grammar expresses while some other branch passes. */
+function checkBranches(branches: unknown[], check: (child: unknown, index: number) => void): void {
+  let written = 0;
+  let unwritten: UnsupportedSchemaError | undefined;
+  branches.forEach((branch, index) => {
+    try {
+      check(branch, index);
+      written++;
+    } catch (error) {
+      if (!(error instanceof UnsupportedSchemaError && error.kind === "pattern")) throw error;
+      unwritten ??= error;
+    }
+  });
+  if (written === 0 && unwritten) throw unwritten;
+}
+
+/** Whether a branch is left unwritten: its pattern uses what no grammar expresses (checked to pass otherwise). */
+export function unwritable(branch: unknown, root: unknown): boolean {
+  try {
+    checkSchema(branch, root);
+    return false;
+  } catch (error) {
+    if (error instanceof UnsupportedSchemaError && error.kind === "pattern") return true;
+    throw error;
   }
 }
 

@@ -24,6 +24,13 @@ export const writtenFormats: Record<string, string> = {
   ipv4: `^${octet}(?:\\.${octet}){3}$`,
   ipv6: `^(?:(?:${hextet}:){7}${hextet}|(?:${hextet}:){1,6}:${hextet}|::1)$`,
   uuid: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+  // pydantic's UUID1, UUID3, UUID4 and UUID5.
+  ...Object.fromEntries(
+    [1, 3, 4, 5].map((version) => [
+      `uuid${version}`,
+      `^[0-9a-f]{8}-[0-9a-f]{4}-${version}[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`,
+    ]),
+  ),
   uri: `^https://${label}(?:\\.${label}){0,3}(?:/[A-Za-z0-9._~-]*){0,6}$`,
   // pydantic's own names: any text (bytes, a secret, a path), and an address of either kind.
   binary: "^[\\s\\S]*$",
@@ -59,6 +66,13 @@ const accepted: Record<string, (value: string) => boolean> = {
   ipv6: isIpv6,
   uuid: (value) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value),
   uri: (value) => /^[A-Za-z][A-Za-z0-9+.-]*:\S*$/.test(value) && parsesAsUrl(value),
+  ...Object.fromEntries(
+    [1, 3, 4, 5].map((version) => [
+      `uuid${version}`,
+      (value: string) =>
+        new RegExp(`^[0-9a-f]{8}-[0-9a-f]{4}-${version}[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, "i").test(value),
+    ]),
+  ),
   binary: () => true,
   password: () => true,
   path: () => true,

@@ -2,6 +2,7 @@
  * A valid instance of a schema, for the deterministic engine: every keyword the grammar and the
  * validator know is satisfied, so an app's CI exercises its schemas as they are.
  */
+import { unwritable } from "./check.js";
 import { samplePattern } from "./regex.js";
 import {
   arrayParts,
@@ -32,7 +33,7 @@ export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchem
   if (Array.isArray(current.enum)) return pick(current.enum, random);
   if (Array.isArray(current.anyOf)) {
     // Deep in a recursive schema, the branch that ends it (a null, a leaf) comes first.
-    const branches = current.anyOf as JsonSchema[];
+    const branches = (current.anyOf as JsonSchema[]).filter((branch) => !unwritable(branch, root));
     const ending = branches.find((branch) => isObject(branch) && branch.type === "null");
     const branch = depth > 4 && ending ? ending : pick(branches, random);
     return sampleSchema(branch, random, root, depth + 1);

@@ -7,7 +7,7 @@
 import { jsonRules, literal } from "./ebnf.js";
 import { enumeratedMultiples, integerRange, numberRange, remainderRules, type NumberBounds } from "./numbers.js";
 import { patternGrammar, repeatGrammar, type RuleSink } from "./regex.js";
-import { checkSchema } from "./check.js";
+import { checkSchema, unwritable } from "./check.js";
 import {
   arrayParts,
   effective,
@@ -91,8 +91,10 @@ export class GrammarBuilder implements RuleSink {
     if (schema.const !== undefined) return literal(JSON.stringify(schema.const));
     if (Array.isArray(schema.enum))
       return `(${schema.enum.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
-    if (Array.isArray(schema.anyOf))
-      return `(${schema.anyOf.map((child, index) => this.named(child as JsonSchema, root, `${name}_any${index}`)).join(" | ")})`;
+    if (Array.isArray(schema.anyOf)) {
+      const branches = schema.anyOf.filter((child) => !unwritable(child, root));
+      return `(${branches.map((child, index) => this.named(child as JsonSchema, root, `${name}_any${index}`)).join(" | ")})`;
+    }
     const listed = typesOf(schema);
     if (listed.length === 0) return "json_value";
     return `(${listed.map((type) => this.#typed(type, schema, root, name)).join(" | ")})`;

@@ -10,15 +10,22 @@ export type SchemaObject = { [keyword: string]: unknown };
 export class UnsupportedSchemaError extends Error {
   /** Where in the schema, as a JSON pointer. */
   readonly pointer: string;
-  constructor(message: string, pointer: string) {
+  /**
+   * `pattern`: a regular expression feature no grammar can express. Such a branch of an `anyOf`
+   * is left unwritten when another branch can be (pydantic's `Decimal` is a number or a string
+   * matched with lookahead): every value written still holds.
+   */
+  readonly kind: "keyword" | "pattern";
+  constructor(message: string, pointer: string, kind: "keyword" | "pattern" = "keyword") {
     super(message);
     this.name = "UnsupportedSchemaError";
     this.pointer = pointer;
+    this.kind = kind;
   }
 }
 
 /** Keywords that describe and never constrain: accepted and ignored. */
-export const annotations = new Set([
+const annotations = new Set([
   "title",
   "description",
   "default",
@@ -34,7 +41,17 @@ export const annotations = new Set([
   "discriminator",
   "contentEncoding",
   "contentMediaType",
+  "contentSchema",
+  // OpenAPI's annotations, which pydantic's `json_schema_extra` and zod's `.meta()` pass through.
+  "example",
+  "externalDocs",
+  "xml",
 ]);
+
+/** An annotation: a listed keyword, or a vendor extension (`x-…`), which by its name constrains nothing. */
+export function isAnnotation(keyword: string): boolean {
+  return annotations.has(keyword) || keyword.startsWith("x-");
+}
 
 export function isObject(value: unknown): value is SchemaObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -70,7 +87,7 @@ export function resolveReference(root: unknown, reference: string, pointer: stri
 /** Whether a schema constrains nothing beyond its annotations (definitions hold no constraint of their own). */
 export function onlyAnnotations(schema: SchemaObject): boolean {
   return Object.keys(schema).every(
-    (keyword) => annotations.has(keyword) || keyword === "$defs" || keyword === "definitions",
+    (keyword) => isAnnotation(keyword) || keyword === "$defs" || keyword === "definitions",
   );
 }
 

@@ -361,8 +361,42 @@ function boundedSchemas(): Record<string, Record<string, unknown>> {
     startsAt: keywords.dateTime!,
     id: keywords.uuid!,
     code: keywords.lengths!,
+    doors: keywords.time!,
+    server: keywords.ipv4!,
+    animal: keywords.patternAlternation!,
+    digit: keywords.integerExclusive!,
   };
 }
+
+test("every grammar we write for the keywords and the generators' schemas loads in llama.cpp as GBNF", async () => {
+  const schemas: Record<string, unknown> = {};
+  for (const file of ["keywords.json", "pydantic.json", "zod.json"])
+    for (const [name, schema] of Object.entries(
+      JSON.parse(readFileSync(new URL(`../fixtures/schemas/${file}`, import.meta.url), "utf8")) as object,
+    ))
+      schemas[`${file}: ${name}`] = schema;
+  // One token each: llama.cpp parses the grammar before it samples, so a grammar it cannot read fails the request.
+  const outcomes = await page.evaluate(
+    async ({ id, schemas }) => {
+      const results: Record<string, string> = {};
+      for (const [name, schema] of Object.entries(schemas)) {
+        const response = await window.harness.fetch("/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({
+            model: id,
+            messages: [{ role: "user", content: "Fill it in." }],
+            max_tokens: 1,
+            response_format: { type: "json_schema", json_schema: { name: "value", schema } },
+          }),
+        });
+        results[name] = response.ok ? "ok" : await response.text();
+      }
+      return results;
+    },
+    { id: model, schemas },
+  );
+  expect(outcomes).toEqual(Object.fromEntries(Object.keys(schemas).map((name) => [name, "ok"])));
+});
 
 test("structured outputs on llama.cpp at temperature 1: formats, patterns, ranges and multiples hold for every seed", async () => {
   const ajv = new Ajv2020({ strict: false });

@@ -180,6 +180,7 @@ describe("refusals name the keyword and where it is", () => {
     const cases: [JsonSchema, RegExp, string][] = [
       [{ type: "string", pattern: "^(?=a)b" }, /lookahead/, "/pattern"],
       [{ type: "string", pattern: "(?<!a)b" }, /lookbehind/, "/pattern"],
+      [{ anyOf: [{ type: "string", pattern: "^(?!a)" }, { pattern: "(?=b)" }] }, /lookahead/, "/anyOf/0/pattern"],
       [{ type: "string", pattern: "(a)\\1" }, /backreference/, "/pattern"],
       [{ type: "string", pattern: "\\bword" }, /word boundary/, "/pattern"],
       [{ type: "string", pattern: "\\p{L}+" }, /Unicode property/, "/pattern"],
