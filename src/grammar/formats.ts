@@ -58,7 +58,8 @@ const accepted: Record<string, (value: string) => boolean> = {
   date: (value) => /^\d{4}-\d\d-\d\d$/.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`)),
   time: (value) => /^\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d:?\d\d)?$/.test(value),
   duration: (value) => /^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/.test(value),
-  email: (value) => /^[^\s@"]+@[^\s@]+\.[^\s@]+$/.test(value),
+  // Each check reads a value once: no two ways to match the same text, so no backtracking blow-up.
+  email: (value) => /^[^\s@"]+@[^\s@.]+(\.[^\s@.]+)+$/.test(value),
   hostname: (value) =>
     value.length <= 253 &&
     /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(value),

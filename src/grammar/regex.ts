@@ -434,3 +434,99 @@ function sampleNode(node: RegexNode, random: () => number): string {
 export function samplePattern(branches: readonly RegexBranch[], random: () => number): string {
   return sampleNode(branches[Math.floor(random() * branches.length)]!.node, random);
 }
+
+// ------------------------------------------------------------------ matching
+
+/**
+ * A state of the pattern's automaton: a character of a set, a fork, or the match. Matching runs
+ * every live state at once (Thompson's construction), so it takes time linear in the value
+ * whatever the pattern: a caller's pattern never runs on a backtracking engine here.
+ */
+type State = { kind: "set"; ranges: CharRanges; next: number } | { kind: "fork"; next: number[] } | { kind: "match" };
+
+class Automaton {
+  readonly states: State[] = [{ kind: "match" }];
+
+  add(state: State): number {
+    this.states.push(state);
+    return this.states.length - 1;
+  }
+
+  /** The state that starts `node`, continuing to `next` once it has matched. */
+  build(node: RegexNode, next: number): number {
+    switch (node.kind) {
+      case "set":
+        return this.add({ kind: "set", ranges: node.ranges, next });
+      case "sequence":
+        return node.items.reduceRight((continuation, item) => this.build(item, continuation), next);
+      case "choice":
+        return this.add({ kind: "fork", next: node.options.map((option) => this.build(option, next)) });
+      case "repeat":
+        return this.#repeat(node, next);
+    }
+  }
+
+  #repeat(node: Extract<RegexNode, { kind: "repeat" }>, next: number): number {
+    let start: number;
+    if (node.max === null) {
+      const loop = this.add({ kind: "fork", next: [] });
+      (this.states[loop] as { next: number[] }).next = [this.build(node.item, loop), next];
+      start = loop;
+    } else {
+      start = next;
+      for (let count = node.max - node.min; count > 0; count--)
+        start = this.add({ kind: "fork", next: [this.build(node.item, start), next] });
+    }
+    for (let count = 0; count < node.min; count++) start = this.build(node.item, start);
+    return start;
+  }
+
+  /** The states reached from `from` without reading a character, added to `into`. */
+  close(from: number, into: Set<number>): void {
+    const pending = [from];
+    while (pending.length > 0) {
+      const index = pending.pop()!;
+      if (into.has(index)) continue;
+      into.add(index);
+      const state = this.states[index]!;
+      if (state.kind === "fork") pending.push(...state.next);
+    }
+  }
+}
+
+function inRanges(ranges: CharRanges, code: number): boolean {
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const [from, to] = ranges[middle]!;
+    if (code < from) high = middle - 1;
+    else if (code > to) low = middle + 1;
+    else return true;
+  }
+  return false;
+}
+
+function branchMatches(branch: RegexBranch, value: string): boolean {
+  const automaton = new Automaton();
+  const start = automaton.build(branch.node, 0);
+  let live = new Set<number>();
+  automaton.close(start, live);
+  for (const character of value) {
+    if (!branch.anchoredEnd && live.has(0)) return true;
+    const code = character.codePointAt(0)!;
+    const next = new Set<number>();
+    for (const index of live) {
+      const state = automaton.states[index]!;
+      if (state.kind === "set" && inRanges(state.ranges, code)) automaton.close(state.next, next);
+    }
+    if (!branch.anchoredStart) automaton.close(start, next);
+    live = next;
+  }
+  return live.has(0);
+}
+
+/** Whether the pattern matches somewhere in `value` (or all of it, as its anchors say), in linear time. */
+export function patternMatchesValue(branches: readonly RegexBranch[], value: string): boolean {
+  return branches.some((branch) => branchMatches(branch, value));
+}

@@ -5,7 +5,7 @@
  * pattern writes the value and the format is checked once it is finished.
  */
 import { writtenFormats } from "./formats.js";
-import { parsePattern, samplePattern, type RegexBranch } from "./regex.js";
+import { parsePattern, patternMatchesValue, PatternError, samplePattern, type RegexBranch } from "./regex.js";
 import type { SchemaObject } from "./schema.js";
 
 export type StringSource =
@@ -16,27 +16,34 @@ function firstSample(branches: RegexBranch[]): string {
   return samplePattern(branches, () => (state = (state * 16_807) % 2_147_483_647) / 2_147_483_647);
 }
 
-function matches(pattern: string, value: string): boolean {
+/**
+ * Whether `value` matches `pattern`, by our own automaton (linear in the value, never a
+ * backtracking engine on a caller's pattern). A pattern we cannot parse (lookaround) is only ever
+ * accepted beside a format we write, as its definition (zod's), and is not run: true.
+ */
+export function patternMatches(pattern: string, value: string): boolean {
+  let branches: RegexBranch[];
   try {
-    return new RegExp(pattern, "u").test(value);
-  } catch {
-    return new RegExp(pattern).test(value);
+    branches = parsePattern(pattern);
+  } catch (error) {
+    if (error instanceof PatternError) return true;
+    throw error;
   }
+  return patternMatchesValue(branches, value);
 }
 
 export function stringSource(schema: SchemaObject): StringSource {
-  const format = typeof schema.format === "string" ? writtenFormats[schema.format] : undefined;
+  const format =
+    typeof schema.format === "string" && Object.hasOwn(writtenFormats, schema.format)
+      ? writtenFormats[schema.format]
+      : undefined;
   const pattern = typeof schema.pattern === "string" ? schema.pattern : undefined;
   if (format !== undefined) {
     const branches = parsePattern(format);
-    if (pattern === undefined || matches(pattern, firstSample(branches))) return { kind: "pattern", branches };
+    if (pattern === undefined || patternMatches(pattern, firstSample(branches))) return { kind: "pattern", branches };
   }
   if (pattern !== undefined) return { kind: "pattern", branches: parsePattern(pattern) };
   const min = typeof schema.minLength === "number" ? schema.minLength : 0;
   const max = typeof schema.maxLength === "number" ? schema.maxLength : null;
   return min === 0 && max === null ? { kind: "any" } : { kind: "length", min, max };
-}
-
-export function patternMatches(pattern: string, value: string): boolean {
-  return matches(pattern, value);
 }

@@ -244,6 +244,23 @@ describe("refusals name the keyword and where it is", () => {
     }
   });
 
+  it("a caller's pattern is matched in time linear in the value, never by a backtracking engine", () => {
+    const value = `${"a".repeat(5000)}!`;
+    for (const pattern of ["^(a+)+$", "^(a|a)*$", "(a*)*b", "^(\\w+\\s?)*$"]) {
+      const started = performance.now();
+      const violation = validate({ type: "string", pattern }, value);
+      expect({ pattern, violation: violation?.message, fast: performance.now() - started < 1000 }).toEqual({
+        pattern,
+        violation: `must match the pattern ${JSON.stringify(pattern)}`,
+        fast: true,
+      });
+    }
+    expect(validate({ type: "string", pattern: "^(a+)+$" }, "aaaa")).toBeNull();
+    // A format name that is also an object's own property name is only a name.
+    expect(() => schemaToGrammar({ type: "string", format: "constructor", pattern: "^x$" })).not.toThrow();
+    expect(() => checkSchema({ type: "string", format: "__proto__" })).toThrow(/format "__proto__" is not supported/);
+  });
+
   it("a pattern with lookahead is taken beside a format, whose grammar writes the value", () => {
     const schema: JsonSchema = { type: "string", format: "email", pattern: "^(?!\\.)[^@]+@[^@]+$" };
     checkAgainstValidators("emailWithLookahead", schema);
