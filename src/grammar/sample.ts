@@ -34,7 +34,9 @@ export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchem
   if (Array.isArray(current.anyOf)) {
     // Deep in a recursive schema, the branch that ends it (a null, a leaf) comes first.
     const branches = (current.anyOf as JsonSchema[]).filter((branch) => !unwritable(branch, root));
-    const ending = branches.find((branch) => isObject(branch) && branch.type === "null");
+    const ending =
+      branches.find((branch) => isObject(branch) && branch.type === "null") ??
+      branches.find((branch) => !(isObject(branch) && typeof branch.$ref === "string"));
     const branch = depth > 4 && ending ? ending : pick(branches, random);
     return sampleSchema(branch, random, root, depth + 1);
   }

@@ -8,6 +8,7 @@ import { jsonRules, literal } from "./ebnf.js";
 import { enumeratedMultiples, integerRange, numberRange, remainderRules, type NumberBounds } from "./numbers.js";
 import { patternGrammar, repeatGrammar, type RuleSink } from "./regex.js";
 import { checkSchema, unwritable } from "./check.js";
+import { checkFinite } from "./finite.js";
 import {
   arrayParts,
   effective,
@@ -302,6 +303,7 @@ function integerBounds(bounds: NumberBounds): [bigint | null, bigint | null] {
 /** A grammar whose language is compact JSON instances of `schema` (checked first). */
 export function schemaToGrammar(schema: JsonSchema): string {
   checkSchema(schema);
+  checkFinite(schema);
   const builder = new GrammarBuilder();
   return builder.build(builder.schema(schema, schema, "value"));
 }

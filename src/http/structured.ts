@@ -9,6 +9,7 @@ import type { EngineMessage } from "../prompt/messages.js";
 import type { OutputConstraint, ToolChoiceSpec } from "../engine/contract.js";
 import { BadRequestError } from "../errors/api.js";
 import { checkSchema } from "../grammar/check.js";
+import { checkFinite } from "../grammar/finite.js";
 import { literal } from "../grammar/ebnf.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../grammar/schema.js";
 import { GrammarBuilder, schemaToGrammar } from "../grammar/schema-grammar.js";
@@ -47,7 +48,10 @@ function schemaWork<T>(param: string, work: () => T): T {
 }
 
 function checked(schema: unknown, param: string): JsonSchema {
-  schemaWork(param, () => checkSchema(schema));
+  schemaWork(param, () => {
+    checkSchema(schema);
+    checkFinite(schema as JsonSchema);
+  });
   return schema as JsonSchema;
 }
 

@@ -244,6 +244,55 @@ describe("refusals name the keyword and where it is", () => {
     }
   });
 
+  it("recursion a grammar cannot write is refused: left recursion, and recursion with no way out", () => {
+    const refused: [JsonSchema, RegExp][] = [
+      [{ $defs: { a: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" }, /left recursion/],
+      [
+        {
+          $defs: { a: { anyOf: [{ $ref: "#/$defs/b" }, { type: "null" }] }, b: { allOf: [{ $ref: "#/$defs/a" }] } },
+          $ref: "#/$defs/a",
+        },
+        /left recursion/,
+      ],
+      [
+        { $defs: { n: { type: "object", properties: { next: { $ref: "#/$defs/n" } } } }, $ref: "#/$defs/n" },
+        /no finite value/,
+      ],
+      [
+        {
+          $defs: {
+            n: {
+              type: "object",
+              properties: { kids: { type: "array", items: { $ref: "#/$defs/n" }, minItems: 1 } },
+              required: ["kids"],
+            },
+          },
+          $ref: "#/$defs/n",
+        },
+        /no finite value/,
+      ],
+    ];
+    for (const [schema, message] of refused) expect(() => schemaToGrammar(schema)).toThrow(message);
+    // The ways out pydantic writes: a nullable reference, and a list that may be empty.
+    for (const schema of [
+      {
+        $defs: {
+          n: {
+            type: "object",
+            properties: { next: { anyOf: [{ $ref: "#/$defs/n" }, { type: "null" }] } },
+            required: ["next"],
+          },
+        },
+        $ref: "#/$defs/n",
+      },
+      {
+        $defs: { n: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/n" } } } } },
+        $ref: "#/$defs/n",
+      },
+    ])
+      checkAgainstValidators("recursion with a way out", schema);
+  });
+
   it("a caller's pattern is matched in time linear in the value, never by a backtracking engine", () => {
     const value = `${"a".repeat(5000)}!`;
     for (const pattern of ["^(a+)+$", "^(a|a)*$", "(a*)*b", "^(\\w+\\s?)*$"]) {
