@@ -304,7 +304,7 @@ const flagSchema = {
 };
 
 test("json_schema on the real engine: the reply validates", async () => {
-  // Measured at about 6.5 minutes run alone (the model's load included), 157 s for a lone boolean.
+  // Measured at about 6 minutes, in the suite and run alone (the load included); 157 s for a lone boolean.
   test.setTimeout(600_000);
   const completion = await page.evaluate(
     ({ id, schema }) =>
