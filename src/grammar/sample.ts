@@ -16,7 +16,7 @@ import {
 } from "./schema.js";
 import { longestWritten, numberBounds } from "./schema-grammar.js";
 import { stringSource } from "./strings.js";
-import { isMultiple, validate } from "./validate.js";
+import { validate } from "./validate.js";
 
 type Random = () => number;
 const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
@@ -102,11 +102,7 @@ function sampleNumber(schema: SchemaObject, integer: boolean, random: Random): n
   } else {
     candidates.push(Math.round((low + random() * (high - low)) * 100) / 100, (low + high) / 2, low, high);
   }
-  return candidates.find((value) => fits(value) && !isMultipleBreak(value, step)) ?? candidates[0]!;
-}
-
-function isMultipleBreak(value: number, step: number | undefined): boolean {
-  return step !== undefined && !isMultiple(value, step);
+  return candidates.find(fits) ?? candidates[0]!;
 }
 
 function sampleArray(schema: SchemaObject, random: Random, root: JsonSchema, depth: number): unknown[] {

@@ -300,10 +300,15 @@ function integerBounds(bounds: NumberBounds): [bigint | null, bigint | null] {
   return [low, high];
 }
 
+/** The grammar of a schema already checked (`checkSchema`, `checkFinite`): its compact JSON instances. */
+export function grammarFor(schema: JsonSchema): string {
+  const builder = new GrammarBuilder();
+  return builder.build(builder.schema(schema, schema, "value"));
+}
+
 /** A grammar whose language is compact JSON instances of `schema` (checked first). */
 export function schemaToGrammar(schema: JsonSchema): string {
   checkSchema(schema);
   checkFinite(schema);
-  const builder = new GrammarBuilder();
-  return builder.build(builder.schema(schema, schema, "value"));
+  return grammarFor(schema);
 }

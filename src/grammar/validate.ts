@@ -48,7 +48,7 @@ function hasType(type: string, value: unknown): boolean {
   return typeOf(value) === type;
 }
 
-export function isMultiple(value: number, step: number): boolean {
+function isMultiple(value: number, step: number): boolean {
   const quotient = value / step;
   return Math.abs(quotient - Math.round(quotient)) <= 1e-9 * Math.max(1, Math.abs(quotient));
 }

@@ -12,7 +12,7 @@ import { checkSchema } from "../grammar/check.js";
 import { checkFinite } from "../grammar/finite.js";
 import { literal } from "../grammar/ebnf.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../grammar/schema.js";
-import { GrammarBuilder, schemaToGrammar } from "../grammar/schema-grammar.js";
+import { GrammarBuilder, grammarFor, schemaToGrammar } from "../grammar/schema-grammar.js";
 import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
 import type { ChatCompletionRequest } from "../wire/chat-request.js";
 
@@ -191,7 +191,8 @@ export function planStructured(
     constraint = {
       kind: "json",
       schema: JSON.stringify(schema),
-      grammar: schemaWork(param, () => schemaToGrammar(schema)),
+      // Checked above: built without checking again.
+      grammar: schemaWork(param, () => grammarFor(schema)),
     };
     instruction = `${jsonInstruction} It must match this JSON Schema: ${JSON.stringify(schema)}`;
     rules = { kind: "json", schema };
