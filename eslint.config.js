@@ -13,6 +13,8 @@ export default tseslint.config(
       "test-results/",
       "playwright-report/",
       "test/e2e/fixtures/fresh-app/",
+      // Emscripten's output (scripts/build-llamacpp.mjs), committed as built.
+      "wasm/",
     ],
   },
   js.configs.recommended,

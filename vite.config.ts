@@ -5,7 +5,9 @@
  * - `worker`: dist/inference-sw.js, the ready-made service worker with everything inlined;
  * - `e2e`: the pages and workers the Playwright suite serves, into .cache/e2e;
  * - `demo` and `demo-worker`: the PWA chat demo and its service worker, into dist/demo;
- * - `bench` and `bench-worker`: the benchmark's page and worker, into .cache/bench.
+ * - `bench` and `bench-worker`: the benchmark's page and worker, into .cache/bench;
+ * - `llamacpp-worker`: dist/llamacpp/llamacpp-worker.js, the Worker that runs llama.cpp, a
+ *   classic script (Emscripten's pthreads load the module's script with importScripts).
  */
 import { resolve } from "node:path";
 import { defineConfig, type UserConfig } from "vite";
@@ -32,6 +34,22 @@ function workerBuild(entry: string, outDir: string, fileName: string): UserConfi
 
 export default defineConfig(({ mode }): UserConfig => {
   switch (mode) {
+    case "llamacpp-worker":
+      return {
+        build: {
+          outDir: resolve(root, "dist/llamacpp"),
+          emptyOutDir: false,
+          sourcemap: true,
+          minify: false,
+          target: "es2022",
+          lib: {
+            entry: resolve(root, "src/engine/llamacpp/llama-worker.ts"),
+            formats: ["iife"],
+            name: "llamaCppWorker",
+            fileName: () => "llamacpp-worker.js",
+          },
+        },
+      };
     case "worker":
       return workerBuild(resolve(root, "sw/inference-sw.ts"), resolve(root, "dist"), "inference-sw.js");
     case "e2e-real-worker":

@@ -185,9 +185,13 @@ function summarizeEngines(rows) {
       requests: samples.length,
       promptTokens: median(samples.map((sample) => sample.promptTokens)),
       ttftMs: median(samples.map((sample) => sample.firstTokenMs)),
+      // Only the tokens prefilled for this request: a prefix the engine reused from its cache
+      // (llama.cpp reports it as cached) cost nothing.
       prefillPerSecond: median(
         samples.map((sample) =>
-          sample.firstTokenMs ? (sample.promptTokens * 1000) / sample.firstTokenMs : Number.NaN,
+          sample.firstTokenMs
+            ? ((sample.promptTokens - (sample.cachedTokens ?? 0)) * 1000) / sample.firstTokenMs
+            : Number.NaN,
         ),
       ),
       decodePerSecond: median(samples.map((sample) => tokensPerSecond(sample, true))),
@@ -204,7 +208,7 @@ function engineSection(results, summary) {
   return [
     "## 6. Engines side by side: web-llm and llama.cpp through /v1, interleaved",
     "",
-    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (wllama) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, ${results.browser.shaderF16 ? "on WebGPU (the adapter has `shader-f16`, wllama's condition; on a software adapter our engine keeps it on the CPU)" : "on the CPU (wllama's WebGPU path needs `shader-f16`, which this adapter lacks)"}. Same prompt, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first). Each engine counts the prompt with its own vocabulary.`,
+    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (our WebAssembly build, SIMD kernels) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, on the CPU. Each request a question of its own, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first; prefill rates count the uncached prompt tokens only). Each engine counts the prompt with its own vocabulary.`,
     "",
     "| Engine | Requests | Prompt tokens | TTFT (median) | Prefill tok/s | Decode tok/s |",
     "|---|---|---|---|---|---|",

@@ -361,8 +361,10 @@ try {
         (body) => window.bench.ours(body),
         request(model.id, true, { max_tokens: plan.engineMaxTokens.webllm }),
       ));
+    // A question of its own each time: a prompt seen before would be prefilled from the cache.
     const llamacpp = await page.evaluate((body) => window.bench.ours(body), {
       ...(quick ? generationRequest(ggufModel.id, true) : request(ggufModel.id, true)),
+      messages: [{ role: "user", content: `${prompt} (Question ${iteration + 1} of the engines' comparison.)` }],
       max_tokens: plan.engineMaxTokens.llamacpp,
     });
     engines.push({ iteration, webllm, llamacpp });

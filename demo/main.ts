@@ -118,13 +118,12 @@ async function start(engine: Engine): Promise<void> {
   const delay = Number(query.get("delay"));
   // This page hosts llama.cpp for the worker (it cannot run in a service worker): the CPU path
   // for devices without a usable GPU, and for models that have only GGUF builds.
-  const wllama = engine === "deterministic" ? undefined : await import("@wllama/wllama/esm/index.js");
   const handle = await startInference({
     serviceWorkerUrl: new URL("./sw.js", location.href).pathname,
     scope: "./",
     ...(await deploymentOptions()),
     engine,
-    ...(wllama ? { pageEngine: { wllama } } : {}),
+    ...(engine === "deterministic" ? {} : { pageEngine: { llamacpp: true } }),
     ...(delay > 0 ? { tokenDelayMs: delay } : {}),
   });
   state.handle = handle;

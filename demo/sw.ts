@@ -33,11 +33,11 @@ self.addEventListener("install", (event) => {
 });
 
 /**
- * llama.cpp's WebAssembly is needed again offline, but at 8.8 MB it is kept on first use rather
+ * llama.cpp's WebAssembly is needed again offline, but at 3 MB a build it is kept on first use rather
  * than precached for every visitor: fetched from the network when it answers, else from the cache.
  */
 function keptForOffline(url: URL): boolean {
-  return url.pathname.endsWith("/wllama/wllama.wasm");
+  return /\/llamacpp\/llamacpp-[a-z.-]+\.(wasm|js)$/.test(url.pathname);
 }
 
 async function networkThenCache(request: Request): Promise<Response> {

@@ -9,6 +9,11 @@
  * model libraries). WebAssembly is compiled (llama.cpp, web-llm), and llama.cpp runs in workers
  * made from blob: URLs. A deployment whose ?config= adds remote upstreams or other file hosts
  * adds their origins to connect-src.
+ *
+ * Cross-origin isolation (COOP same-origin, COEP credentialless) gives the page
+ * SharedArrayBuffer, so llama.cpp runs its pthreads build on every core. `credentialless` rather
+ * than `require-corp`: the catalogue's files on other hosts are fetched with CORS and need no
+ * Cross-Origin-Resource-Policy header of their own.
  */
 const contentSecurityPolicy = [
   "default-src 'self'",
@@ -27,4 +32,6 @@ export const demoHeaders = {
   "content-security-policy": contentSecurityPolicy,
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-embedder-policy": "credentialless",
 };

@@ -71,7 +71,7 @@ export function startStaticServer(
     const url = new URL(request.url ?? "/", "http://localhost");
     // Test control: GET /__server/requests counts the GETs per path (404s too); POST /__server/faults
     // with "on" or "off" switches the cuts; a page asked for with ?isolated is served with
-    // COOP/COEP, so it is cross-origin isolated.
+    // COOP/COEP, so it is cross-origin isolated, and every script with COEP, so its Workers are too.
     if (control && url.pathname === "/__server/requests") {
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Object.fromEntries(requests)));
       return;
@@ -113,6 +113,8 @@ export function startStaticServer(
       ...(control && url.searchParams.has("isolated")
         ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
         : {}),
+      // A cross-origin isolated page's Workers must be isolated too: their scripts say so.
+      ...(control && extname(file) === ".js" ? { "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();
     else if (faults && mount.interrupt?.test(file)) {

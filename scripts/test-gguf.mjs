@@ -9,7 +9,9 @@
  * `bench`, Qwen2-0.5B's shapes (24 layers × 896, 14 heads, 2 KV heads, 4,864 feed-forward) in
  * Q4_0, to set llama.cpp beside web-llm's random Qwen2-0.5B q4f32_1 in the benchmark.
  *
- * Usage: node scripts/test-gguf.mjs <out-dir> [test|bench]   writes <out-dir>/<variant's file>
+ * A third, `bench-q8_0`, is the bench shape in Q8_0, for the CPU benchmark (bench/cpu.mjs).
+ *
+ * Usage: node scripts/test-gguf.mjs <out-dir> [test|bench|bench-q8_0]   writes <out-dir>/<variant's file>
  */
 import { existsSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, renameSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -41,6 +43,17 @@ export const ggufVariants = {
     feedForward: 4_864,
     contextLength: 4_096,
     type: "q4_0",
+  },
+  /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
+  "bench-q8_0": {
+    file: "qwen2-0.5b-shape-q8_0.gguf",
+    embedding: 896,
+    layers: 24,
+    heads: 14,
+    kvHeads: 2,
+    feedForward: 4_864,
+    contextLength: 4_096,
+    type: "q8_0",
   },
 };
 export const ggufName = ggufVariants.test.file;

@@ -6,6 +6,10 @@
 import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { startInference, type InferenceHandle, type StartInferenceOptions } from "../../src/index.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
+import { Catalogue } from "../../src/model/catalogue.js";
+import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import type { GenerationRequest } from "../../src/engine/contract.js";
+import { renderChat } from "../../src/prompt/templates.js";
 
 /** One generation as the page saw it. Times are ms from the request's start. */
 export interface Sample {
@@ -13,12 +17,14 @@ export interface Sample {
   totalMs: number;
   /** As the usage reports it; 0 where it reports none. */
   promptTokens: number;
+  /** Of the prompt, the tokens the engine reused from its cache (llama.cpp reports them). */
+  cachedTokens: number;
   completionTokens: number;
   text: string;
 }
 
 export interface Bench {
-  /** With `llamacpp`, this page also hosts llama.cpp (wllama), for the engines' comparison. */
+  /** With `llamacpp`, this page also hosts llama.cpp (the library's WebAssembly build), for the engines' comparison. */
   start(
     options: StartInferenceOptions,
     llamacpp?: boolean,
@@ -38,6 +44,16 @@ export interface Bench {
   zeroSetup(): Promise<void>;
   zero(tokens: number, stream: boolean): Promise<{ firstByteMs: number; totalMs: number; completionTokens: number }>;
   zeroDirect(tokens: number): Promise<{ firstPartMs: number; totalMs: number }>;
+  /**
+   * The CPU benchmark: llama.cpp driven directly in this page (its own engine instance, with
+   * the threads `start` gave), on the chat `messages` rendered with Llama 3's template.
+   */
+  llamaDirect(request: {
+    model: string;
+    messages?: { role: "user"; content: string }[];
+    text?: string;
+    maxTokens: number;
+  }): Promise<Sample & { renderedPrompt: string; threads: number }>;
 }
 
 declare global {
@@ -65,7 +81,10 @@ function ask(message: BenchRequest, onReply: (reply: BenchReply) => void): Promi
   });
 }
 
-type Usage = { prompt_tokens?: number; completion_tokens: number } | null | undefined;
+type Usage =
+  | { prompt_tokens?: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } }
+  | null
+  | undefined;
 type ChunkBody = { choices: { delta?: { content?: string | null } }[]; usage?: Usage };
 type ResultBody = { choices: { message: { content: string | null } }[]; usage: Usage };
 
@@ -73,7 +92,14 @@ type ResultBody = { choices: { message: { content: string | null } }[]; usage: U
 const producedTokens = (usage: Usage) => (usage ? usage.completion_tokens + 1 : 0);
 
 function collector(started: number) {
-  const sample: Sample = { firstTokenMs: null, totalMs: 0, promptTokens: 0, completionTokens: 0, text: "" };
+  const sample: Sample = {
+    firstTokenMs: null,
+    totalMs: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+    text: "",
+  };
   return {
     sample,
     chunk(body: ChunkBody, usageIsRaw: boolean) {
@@ -85,6 +111,7 @@ function collector(started: number) {
       if (body.usage) {
         sample.completionTokens = usageIsRaw ? producedTokens(body.usage) : body.usage.completion_tokens;
         sample.promptTokens = body.usage.prompt_tokens ?? 0;
+        sample.cachedTokens = body.usage.prompt_tokens_details?.cached_tokens ?? 0;
       }
     },
   };
@@ -134,10 +161,53 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
   return sample;
 }
 
+let startOptions: StartInferenceOptions = {};
+/** The page's own llama.cpp, made on first use with the threads `start` was given. */
+let directEngine: LlamaCppEngine | undefined;
+
+const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTokens }) => {
+  const entry = Catalogue.create((startOptions.models ?? []) as Parameters<typeof Catalogue.create>[0]).get(model);
+  if (!entry) throw new Error(`no model ${model}`);
+  directEngine ??= new LlamaCppEngine({
+    assetsUrl: new URL("llamacpp/", location.href).href,
+    ggufBaseUrl: location.href,
+    ...(startOptions.pageEngine?.threads !== undefined ? { threads: startOptions.pageEngine.threads } : {}),
+  });
+  // The rendered chat less its BOS text: llama.cpp tokenizes a raw prompt with its own BOS.
+  const renderedPrompt = messages ? renderChat("llama3", messages) : (text ?? "");
+  const started = performance.now();
+  const sample: Sample = {
+    firstTokenMs: null,
+    totalMs: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+    text: "",
+  };
+  const request: GenerationRequest = {
+    model: entry,
+    input: { kind: "text", prompt: renderedPrompt.replace(/^<\|begin_of_text\|>/, "") },
+    sampling: { temperature: 0, topP: 1, maxTokens, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
+  };
+  for await (const part of directEngine.generate(request, new AbortController().signal)) {
+    if (part.type === "text-delta" && part.text) {
+      sample.firstTokenMs ??= performance.now() - started;
+      sample.text += part.text;
+    } else if (part.type === "finish") {
+      sample.promptTokens = (part.usage.promptTokens ?? 0) + (part.usage.cachedPromptTokens ?? 0);
+      sample.cachedTokens = part.usage.cachedPromptTokens ?? 0;
+      sample.completionTokens = part.usage.completionTokens;
+    }
+  }
+  sample.totalMs = performance.now() - started;
+  return { ...sample, renderedPrompt, threads: (await directEngine.status(entry)).threads ?? 0 };
+};
+
 window.bench = {
   async start(options, llamacpp = false) {
+    startOptions = options;
     handle = await startInference(
-      llamacpp ? { ...options, pageEngine: { wllama: await import("@wllama/wllama/esm/index.js") } } : options,
+      llamacpp ? { ...options, pageEngine: { ...options.pageEngine, llamacpp: true } } : options,
     );
     const created = await handle.admin.createAccount({ name: "bench", creditUsd: 1_000 });
     // High limits: the benchmark measures the policy, not its refusals.
@@ -235,5 +305,6 @@ window.bench = {
     });
     return result;
   },
+  llamaDirect,
 };
 document.getElementById("status")!.textContent = "ready";

@@ -1,6 +1,6 @@
 /**
  * Engines that run in an open page of the app, for the worker: web-llm for browsers that have
- * WebGPU in pages but not in service workers, and llama.cpp (wllama), which needs a Worker that
+ * WebGPU in pages but not in service workers, and llama.cpp (our WebAssembly build), which needs a Worker that
  * a service worker cannot start. The worker forwards generations to the page over a
  * MessageChannel; everything above the engine (routing, validation, policy, queueing, SSE) still
  * runs in the worker.
@@ -70,6 +70,7 @@ interface SerializedDevice {
   features: string[];
   softwareAdapter?: boolean;
   memoryBudgetMB?: number;
+  threads?: number;
 }
 
 /**

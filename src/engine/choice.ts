@@ -3,8 +3,8 @@
  * - web-llm where WebGPU gives a real adapter with the features and memory of one of the
  *   model's MLC builds (a software or fallback adapter runs WebGPU on the CPU, far slower than
  *   llama.cpp's CPU code, so it does not count);
- * - else llama.cpp, where a page hosts it and one of the model's GGUF builds fits (on the CPU,
- *   or on WebGPU where the adapter has `shader-f16`, wllama's condition);
+ * - else llama.cpp, where a page hosts it and one of the model's GGUF builds fits (on
+ *   the CPU, with its WebAssembly SIMD kernels);
  * - else none, with each engine's reason (the HTTP layer then routes to the model's upstreams,
  *   if it has any, or answers 503 `model_not_runnable` with the reasons).
  *
@@ -20,7 +20,7 @@ import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStat
 /** Why no page serves `engine`, and what an app does about it. */
 export function noHostMessage(engine: string): string {
   return engine === "llamacpp"
-    ? "No open page of this app runs llama.cpp: it runs in a Worker that a page starts (a service worker cannot), so a page must stay open with startInference({ pageEngine: { wllama } })."
+    ? "No open page of this app runs llama.cpp: it runs in a Worker that a page starts (a service worker cannot), so a page must stay open with startInference({ pageEngine: { llamacpp: true } })."
     : `No open page hosts the ${engine} engine. This browser has no WebGPU in service workers, so a page of this app must stay open to run the model (startInference() with \`pageEngine\`).`;
 }
 
@@ -31,6 +31,13 @@ export interface HostedEngine extends Engine {
 export type EnginePolicy = "auto" | LocalEngine;
 
 export type EngineChoice = { engine: Engine; name: LocalEngine; reason: string } | { engine: null; reason: string };
+
+/** The chosen engine as `/v1/model/info` and the response headers name it: with llama.cpp, its threads. */
+export interface NamedEngine {
+  name: string;
+  reason: string;
+  threads?: number;
+}
 
 export class ChoosingEngine implements Engine {
   readonly name: string;
@@ -62,9 +69,14 @@ export class ChoosingEngine implements Engine {
     return { engine: null, reason: reasons.join("; ") };
   }
 
-  async choice(model: ModelEntry): Promise<{ name: string; reason: string }> {
-    const choice = await this.choose(model);
-    return { name: choice.engine ? choice.name : "none", reason: choice.reason };
+  async choice(model: ModelEntry): Promise<NamedEngine> {
+    return this.#named(await this.choose(model));
+  }
+
+  async #named(choice: EngineChoice): Promise<NamedEngine> {
+    if (!choice.engine) return { name: "none", reason: choice.reason };
+    const threads = choice.name === "llamacpp" ? (await choice.engine.device()).threads : undefined;
+    return { name: choice.name, reason: choice.reason, ...(threads !== undefined ? { threads } : {}) };
   }
 
   async #webllm(model: ModelEntry, reasons: string[]): Promise<EngineChoice | null> {
@@ -129,7 +141,7 @@ export class ChoosingEngine implements Engine {
         build: null,
         engine: { name: "none", reason: choice.reason },
       };
-    return { ...(await choice.engine.status(model)), engine: { name: choice.name, reason: choice.reason } };
+    return { ...(await choice.engine.status(model)), engine: await this.#named(choice) };
   }
 
   async load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void> {

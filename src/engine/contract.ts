@@ -6,6 +6,7 @@ import type { DeviceFeatures } from "../model/builds.js";
 import type { GgufBuild, LocalEngine, MlcBuild, ModelEntry } from "../model/entry.js";
 import type { ToolSpec } from "../prompt/templates.js";
 import type { EngineMessage } from "../prompt/messages.js";
+import type { PromptPiece } from "../model/tokenizer.js";
 
 /** A generated token's log probability, and the most likely tokens at its position (the token itself among them). */
 export interface TokenLogprob {
@@ -62,16 +63,18 @@ export interface PromptSegment {
 
 export type GenerationInput =
   /**
-   * A conversation, and the prompt the family's template renders for it, whole (`tokens`) and in
-   * segments: an engine feeds the model exactly those token ids, so the prompt it sees is the one
-   * counted and billed, and a control-token string in a message stays text.
+   * A conversation, and the prompt the family's template renders for it, whole (`tokens`), in
+   * segments, and as the template's pieces (its control tokens, and text): an engine feeds the
+   * model exactly those token ids, or (an engine with the model's own vocabulary, llama.cpp) the
+   * pieces tokenized with control tokens only where the template wrote them, so the prompt it
+   * sees is the one counted and billed, and a control-token string in a message stays text.
    */
-  | { kind: "chat"; messages: EngineMessage[]; segments: PromptSegment[]; tokens: number[] }
+  | { kind: "chat"; messages: EngineMessage[]; segments: PromptSegment[]; tokens: number[]; pieces: PromptPiece[] }
   /**
-   * A raw prompt. `tokens` when it is our template's rendering (tool calls); without them it is
-   * a client's own prompt (legacy completions), in which special-token strings are its to write.
+   * A raw prompt. `tokens` and `pieces` when it is our template's rendering (tool calls); without
+   * them it is a client's own prompt (legacy completions), in which special-token strings are its to write.
    */
-  | { kind: "text"; prompt: string; tokens?: number[] };
+  | { kind: "text"; prompt: string; tokens?: number[]; pieces?: PromptPiece[] };
 
 export interface GenerationRequest {
   model: ModelEntry;
@@ -122,7 +125,7 @@ export interface ModelStatus {
   /** The build this engine would run: an MLC build for web-llm, a GGUF build for llama.cpp. */
   build: MlcBuild | GgufBuild | null;
   /** The engine that serves the model on this device, and why (when engines are chosen per model). */
-  engine?: { name: string; reason: string };
+  engine?: { name: string; reason: string; threads?: number };
   /** The CPU threads llama.cpp runs the loaded model on (several only in a cross-origin isolated page). */
   threads?: number;
 }
@@ -138,7 +141,7 @@ export interface Engine {
   /** Frees what the engine holds (a loaded model's GPU memory) when a new configuration replaces it. */
   dispose?(): Promise<void>;
   /** Which engine serves `model` here and why, for engines that choose per model (src/engine/choice.ts). */
-  choice?(model: ModelEntry): Promise<{ name: string; reason: string }>;
+  choice?(model: ModelEntry): Promise<{ name: string; reason: string; threads?: number }>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
 }

@@ -5,6 +5,7 @@
  * Schemas and tool calls (in the family's own syntax), so every layer above it behaves exactly
  * as it does over WebLLM.
  */
+import { firstStop, safeLength } from "./stop-text.js";
 import type { DeviceFeatures } from "../model/builds.js";
 import type { ModelEntry } from "../model/entry.js";
 import { sampleSchema } from "../grammar/sample.js";
@@ -67,29 +68,6 @@ function composeProse(random: () => number): string {
     sentences.push(`${text.charAt(0).toUpperCase()}${text.slice(1)}.`);
   }
   return sentences.join(" ");
-}
-
-/** How many leading characters of `text` can be sent without revealing the start of a stop sequence. */
-function safeLength(text: string, stops: readonly string[]): number {
-  let holdBack = 0;
-  for (const stop of stops) {
-    for (let length = Math.min(stop.length - 1, text.length); length > holdBack; length--) {
-      if (text.endsWith(stop.slice(0, length))) {
-        holdBack = length;
-        break;
-      }
-    }
-  }
-  return text.length - holdBack;
-}
-
-function firstStop(text: string, stops: readonly string[]): number {
-  let first = -1;
-  for (const stop of stops) {
-    const at = text.indexOf(stop);
-    if (at >= 0 && (first < 0 || at < first)) first = at;
-  }
-  return first;
 }
 
 function sleep(milliseconds: number, signal: AbortSignal): Promise<void> {

@@ -128,12 +128,13 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
   // pieces, so an engine can reuse the conversation's cached prefix.
   const segments = () => renderChatSegments(model.family, structured.messages, [], pieces);
   const input = structured.ownPrompt
-    ? { kind: "text" as const, prompt: piecesText(pieces), tokens }
+    ? { kind: "text" as const, prompt: piecesText(pieces), tokens, pieces }
     : {
         kind: "chat" as const,
         messages: structured.messages,
         segments: segmentsWithTokens(segments(), tokens, tokenizer),
         tokens,
+        pieces,
       };
   const plan: GenerationPlan = {
     model,

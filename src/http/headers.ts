@@ -26,11 +26,13 @@ function routeHeaders(decision: RouteDecision, upstream?: Upstream): Record<stri
 }
 
 /** The engine that generates a local reply, and why it was chosen (the same as `/v1/model/info` says). */
-function engineHeaders(engine: { name: string; reason: string }): Record<string, string> {
+function engineHeaders(engine: { name: string; reason: string; threads?: number }): Record<string, string> {
   return {
     "x-inference-engine": headerValue(engine.name),
     "x-inference-engine-reason": headerValue(engine.reason),
     "x-inference-generated-by": headerValue(`device ${engine.name}`),
+    // llama.cpp's CPU threads, as model info's `threads` says.
+    ...(engine.threads !== undefined ? { "x-inference-threads": String(engine.threads) } : {}),
   };
 }
 

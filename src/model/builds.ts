@@ -14,6 +14,8 @@ export interface DeviceFeatures {
   softwareAdapter?: boolean;
   /** What the device can spend on one model, in MB; undefined when unknown. */
   memoryBudgetMB?: number;
+  /** The CPU threads llama.cpp runs on here (several only in a cross-origin isolated page). */
+  threads?: number;
 }
 
 /** The context window web-llm's `vram_required_MB` figures assume. */

@@ -51,7 +51,7 @@ export function ggufFiles(file: string): string[] {
   );
 }
 
-/** The largest file a browser engine may read whole (wllama's limit); bigger models are split. */
+/** The largest file a browser engine may read whole (a Blob read as one file); bigger models are split. */
 const maxGgufFileMB = 2_048;
 
 /**

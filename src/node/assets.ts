@@ -5,8 +5,7 @@
  * next to this module in the installed package (`dist/`).
  */
 import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { modelFamilies, tokenizerFileName, tokenizerNames, type ModelFamily } from "../model/families.js";
 import { SetupError } from "../errors/setup.js";
@@ -16,11 +15,7 @@ export interface AssetOptions {
   serviceWorker?: boolean;
   /** The model families whose tokenizers to serve: those of the models the app uses. Default: every family. */
   families?: readonly ModelFamily[];
-  /**
-   * Serve llama.cpp's WebAssembly (`wllama/wllama.wasm`, 8.8 MB) for the `llamacpp` engine, from
-   * the app's own `@wllama/wllama`, so it matches the JavaScript the page imports. Default: when
-   * that package is installed; `true` insists (an error says to install it).
-   */
+  /** Serve the library's llama.cpp build (`llamacpp/`, about 7 MB) for the `llamacpp` engine. Default true. */
   llamacpp?: boolean;
 }
 
@@ -34,29 +29,28 @@ export interface Asset {
 
 const workerPath = "inference-sw.js";
 const tokenizerFolder = "tokenizers";
-/** wllama's single build (JSPI and Memory64; its CDN-fetched compatibility build is turned off). */
-const wllamaWasmPath = "wllama/wllama.wasm";
+/** The llama.cpp build: its Worker, and the one-thread and pthreads WebAssembly with their scripts. */
+const llamacppFolder = "llamacpp";
+const llamacppFiles = [
+  "llamacpp-worker.js",
+  "llamacpp-st.js",
+  "llamacpp-st.wasm",
+  "llamacpp-mt.js",
+  "llamacpp-mt.wasm",
+  "llamacpp-mt.worker.js",
+];
 
 /** Every path this package may have written into an app, so stale ones can be told apart. */
 export function ownedPaths(): string[] {
   return [
     workerPath,
-    wllamaWasmPath,
+    ...llamacppFiles.map((name) => `${llamacppFolder}/${name}`),
     ...Object.values(tokenizerNames).map((name) => `${tokenizerFolder}/${tokenizerFileName(name)}`),
   ];
 }
 
-/** The installed @wllama/wllama's WebAssembly, resolved as the app's bundler resolves the package; null when it is not installed. */
-function installedWllamaWasm(from = join(process.cwd(), "package.json")): string | null {
-  try {
-    return join(dirname(createRequire(from).resolve("@wllama/wllama/package.json")), "esm/wasm/wllama.wasm");
-  } catch {
-    return null;
-  }
-}
-
 export function assets(options: AssetOptions = {}, directory = fileURLToPath(new URL(".", import.meta.url))): Asset[] {
-  const { serviceWorker = true, families = modelFamilies, llamacpp } = options;
+  const { serviceWorker = true, families = modelFamilies, llamacpp = true } = options;
   for (const family of families) {
     if (!modelFamilies.includes(family))
       throw new SetupError(
@@ -66,10 +60,15 @@ export function assets(options: AssetOptions = {}, directory = fileURLToPath(new
   }
   const list: Asset[] = [];
   if (serviceWorker) list.push({ path: workerPath, file: join(directory, workerPath), contentType: "text/javascript" });
-  const wasm = llamacpp === false ? null : installedWllamaWasm();
-  if (llamacpp === true && !wasm)
-    throw new SetupError("missing_module", "the llamacpp engine needs @wllama/wllama: npm install @wllama/wllama.");
-  if (wasm) list.push({ path: wllamaWasmPath, file: wasm, contentType: "application/wasm" });
+  if (llamacpp)
+    for (const name of llamacppFiles) {
+      const path = `${llamacppFolder}/${name}`;
+      list.push({
+        path,
+        file: join(directory, path),
+        contentType: name.endsWith(".wasm") ? "application/wasm" : "text/javascript",
+      });
+    }
   for (const name of new Set(families.map((family) => tokenizerNames[family]))) {
     const path = `${tokenizerFolder}/${tokenizerFileName(name)}`;
     list.push({ path, file: join(directory, path), contentType: "application/gzip" });

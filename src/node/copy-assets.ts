@@ -12,8 +12,8 @@ import { assets, ownedPaths } from "./assets.js";
 const usage = `usage: webgpu-inference copy-assets <folder> [--families ${modelFamilies.join(",")}] [--no-service-worker] [--no-llamacpp]
 
 Copies inference-sw.js (unless --no-service-worker: your own worker calls installInference), the
-tokenizers of the given model families (default: all) and, when @wllama/wllama is installed,
-llama.cpp's wllama/wllama.wasm (unless --no-llamacpp) into <folder>, and removes those it copied before that are no longer selected.`;
+tokenizers of the given model families (default: all) and the library's llama.cpp build,
+llamacpp/ (unless --no-llamacpp), into <folder>, and removes those it copied before that are no longer selected.`;
 
 export function copyAssets(argv: string[]): string[] {
   const [command, folder, ...rest] = argv;

@@ -5,7 +5,8 @@
  */
 import type { ResolvedConfig } from "../config/config.js";
 import { createEngine } from "../engine/factory.js";
-import { LlamaCppEngine, type WllamaModule } from "../engine/llamacpp.js";
+import { LlamaCppEngine } from "../engine/llamacpp/engine.js";
+import { SetupError } from "../errors/setup.js";
 import { hostEngine } from "../bridge/hosted-engine.js";
 import type { Engine, LoadProgress } from "../engine/contract.js";
 import type { WebLlmModule } from "../engine/webllm.js";
@@ -14,11 +15,11 @@ import { fetchTokenizerSource, Tokenizers } from "../model/tokenizer.js";
 export interface PageEngineOptions {
   /** web-llm, for a worker without WebGPU: `await import('@mlc-ai/web-llm')`. */
   webllm?: WebLlmModule;
-  /** llama.cpp in the browser: `await import('@wllama/wllama')`. */
-  wllama?: WllamaModule;
-  /** wllama's `wllama.wasm`. Default: `wllama/wllama.wasm` beside the worker script, where the Vite plugin and `copy-assets` put it. */
-  wllamaWasmUrl?: string;
-  /** llama.cpp's threads. Default: every core when the page is cross-origin isolated, else 1 (see the README). */
+  /** Host llama.cpp (the library's own WebAssembly build, on the CPU) for the worker. */
+  llamacpp?: boolean;
+  /** The folder of the llama.cpp build. Default: `llamacpp/` beside the worker script, where the Vite plugin and `copy-assets` put it. */
+  llamacppUrl?: string;
+  /** llama.cpp's threads. Default: a thread per core (less one for the page past two cores) when the page is cross-origin isolated, else 1 (see the README). */
   threads?: number;
   onProgress?: (modelId: string, progress: LoadProgress) => void;
 }
@@ -34,10 +35,14 @@ export function hostPageEngine(config: ResolvedConfig, scriptUrl: string, option
   };
   if (config.engine === "deterministic") engines.deterministic = local();
   else if (options.webllm) engines.webllm = local();
-  if (options.wllama && config.engine !== "deterministic") {
+  if ("wllama" in options)
+    throw new SetupError(
+      "invalid_option",
+      "pageEngine.wllama is gone: the library ships its own llama.cpp build; pass pageEngine: { llamacpp: true }.",
+    );
+  if (options.llamacpp && config.engine !== "deterministic") {
     engines.llamacpp = new LlamaCppEngine({
-      wllama: options.wllama,
-      wasmUrl: options.wllamaWasmUrl ?? new URL("wllama/wllama.wasm", scriptUrl).href,
+      assetsUrl: options.llamacppUrl ?? new URL("llamacpp/", scriptUrl).href,
       ggufBaseUrl: config.artifacts.ggufBaseUrl ?? new URL("models/", scriptUrl).href,
       ...(config.memoryBudgetMB !== undefined ? { memoryBudgetMB: config.memoryBudgetMB } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),

@@ -31,7 +31,7 @@ export function decideRoute(model: ModelEntry, runnable: { ok: boolean; reason: 
 export interface Route {
   decision: RouteDecision;
   /** Chosen once per request: the plan names it, so the engine that runs is the one the headers name. */
-  engine?: { name: string; reason: string };
+  engine?: { name: string; reason: string; threads?: number };
 }
 
 /**

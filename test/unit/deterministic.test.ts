@@ -24,6 +24,7 @@ function request(
         tokens: encodePrompt(llama, segment.pieces),
       })),
       tokens: encodePrompt(llama, renderChatPieces(model.family, [{ role: "user", content }])),
+      pieces: renderChatPieces(model.family, [{ role: "user", content }]),
     },
     sampling: {
       temperature: 1,

@@ -1,16 +1,15 @@
 /**
- * The llama.cpp adapter and the engine choice, on fakes: what reaches wllama, how its chunks
- * become parts, and which engine `auto` picks for which device. The real engine runs in the
- * browser tier (test/e2e/llamacpp.spec.ts).
+ * GGUF builds, the llama.cpp adapter's memory rules, and the engine choice, on fakes: which
+ * engine `auto` picks for which device. The real engine runs in Node (llamacpp-build.test.ts)
+ * and in the browser tier (test/e2e/llamacpp.spec.ts).
  */
 import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../src/model/builds.js";
 import { ggufFiles, type ModelEntry } from "../../src/model/entry.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
-import { EngineError } from "../../src/errors/engine.js";
 import { toGbnf } from "../../src/grammar/gbnf.js";
-import { LlamaCppEngine, type WllamaChunk, type WllamaModule } from "../../src/engine/llamacpp.js";
+import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { toolGrammar } from "../../src/http/structured.js";
@@ -108,71 +107,17 @@ describe("GGUF builds in the catalogue", () => {
   });
 });
 
-/** A wllama whose completion streams `chunks` and records what it was asked. */
-function fakeWllama(chunks: WllamaChunk[], options: { addsBos?: boolean; delayMs?: number; failWith?: Error } = {}) {
-  const calls: { load: unknown[]; completions: Record<string, unknown>[]; wasm: string[] } = {
-    load: [],
-    completions: [],
-    wasm: [],
-  };
-  const module: WllamaModule = {
-    Wllama: class {
-      constructor(paths: { default: string }) {
-        calls.wasm.push(paths.default);
-      }
-      modelManager = { getModels: async () => [] };
-      cacheManager = { delete: async () => {} };
-      setCompat() {}
-      async loadModelFromUrl(url: string, params: Record<string, unknown>) {
-        calls.load.push({ url, ...params, progressCallback: undefined });
-      }
-      mustAddBosToken() {
-        return options.addsBos ?? true;
-      }
-      getNumThreads() {
-        return Number((calls.load.at(-1) as { n_threads?: number } | undefined)?.n_threads ?? 1);
-      }
-      async exit() {}
-      async createCompletion(request: Record<string, unknown>) {
-        calls.completions.push(request);
-        const signal = request.abortSignal as AbortSignal;
-        return (async function* () {
-          for (const chunk of chunks) {
-            if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
-            if (signal.aborted) throw Object.assign(new Error("Operation aborted"), { name: "AbortError" });
-            yield chunk;
-          }
-          if (options.failWith) throw options.failWith;
-        })();
-      }
-    } as unknown as WllamaModule["Wllama"],
-  };
-  return { module, calls };
-}
-
-const token = (text: string): WllamaChunk => ({ choices: [{ text, finish_reason: null }] });
-const finish = (reason: string, prompt: number, cached: number, completion: number): WllamaChunk => ({
-  choices: [{ text: "", finish_reason: reason }],
-  usage: { prompt_tokens: prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: cached } },
-});
-
-function request(model: ModelEntry, extra: Partial<GenerationRequest> = {}): GenerationRequest {
+function request(model: ModelEntry): GenerationRequest {
   return {
     model,
     input: {
       kind: "chat",
       messages: [{ role: "user", content: "Hi" }],
-      segments: [
-        {
-          text: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
-          reply: false,
-          tokens: [128000, 128006, 882, 128007, 271, 13347, 128009],
-        },
-      ],
-      tokens: [128000, 128006, 882, 128007, 271, 13347, 128009],
+      segments: [{ text: "Hi", reply: false, tokens: [13347] }],
+      tokens: [13347],
+      pieces: [{ text: "Hi", control: false }],
     },
     sampling: { temperature: 0, topP: 1, maxTokens: 8, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
-    ...extra,
   };
 }
 
@@ -183,120 +128,19 @@ async function parts(generator: AsyncIterable<GenerationPart>): Promise<Generati
 }
 
 describe("LlamaCppEngine", () => {
-  const wasm = async () => new Response(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
-  const engine = (module: WllamaModule, fetch: typeof globalThis.fetch = wasm) =>
-    new LlamaCppEngine({
-      wllama: module,
-      wasmUrl: "https://app.example/wllama/wllama.wasm",
-      ggufBaseUrl: "https://app.example/models/",
-      memoryBudgetMB: 4_096,
-      fetch,
-    });
-
-  it("hands wllama the WebAssembly it fetched, and names a missing or wrong file and the option that fixes it", async () => {
-    const { module, calls } = fakeWllama([finish("stop", 1, 0, 0)]);
-    await engine(module).load(ggufModel());
-    expect(calls.wasm.at(-1)).toMatch(/^blob:/);
-    const missing = engine(fakeWllama([]).module, async () => new Response("not found", { status: 404 }));
-    await expect(missing.load(ggufModel())).rejects.toMatchObject({
-      kind: "load_failed",
-      message: expect.stringContaining("https://app.example/wllama/wllama.wasm: HTTP 404"),
-    });
-    await expect(missing.load(ggufModel())).rejects.toThrow(/pageEngine\.wllamaWasmUrl/);
-    const html = engine(fakeWllama([]).module, async () => new Response("<!doctype html>"));
-    await expect(html.load(ggufModel())).rejects.toThrow(/is not WebAssembly/);
-  });
-
-  it("loads the GGUF at the catalogue's window in small batches, and feeds our prompt without the BOS llama.cpp adds, under a grammar for valid text", async () => {
-    const { module, calls } = fakeWllama([token("Hel"), token("lo"), finish("length", 12, 0, 2)]);
-    const result = await parts(engine(module).generate(request(ggufModel()), new AbortController().signal));
-    expect(calls.load).toEqual([
-      expect.objectContaining({
-        url: "https://app.example/models/tiny-q8_0.gguf",
-        n_ctx: 2_048,
-        n_batch: 32,
-        n_ubatch: 32,
-        n_threads: 1,
-      }),
-    ]);
-    expect(calls.completions[0]).toMatchObject({
-      prompt: "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
-      cache_prompt: true,
-      stream: true,
-      temperature: 0,
-      max_tokens: 8,
-    });
-    // Unconstrained text still carries a grammar: any characters, so never invalid UTF-8 (which wllama cannot serialise).
-    expect(calls.completions[0]?.grammar).toBe("root ::= [^\\x00]*");
-    expect(result).toEqual([
-      { type: "text-delta", text: "Hel" },
-      { type: "text-delta", text: "lo" },
-      { type: "finish", reason: "length", usage: { promptTokens: 12, cachedPromptTokens: 0, completionTokens: 2 } },
-    ]);
-  });
-
-  it("reports a reused prefix as fewer prefilled tokens, and passes constraints as GBNF", async () => {
-    const { module, calls } = fakeWllama([token("{}"), finish("stop", 30, 25, 1)]);
-    const grammar = schemaToGrammar({ type: "object" });
-    const result = await parts(
-      engine(module).generate(
-        request(ggufModel(), { constraint: { kind: "json", grammar } }),
-        new AbortController().signal,
-      ),
-    );
-    expect(calls.completions[0]?.grammar).toBe(toGbnf(grammar));
-    expect(result.at(-1)).toEqual({
-      type: "finish",
-      reason: "stop",
-      usage: { promptTokens: 5, cachedPromptTokens: 25, completionTokens: 1 },
-    });
-  });
-
-  it("an abort stops the stream and counts the tokens streamed", async () => {
-    const { module } = fakeWllama([token("a"), token("b"), token("c"), token("d"), finish("length", 5, 0, 4)], {
-      delayMs: 5,
-    });
-    const controller = new AbortController();
-    const seen: GenerationPart[] = [];
-    for await (const part of engine(module).generate(request(ggufModel()), controller.signal)) {
-      seen.push(part);
-      if (seen.length === 2) controller.abort();
-    }
-    expect(seen.at(-1)).toEqual({
-      type: "finish",
-      reason: "abort",
-      usage: { promptTokens: null, completionTokens: 2 },
-    });
-  });
-
-  it("names wllama's failed action for what it is, and with logprobs the likely cause and what to do", async () => {
-    const failure = () => new RangeError("Invalid typed array length: 1163217991");
-    const failed = async (extra: Partial<GenerationRequest>) => {
-      const { module } = fakeWllama([token("a")], { failWith: failure() });
-      return parts(engine(module).generate(request(ggufModel(), extra), new AbortController().signal)).then(
-        () => null,
-        (error: Error) => error,
-      );
-    };
-    const plain = await failed({});
-    expect(plain).not.toBeInstanceOf(EngineError);
-    expect(plain?.message).toContain("llama.cpp failed inside wllama");
-    expect(plain?.message).not.toContain("logprobs");
-    const base = request(ggufModel());
-    expect((await failed({ sampling: { ...base.sampling, logprobs: 2 } }))?.message).toContain("ask without logprobs");
-  });
-
   it("refuses a model that does not fit, naming the option", async () => {
-    const { module } = fakeWllama([]);
     const small = new LlamaCppEngine({
-      wllama: module,
-      wasmUrl: "w",
+      assetsUrl: "https://app.example/llamacpp/",
       ggufBaseUrl: "https://app.example/",
       memoryBudgetMB: 100,
-      fetch: wasm,
     });
     await expect(small.load(ggufModel())).rejects.toThrow(/memoryBudgetMB/);
     expect((await small.status(ggufModel())).runnable.ok).toBe(false);
+  });
+
+  it("caps the memory budget at what its wasm32 build addresses, 4 GB", async () => {
+    const large = new LlamaCppEngine({ assetsUrl: "a/", ggufBaseUrl: "b/", memoryBudgetMB: 65_536 });
+    expect((await large.device()).memoryBudgetMB).toBe(4_096);
   });
 });
 

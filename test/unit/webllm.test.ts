@@ -161,6 +161,7 @@ describe("web-llm is fed our token ids", () => {
           tokens: encodePrompt(qwen, segment.pieces),
         })),
         tokens: encodePrompt(qwen, pieces),
+        pieces,
       },
       sampling: { temperature: 0, topP: 1, maxTokens: 4, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
     };

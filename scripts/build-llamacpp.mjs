@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+/**
+ * Builds llama.cpp for the browser with its WebAssembly SIMD kernels, into `wasm/llamacpp/`:
+ * - `llamacpp-st.{js,wasm}`: one thread, for pages that are not cross-origin isolated;
+ * - `llamacpp-mt.{js,wasm,worker.js}`: pthreads, a thread per core where the page is isolated;
+ * - `build.json`: the source, the compiler, and the kernels CMake selected.
+ *
+ * Sources come from packages at build time, never copied into this repository: llama.cpp from
+ * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
+ * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
+ *
+ * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
+ * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
+ * The build stops if CMake did not print "Wasm detected".
+ *
+ * Usage: node scripts/build-llamacpp.mjs [--jobs N] [--relink]
+ *   --relink  reuse the libraries of the last build (in the temporary folder) and only compile
+ *             and link our C API: for a change to native/llamacpp/engine.cpp alone.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { tmpdir, availableParallelism } from "node:os";
+
+const root = resolve(import.meta.dirname, "..");
+const out = join(root, "wasm/llamacpp");
+const work = join(tmpdir(), "webgpu-inference-llamacpp");
+const relink = process.argv.includes("--relink");
+const jobs = String(
+  process.argv.includes("--jobs") ? process.argv[process.argv.indexOf("--jobs") + 1] : availableParallelism(),
+);
+
+// Debian's Emscripten runs its JavaScript optimiser with Node and needs acorn, which our lint tools install.
+const env = { ...process.env, NODE_PATH: join(root, "node_modules") };
+
+function run(command, args, options = {}) {
+  return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], env, ...options });
+}
+
+function source() {
+  const require = createRequire(join(root, "package.json"));
+  // The package exports no package.json: its folder is the one above its entry (dist/index.js).
+  const packageDir = resolve(dirname(require.resolve("node-llama-cpp")), "..");
+  const bundle = join(packageDir, "llama/gitRelease.bundle");
+  if (!existsSync(bundle))
+    throw new Error(`no llama.cpp source: ${bundle} is missing (npm ci installs node-llama-cpp)`);
+  const info = JSON.parse(readFileSync(join(packageDir, "llama/llama.cpp.info.json"), "utf8"));
+  const version = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")).version;
+  const dir = join(work, "llama.cpp");
+  if (relink && existsSync(dir)) return { dir, description: readFileSync(join(work, "source.txt"), "utf8") };
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  run("git", ["clone", "--quiet", bundle, dir]);
+  const commit = run("git", ["-C", dir, "rev-parse", "HEAD"]).trim();
+  const description = `llama.cpp ${info.tag} (${commit}) from node-llama-cpp ${version}'s git bundle`;
+  writeFileSync(join(work, "source.txt"), description);
+  return { dir, description };
+}
+
+/** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
+function libraries(dir, variant, flags) {
+  const build = join(work, `build-${variant}`);
+  const log = join(build, "configure.log");
+  if (relink && existsSync(log)) return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
+  rmSync(build, { recursive: true, force: true });
+  const configure = run("emcmake", [
+    "cmake",
+    "-S",
+    dir,
+    "-B",
+    build,
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DEMSCRIPTEN_SYSTEM_PROCESSOR=wasm32",
+    "-DLLAMA_WASM_MEM64=OFF",
+    "-DLLAMA_BUILD_HTML=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_BUILD_COMMON=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DGGML_OPENMP=OFF",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_CCACHE=OFF",
+    `-DCMAKE_C_FLAGS=${flags}`,
+    `-DCMAKE_CXX_FLAGS=${flags}`,
+  ]);
+  writeFileSync(log, configure);
+  const kernels = kernelsOf(variant, configure);
+  run("cmake", ["--build", build, "--target", "llama", "-j", jobs], { stdio: ["ignore", "ignore", "inherit"] });
+  return { build, kernels };
+}
+
+/** The kernels CMake's output says ggml selected; the build stops unless they are the wasm SIMD ones. */
+function kernelsOf(variant, configure) {
+  if (!configure.includes("Wasm detected"))
+    throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
+  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128)";
+  console.log(`${variant}: CMake selected ${kernels}`);
+  return kernels;
+}
+
+const exported = [
+  "wi_error",
+  "wi_log",
+  "wi_system_info",
+  "wi_free",
+  "wi_load",
+  "wi_info",
+  "wi_tokenize",
+  "wi_piece",
+  "wi_is_end",
+  "wi_forget",
+  "wi_decode",
+  "wi_sampler",
+  "wi_sample",
+  "malloc",
+  "free",
+].map((name) => `_${name}`);
+
+function link(dir, build, variant, flags, extra) {
+  const name = `llamacpp-${variant}`;
+  run("em++", [
+    join(root, "native/llamacpp/engine.cpp"),
+    ...flags.split(" ").filter(Boolean),
+    "-O3",
+    "-std=c++17",
+    `-I${join(dir, "include")}`,
+    `-I${join(dir, "ggml/include")}`,
+    join(build, "src/libllama.a"),
+    join(build, "ggml/src/libggml.a"),
+    join(build, "ggml/src/libggml-cpu.a"),
+    join(build, "ggml/src/libggml-base.a"),
+    // Function names stay in the binary: the build check finds the dot-product kernel by name.
+    "--profiling-funcs",
+    "-sMODULARIZE=1",
+    "-sEXPORT_NAME=createLlamaCpp",
+    "-sENVIRONMENT=web,worker,node",
+    "-sALLOW_MEMORY_GROWTH=1",
+    "-sMAXIMUM_MEMORY=4GB",
+    "-sINITIAL_MEMORY=64MB",
+    "-sTOTAL_STACK=1MB",
+    "-lworkerfs.js",
+    "-sFORCE_FILESYSTEM=1",
+    `-sEXPORTED_FUNCTIONS=${exported.join(",")}`,
+    "-sEXPORTED_RUNTIME_METHODS=FS,WORKERFS,UTF8ToString,stringToUTF8,lengthBytesUTF8,HEAPU8,HEAP32,HEAPF32",
+    ...extra,
+    "-o",
+    join(out, `${name}.js`),
+  ]);
+}
+
+const { dir, description } = source();
+mkdirSync(out, { recursive: true });
+// llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
+const single = libraries(dir, "st", "-fwasm-exceptions");
+link(dir, single.build, "st", "-fwasm-exceptions", []);
+const threaded = libraries(dir, "mt", "-fwasm-exceptions -pthread");
+// The pool is filled before the program starts: ggml's threads must exist before its first
+// decode, since a worker started mid-call would never run while the caller waits for it.
+link(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", [
+  "-sUSE_PTHREADS=1",
+  "-sPTHREAD_POOL_SIZE=Module.threads",
+]);
+const emscripten = run("emcc", ["--version"]).split("\n")[0];
+writeFileSync(
+  join(out, "build.json"),
+  `${JSON.stringify({ source: description, compiler: emscripten, kernels: { st: single.kernels, mt: threaded.kernels }, memory: "wasm32 (4 GB)" }, null, 2)}\n`,
+);
+console.log(`wrote ${out}`);

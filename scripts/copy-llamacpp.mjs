@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+/**
+ * Copies the library's llama.cpp build into a folder served beside the worker script: the
+ * WebAssembly and its scripts from wasm/llamacpp/ (scripts/build-llamacpp.mjs makes them), and
+ * the Worker script that Vite built into dist/llamacpp/.
+ * Usage: node scripts/copy-llamacpp.mjs <folder>
+ */
+import { copyFileSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const folder = process.argv[2];
+if (!folder) throw new Error("usage: node scripts/copy-llamacpp.mjs <folder>");
+const root = resolve(import.meta.dirname, "..");
+const target = resolve(folder);
+mkdirSync(target, { recursive: true });
+const built = ["llamacpp-st.js", "llamacpp-st.wasm", "llamacpp-mt.js", "llamacpp-mt.wasm", "llamacpp-mt.worker.js"];
+for (const name of built) copyFileSync(join(root, "wasm/llamacpp", name), join(target, name));
+const worker = join(root, "dist/llamacpp/llamacpp-worker.js");
+if (resolve(worker) !== join(target, "llamacpp-worker.js")) copyFileSync(worker, join(target, "llamacpp-worker.js"));
