@@ -219,7 +219,7 @@ const fixed = (value, digits = 1) => (Number.isFinite(value) ? value.toFixed(dig
 const lines = [
   "# llama.cpp on the CPU: our WebAssembly build against native llama.cpp",
   "",
-  `Run ${new Date().toISOString()} on ${cores} cores · Chromium (${chromiumPath}) · native: node-llama-cpp's prebuilt llama.cpp (${llama.buildType}) · ${iterations} samples per row and path, interleaved (through /v1, the engine driven directly in the page, native), ${tokens} tokens each at temperature 0, each on a fresh prompt (nothing cached). Random weights with Qwen2-0.5B's shapes and the Llama 3 vocabulary (scripts/test-gguf.mjs).`,
+  `Run ${new Date().toISOString()} on ${cores} cores · Chromium (${chromiumPath}) · native: node-llama-cpp's prebuilt llama.cpp (${llama.buildType}) · ${iterations} samples per row and path, interleaved (through /v1, the engine driven directly in the page, native), ${tokens} tokens each at temperature 0, each on a question of its own (only the template's first few tokens can be cached; prefill counts the uncached ones). Random weights with Qwen2-0.5B's shapes and the Llama 3 vocabulary (scripts/test-gguf.mjs).`,
   "",
   "| File | Threads | Prompt tokens | Native prefill tok/s | Native decode tok/s | /v1 prefill tok/s | /v1 decode tok/s | Direct decode tok/s | Prefill wasm / native | Decode wasm / native | /v1 / direct (decode) |",
   "|---|---|---|---|---|---|---|---|---|---|---|",
