@@ -44,18 +44,9 @@ export const ggufVariants = {
     contextLength: 4_096,
     type: "q4_0",
   },
-  /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
-  "bench-q8_0": {
-    file: "qwen2-0.5b-shape-q8_0.gguf",
-    embedding: 896,
-    layers: 24,
-    heads: 14,
-    kvHeads: 2,
-    feedForward: 4_864,
-    contextLength: 4_096,
-    type: "q8_0",
-  },
 };
+/** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
+ggufVariants["bench-q8_0"] = { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q8_0.gguf", type: "q8_0" };
 export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };

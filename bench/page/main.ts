@@ -91,15 +91,12 @@ type ResultBody = { choices: { message: { content: string | null } }[]; usage: U
 /** web-llm reports decode steps as completion tokens; the token from prefill is one more (see the adapter). */
 const producedTokens = (usage: Usage) => (usage ? usage.completion_tokens + 1 : 0);
 
+function emptySample(): Sample {
+  return { firstTokenMs: null, totalMs: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, text: "" };
+}
+
 function collector(started: number) {
-  const sample: Sample = {
-    firstTokenMs: null,
-    totalMs: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-    text: "",
-  };
+  const sample = emptySample();
   return {
     sample,
     chunk(body: ChunkBody, usageIsRaw: boolean) {
@@ -176,14 +173,7 @@ const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTok
   // The rendered chat less its BOS text: llama.cpp tokenizes a raw prompt with its own BOS.
   const renderedPrompt = messages ? renderChat("llama3", messages) : (text ?? "");
   const started = performance.now();
-  const sample: Sample = {
-    firstTokenMs: null,
-    totalMs: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-    text: "",
-  };
+  const sample = emptySample();
   const request: GenerationRequest = {
     model: entry,
     input: { kind: "text", prompt: renderedPrompt.replace(/^<\|begin_of_text\|>/, "") },

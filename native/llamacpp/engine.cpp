@@ -70,7 +70,8 @@ bool grammar_allows(llama_token token) {
 }
 
 // Log probabilities from the raw logits, as llama.cpp's server reports them: the chosen token's,
-// then the `n_alternatives` most likely tokens'. One pass for the normaliser, one per alternative.
+// then the `n_alternatives` most likely tokens', best first. One pass for the normaliser and one
+// that keeps the best few in order (an insertion only when a logit beats the worst kept).
 void write_logprobs(const float * logits, llama_token chosen, int n_alternatives, int32_t * ids, float * logprobs) {
     const int n_vocab = llama_vocab_n_tokens(vocab);
     float max_logit = -INFINITY;
@@ -80,16 +81,18 @@ void write_logprobs(const float * logits, llama_token chosen, int n_alternatives
     const float log_sum = float(std::log(sum)) + max_logit;
     ids[0] = chosen;
     logprobs[0] = logits[chosen] - log_sum;
-    for (int k = 0; k < n_alternatives; k++) {
-        int best = -1;
-        for (int id = 0; id < n_vocab; id++) {
-            bool taken = false;
-            for (int j = 0; j < k; j++) taken = taken || ids[1 + j] == id;
-            if (!taken && (best < 0 || logits[id] > logits[best])) best = id;
+    int32_t * best = ids + 1;
+    int kept = 0;
+    for (int id = 0; id < n_vocab && n_alternatives > 0; id++) {
+        if (kept == n_alternatives && logits[id] <= logits[best[kept - 1]]) continue;
+        int at = kept < n_alternatives ? kept++ : kept - 1;
+        while (at > 0 && logits[best[at - 1]] < logits[id]) {
+            best[at] = best[at - 1];
+            at--;
         }
-        ids[1 + k] = best;
-        logprobs[1 + k] = logits[best] - log_sum;
+        best[at] = id;
     }
+    for (int k = 0; k < kept; k++) logprobs[1 + k] = logits[best[k]] - log_sum;
 }
 
 }  // namespace

@@ -199,13 +199,28 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
   const target = mkdtempSync(join(tmpdir(), "fresh-static-"));
   try {
     run(`npx webgpu-inference copy-assets ${target}`, directory);
+    // The llama.cpp build ships with the package and is copied unless --no-llamacpp.
+    const llamacpp = [
+      "llamacpp/llamacpp-mt.js",
+      "llamacpp/llamacpp-mt.wasm",
+      "llamacpp/llamacpp-mt.worker.js",
+      "llamacpp/llamacpp-st.js",
+      "llamacpp/llamacpp-st.wasm",
+      "llamacpp/llamacpp-worker.js",
+    ];
     expect(appFiles(target).sort()).toEqual([
       "inference-sw.js",
+      ...llamacpp,
       "tokenizers/gemma.json.gz",
       "tokenizers/llama3.json.gz",
       "tokenizers/mistral.json.gz",
       "tokenizers/qwen2.json.gz",
     ]);
+    expect(
+      readFileSync(join(target, "llamacpp/llamacpp-st.wasm")).equals(
+        readFileSync(join(root, "wasm/llamacpp/llamacpp-st.wasm")),
+      ),
+    ).toBe(true);
     expect(
       readFileSync(join(target, "tokenizers/llama3.json.gz")).equals(
         readFileSync(join(root, "dist/tokenizers/llama3.json.gz")),
@@ -213,10 +228,11 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
     ).toBe(true);
     writeFileSync(join(target, "app.css"), "body {}");
     const output = run(
-      `npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker`,
+      `npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker --no-llamacpp`,
       directory,
     );
     expect(output).toContain(`removed ${join(target, "inference-sw.js")}`);
+    expect(output).toContain(`removed ${join(target, "llamacpp/llamacpp-mt.wasm")}`);
     expect(appFiles(target).sort()).toEqual(["app.css", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz"]);
     expect(() => run(`npx webgpu-inference copy-assets ${target} --families llama4`, directory)).toThrow(
       /unknown model family 'llama4'/,

@@ -223,6 +223,24 @@ describe("the one-thread build in Node, through our C API", () => {
     expect(llama._wi_sample(-1, scratch(), scratch())).toBeGreaterThanOrEqual(0);
   });
 
+  it("reports log probabilities: greedy picks the most likely token, and the alternatives come best first", () => {
+    const out = scratch();
+    llama.HEAP32.set([128000, 9906, 1070], out / 4);
+    expect(llama._wi_forget(0)).toBe(0);
+    expect(llama._wi_decode(out, 3, 0)).toBe(0);
+    expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
+    const ids = scratch();
+    const token = llama._wi_sample(20, ids, ids + 21 * 4);
+    const chosen = Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 21));
+    const logprobs = Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 21 * 4, 21));
+    expect(chosen[0]).toBe(token);
+    expect(chosen[1]).toBe(token);
+    expect(logprobs[1]).toBe(logprobs[0]);
+    for (let k = 2; k <= 20; k++) expect(logprobs[k]).toBeLessThanOrEqual(logprobs[k - 1]!);
+    expect(new Set(chosen.slice(1)).size).toBe(20);
+    expect(logprobs[0]).toBeLessThan(0);
+  });
+
   it("holds a GBNF grammar, and names one it cannot parse instead of aborting", () => {
     expect(llama._wi_sampler(1, 1, 0, 0, 7, 0, 0, 0, text('root ::= "yes" | "no"'))).toBe(0);
     const token = llama._wi_sample(-1, scratch(), scratch());

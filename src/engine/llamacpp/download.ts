@@ -147,7 +147,7 @@ async function writePieces(
   report: (bytes: number) => void,
 ): Promise<void> {
   const reader = body.getReader();
-  let buffer = new Uint8Array(pieceBytes);
+  const buffer = new Uint8Array(pieceBytes);
   let filled = 0;
   const commit = async () => {
     await writeFile(folder, pieceName(index++), buffer.subarray(0, filled));
@@ -166,7 +166,6 @@ async function writePieces(
     report(value.length);
   }
   if (filled > 0) await commit();
-  buffer = new Uint8Array(0);
 }
 
 /**

@@ -49,7 +49,9 @@ export interface LlamaCppEngineOptions {
 }
 
 /** JSON mode without a schema: any JSON object, as llama.cpp's server constrains `json_object`. */
-const anyObject = toGbnf(grammarFor({ type: "object" }));
+function anyObject(): string {
+  return toGbnf(grammarFor({ type: "object" }));
+}
 
 const utf8 = new TextDecoder("utf-8");
 
@@ -242,7 +244,7 @@ export class LlamaCppEngine implements Engine {
       frequencyPenalty: sampling.frequencyPenalty,
       seed: sampling.seed ?? Math.floor(Math.random() * 2 ** 32),
       bias: Object.entries(sampling.logitBias ?? {}).map(([token, bias]) => [Number(token), bias] as [number, number]),
-      grammar: constraint?.grammar !== undefined ? toGbnf(constraint.grammar) : constraint ? anyObject : "",
+      grammar: constraint?.grammar !== undefined ? toGbnf(constraint.grammar) : constraint ? anyObject() : "",
     };
   }
 

@@ -15,7 +15,7 @@ interface LlamaModule {
     mount(type: unknown, options: { blobs: { name: string; data: Blob }[] }, path: string): void;
     unmount(path: string): void;
   };
-  WORKERFS: unknown;
+  WORKERFS: { stream_ops: { read: BlobRead } };
   UTF8ToString(pointer: number): string;
   stringToUTF8(text: string, pointer: number, capacity: number): void;
   lengthBytesUTF8(text: string): number;
@@ -53,6 +53,43 @@ interface LlamaModule {
 }
 
 type Factory = (options: Record<string, unknown>) => Promise<LlamaModule>;
+
+/** Emscripten's read of a file node (WORKERFS: a Blob read with FileReaderSync). */
+type BlobRead = (
+  stream: { node: { size: number; contents: Blob } },
+  buffer: Uint8Array,
+  offset: number,
+  length: number,
+  position: number,
+) => number;
+
+/** 8 MiB: a GGUF's metadata (a vocabulary's strings, read a few bytes at a time) in a handful of reads. */
+const readAheadBytes = 8 * 2 ** 20;
+
+/**
+ * WORKERFS reads its Blob once per read call, and llama.cpp reads a GGUF's metadata in pieces of
+ * a few bytes through a 1 KB stdio buffer: thousands of synchronous Blob reads, seconds per load.
+ * This serves small reads from the last 8 MiB read; a large one (a tensor) is read whole, as before.
+ */
+function readingAhead(): BlobRead {
+  const reader = new FileReaderSync();
+  let kept: { contents: Blob; start: number; bytes: Uint8Array } | undefined;
+  return (stream, buffer, offset, length, position) => {
+    const { size, contents } = stream.node;
+    if (position >= size) return 0;
+    const end = Math.min(size, position + length);
+    if (end - position >= readAheadBytes) {
+      buffer.set(new Uint8Array(reader.readAsArrayBuffer(contents.slice(position, end))), offset);
+      return end - position;
+    }
+    if (!kept || kept.contents !== contents || position < kept.start || end > kept.start + kept.bytes.length) {
+      const slice = contents.slice(position, Math.min(size, position + readAheadBytes));
+      kept = { contents, start: position, bytes: new Uint8Array(reader.readAsArrayBuffer(slice)) };
+    }
+    buffer.set(kept.bytes.subarray(position - kept.start, end - kept.start), offset);
+    return end - position;
+  };
+}
 
 const scope = globalThis as unknown as {
   importScripts(url: string): void;
@@ -125,6 +162,7 @@ function load(call: Extract<WorkerCall, { call: "load" }>): LoadResult {
   if (mounted) llama.FS.unmount("/models");
   else llama.FS.mkdir("/models");
   // WORKERFS reads the cached files in place (a Blob read on demand): no copy of the weights in JS.
+  llama.WORKERFS.stream_ops.read = readingAhead();
   const blobs = call.files.map((data, index) => ({ name: `part-${String(index + 1).padStart(5, "0")}.gguf`, data }));
   llama.FS.mount(llama.WORKERFS, { blobs }, "/models");
   mounted = true;
@@ -132,6 +170,8 @@ function load(call: Extract<WorkerCall, { call: "load" }>): LoadResult {
   const status = withText(paths, (pointer) =>
     llama._wi_load(pointer, call.contextWindow, call.batchSize, call.threads),
   );
+  // llama.cpp has read every tensor (it loads without mmap): the read-ahead's 8 MiB can go.
+  llama.WORKERFS.stream_ops.read = readingAhead();
   if (status !== 0) throw failure();
   return {
     addsBos: llama._wi_info(2) === 1,
