@@ -10,6 +10,9 @@ import type { WorkerCall, WorkerReply } from "./protocol.js";
 const assetFix =
   "serve the library's llamacpp/ folder beside the worker script (the Vite plugin and `npx webgpu-inference copy-assets` copy it), or set `pageEngine.llamacppUrl` to where it is";
 
+/** The fix as a sentence of its own, for the end of an error message. */
+const assetFixSentence = `${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}`;
+
 /** The files of our llama.cpp build, relative to its folder. */
 const buildFiles = {
   worker: "llamacpp-worker.js",
@@ -39,7 +42,7 @@ async function wasmBytes(url: string, fetcher?: typeof fetch): Promise<ArrayBuff
   if (magic.join(",") !== "0,97,115,109")
     throw new EngineError(
       "load_failed",
-      `Could not load llama.cpp's WebAssembly from ${url}: the file there is not WebAssembly. ${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}.`,
+      `Could not load llama.cpp's WebAssembly from ${url}: the file there is not WebAssembly. ${assetFixSentence}.`,
     );
   return bytes;
 }
@@ -65,7 +68,7 @@ export class LlamaWorker {
       this.#fail(
         new EngineError(
           "load_failed",
-          `llama.cpp's Worker (${workerUrl}) failed: ${event.message || "its script could not be run"}. ${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}.`,
+          `llama.cpp's Worker (${workerUrl}) failed: ${event.message || "its script could not be run"}. ${assetFixSentence}.`,
         ),
       );
     };
@@ -91,7 +94,7 @@ export class LlamaWorker {
         ? error
         : new EngineError(
             "load_failed",
-            `llama.cpp's WebAssembly did not start: ${(error as Error).message}. ${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}.`,
+            `llama.cpp's WebAssembly did not start: ${(error as Error).message}. ${assetFixSentence}.`,
             { cause: error },
           );
     }
