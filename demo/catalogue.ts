@@ -17,7 +17,10 @@ const cpuModel: ModelEntryInput = {
   gguf: [
     {
       modelId: "qwen2.5-0.5b-instruct-q4_k_m",
-      file: "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf",
+      // Pinned: a fixed revision of Qwen's repository, and the file's SHA-256 (491,400,032 bytes),
+      // checked before the download is kept.
+      file: "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/9217f5db79a29953eb74d5343926648285ec7e67/qwen2.5-0.5b-instruct-q4_k_m.gguf",
+      sha256: ["74a4da8c9fdbcd15bd1f6d01d621410d31c6fc00986f5eb687824e7b93d7a9db"],
       quantization: "Q4_K_M",
       sizeMB: 469,
       kvCache: { layers: 24, kvHeads: 2, headDim: 64 },

@@ -245,6 +245,16 @@ export function toTokenLogprob(entry: WebLlmLogprob): TokenLogprob {
   };
 }
 
+/** A build's pinned hashes in web-llm's `ModelRecord.integrity` shape; any mismatch fails the load. */
+function webllmIntegrity(integrity: NonNullable<MlcBuild["integrity"]>) {
+  return {
+    ...(integrity.modelLib ? { model_lib: integrity.modelLib } : {}),
+    ...(integrity.config ? { config: integrity.config } : {}),
+    ...(integrity.tokenizer ? { tokenizer: integrity.tokenizer } : {}),
+    onFailure: "error" as const,
+  };
+}
+
 /** web-llm's request validation errors are the request's fault: they surface as 400. */
 function classify(error: unknown): unknown {
   if (error instanceof EngineError || !(error instanceof Error)) return error;
@@ -298,6 +308,7 @@ export class WebLlmEngine implements Engine {
       required_features: build.requiredFeatures,
       vram_required_MB: memoryEstimateMB(model, build),
       overrides: { ...build.overrides, context_window_size: model.contextWindow },
+      ...(build.integrity ? { integrity: webllmIntegrity(build.integrity) } : {}),
     };
   }
 
@@ -354,6 +365,14 @@ export class WebLlmEngine implements Engine {
    */
   async #diagnose(model: ModelEntry, build: MlcBuild, error: unknown): Promise<EngineError> {
     const record = this.#record(model, build);
+    if ((error as Error).name === "IntegrityError") {
+      const { url, expected, actual } = error as Error & { url: string; expected: string; actual: string };
+      return new EngineError(
+        "load_failed",
+        `Could not load ${build.modelId}: ${url} hashes to ${actual}, not the pinned ${expected}, so it was not run. The file at that URL is not the one pinned: point the build at the revision that has this hash, or pin the new file's hash in \`integrity\`.`,
+        { cause: error },
+      );
+    }
     const weights = record.model.endsWith("/") ? record.model : `${record.model}/`;
     const configUrl = new URL(
       "mlc-chat-config.json",

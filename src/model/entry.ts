@@ -15,6 +15,13 @@ const kvCacheSchema = z.strictObject({
   headDim: z.number().int().positive(),
 });
 
+const sriSchema = z
+  .string()
+  .regex(
+    /^sha(256|384|512)-[A-Za-z0-9+/]+={0,2}$/,
+    "an integrity hash is written sha256-<base64>, as in HTML's integrity attribute",
+  );
+
 const mlcBuildSchema = z.strictObject({
   /** web-llm's `model_id`. */
   modelId: z.string().min(1),
@@ -36,6 +43,18 @@ const mlcBuildSchema = z.strictObject({
   kvCache: kvCacheSchema.optional(),
   /** web-llm `overrides` besides the context window, which always comes from the catalogue. */
   overrides: z.record(z.string(), z.number()).default({}),
+  /**
+   * Subresource Integrity hashes (`sha256-<base64>`) web-llm checks before it runs a file: the
+   * model library (executable WebAssembly), `mlc-chat-config.json` and the tokenizer files by
+   * name. A mismatch fails the load. Pin `model` to a revision too (`…/resolve/<commit>/`).
+   */
+  integrity: z
+    .strictObject({
+      modelLib: sriSchema.optional(),
+      config: sriSchema.optional(),
+      tokenizer: z.record(z.string(), sriSchema).optional(),
+    })
+    .optional(),
 });
 
 /** llama.cpp's split naming, `<name>-00001-of-00003.gguf`: the first shard names them all. */
@@ -72,10 +91,21 @@ const ggufBuildSchema = z
     sizeMB: z.number().positive(),
     /** The KV cache's shape, for the memory estimate at the catalogue's window. */
     kvCache: kvCacheSchema,
+    /**
+     * Each file's SHA-256 (hex), in shard order: a download that does not hash to it is deleted and
+     * refused, so a file changed at its URL never runs. Pin the URL to a revision too.
+     */
+    sha256: z.array(z.string().regex(/^[0-9a-fA-F]{64}$/, "a SHA-256 is 64 hexadecimal digits")).optional(),
   })
   .superRefine((build, context) => {
     const split = splitPattern.exec(build.file);
     const files = ggufFiles(build.file).length;
+    if (build.sha256 && build.sha256.length !== files)
+      context.addIssue({
+        code: "custom",
+        path: ["sha256"],
+        message: `${build.modelId} has ${files} file(s) and ${build.sha256.length} SHA-256 hash(es): give one per file, in shard order`,
+      });
     if (split && split[1] !== "00001")
       context.addIssue({
         code: "custom",

@@ -42,8 +42,9 @@ export interface ConfigurationOptions<App extends Built> {
 
 const configurationKeys = Object.keys(inferenceConfigSchema.shape);
 
+/** The page's SetupError names the library; the reason is the message. */
 function refuse(reason: string): ConfigureReply {
-  return { ok: false, message: `webgpu-inference: ${reason}` };
+  return { ok: false, message: reason };
 }
 
 export class WorkerConfiguration<App extends Built> {

@@ -44,6 +44,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       { prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") },
       // The same GGUF at another URL: a file the browser's cache has never seen.
       { prefix: "/test-gguf-copy/", directory: resolve(root, ".cache/test-gguf") },
+      // Two more, for a pinned hash that matches and one that does not (a download each).
+      { prefix: "/test-gguf-pinned/", directory: resolve(root, ".cache/test-gguf") },
+      { prefix: "/test-gguf-tampered/", directory: resolve(root, ".cache/test-gguf") },
       // The demo's page and worker script under the Content Security Policy `npm start` serves them
       // with (the test's own demo files first: a test ships a changed worker there).
       { prefix: "/demo/", directory: resolve(root, ".cache/e2e/demo"), headers: demoHeaders },

@@ -4,6 +4,7 @@
  * vocabulary and chat template). The page hosts it, the ready-made worker serves /v1 under
  * `engine: 'auto'`, and the openai SDK talks to it. Real tokens from a real engine, in seconds.
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -56,6 +57,8 @@ async function startCuttingServer(): Promise<void> {
   cutting.server = server;
   cutting.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
+/** The test GGUF's SHA-256, once global setup has written it (in beforeAll). */
+let testGgufSha256 = "";
 const llama3 = () => tokenizerFromFiles(tokenizerSources.llama3());
 const model = "llama3-test";
 
@@ -81,8 +84,29 @@ function catalogue() {
     {
       ...gguf,
       id: "cut-gguf",
-      gguf: [{ ...gguf.gguf![0]!, modelId: "cut", file: `${cutting.origin}/cut/llama3-test-q8_0.gguf` }],
+      // Pinned, so the hash covers the pieces kept before the cut and those fetched after it.
+      gguf: [
+        {
+          ...gguf.gguf![0]!,
+          modelId: "cut",
+          file: `${cutting.origin}/cut/llama3-test-q8_0.gguf`,
+          sha256: [testGgufSha256],
+        },
+      ],
     },
+    ...(["pinned", "tampered"] as const).map((name) => ({
+      ...gguf,
+      id: `${name}-gguf`,
+      gguf: [
+        {
+          ...gguf.gguf![0]!,
+          modelId: name,
+          // Each its own URL, so its own download.
+          file: `${origin()}/test-gguf-${name}/llama3-test-q8_0.gguf`,
+          sha256: [name === "pinned" ? testGgufSha256 : "0".repeat(64)],
+        },
+      ],
+    })),
     // The other families' templates and tool-call grammars over the same weights: the prompt and
     // the grammar are ours (the HTTP layer's), so llama.cpp enforces each family's call format.
     ...otherFamilies.map((family) => ({ ...gguf, id: `family-${family}`, family })),
@@ -130,6 +154,9 @@ let page: Page;
 let dispose: () => Promise<void>;
 
 test.beforeAll(async () => {
+  testGgufSha256 = createHash("sha256")
+    .update(readFileSync(new URL("../../.cache/test-gguf/llama3-test-q8_0.gguf", import.meta.url)))
+    .digest("hex");
   await startCuttingServer();
   const profile = await launchProfile();
   dispose = profile.dispose;
@@ -727,6 +754,27 @@ test("a download cut midway resumes from the pieces kept: a Range request for th
   // The first request got 40 MB before the cut; the kept whole piece is 32 MiB, and only the rest was asked for.
   expect(cutting.ranges).toEqual([null, `bytes=${32 * 2 ** 20}-`]);
   expect(await info(page, "cut-gguf")).toMatchObject({ downloaded: true, loaded: true });
+});
+
+test("a GGUF pinned by its SHA-256 loads only when it hashes to the pin; a file that does not is a 503 naming both hashes, and is not kept", async () => {
+  const chat = (id: string) =>
+    page.evaluate(async (name) => {
+      const response = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+      });
+      return { status: response.status, body: await response.text() };
+    }, id);
+  const tampered = await chat("tampered-gguf");
+  expect(tampered.status, tampered.body).toBe(503);
+  const { error } = JSON.parse(tampered.body) as { error: { code: string; message: string } };
+  expect(error.code).toBe("model_load_failed");
+  expect(error.message).toContain(`its SHA-256 is ${testGgufSha256}, not the pinned ${"0".repeat(64)}`);
+  expect(error.message).toContain("/test-gguf-tampered/llama3-test-q8_0.gguf");
+  expect(await info(page, "tampered-gguf")).toMatchObject({ downloaded: false, loaded: false });
+  const pinned = await chat("pinned-gguf");
+  expect(pinned.status, pinned.body).toBe(200);
+  expect(await info(page, "pinned-gguf")).toMatchObject({ downloaded: true, loaded: true });
 });
 
 test("a browser with navigator.gpu but no adapter chats with llama.cpp under auto", async () => {

@@ -94,6 +94,24 @@ describe("GGUF builds in the catalogue", () => {
     expect(ggufFiles("small.gguf")).toEqual(["small.gguf"]);
   });
 
+  it("takes one pinned SHA-256 per file, in hex, and refuses any other count", () => {
+    const hash = "ab".repeat(32);
+    const entry = (file: string, sha256: string[]) => () =>
+      Catalogue.create([
+        {
+          id: "pinned",
+          family: "llama3",
+          contextWindow: 4_096,
+          price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 1 },
+          gguf: [{ modelId: "pinned", file, quantization: "Q8_0", sizeMB: 100, kvCache, sha256 }],
+        },
+      ]);
+    expect(entry("one.gguf", [hash])).not.toThrow();
+    expect(entry("two-00001-of-00002.gguf", [hash, hash.toUpperCase()])).not.toThrow();
+    expect(entry("two-00001-of-00002.gguf", [hash])).toThrow(/2 file\(s\) and 1 SHA-256/);
+    expect(entry("one.gguf", ["sha256-abc="])).toThrow(/64 hexadecimal digits/);
+  });
+
   it("estimates memory at the catalogue's window and picks the first build that fits", () => {
     const model = ggufModel();
     const build = model.gguf[0]!;

@@ -187,3 +187,93 @@ describe("web-llm is fed our token ids", () => {
     expect(lookup("B")).toBeUndefined();
   });
 });
+
+describe("pinned MLC files", () => {
+  const gpu = {
+    requestAdapter: async () => ({
+      features: new Set(["shader-f16"]),
+      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
+    }),
+  };
+  const modelLib = "sha256-" + "A".repeat(43) + "=";
+  const config = "sha384-" + "B".repeat(64);
+
+  /** web-llm as it checks integrity: the record's hashes are read at reload, and a mismatch throws its IntegrityError. */
+  function checkingWebLlm(records: unknown[], actual: string | null): WebLlmModule {
+    class MLCEngine {
+      #config: { model_list: { integrity?: { model_lib?: string }; model_lib: string }[] } | undefined;
+      setAppConfig(appConfig: never) {
+        this.#config = appConfig;
+        records.push(...(appConfig as { model_list: unknown[] }).model_list);
+      }
+      setInitProgressCallback() {}
+      async reload() {
+        const record = this.#config!.model_list[0]!;
+        if (actual !== null && record.integrity?.model_lib && record.integrity.model_lib !== actual) {
+          throw Object.assign(new Error("Integrity verification failed"), {
+            name: "IntegrityError",
+            url: record.model_lib,
+            expected: record.integrity.model_lib,
+            actual,
+          });
+        }
+      }
+      async unload() {}
+    }
+    return {
+      MLCEngine: MLCEngine as never,
+      hasModelInCache: async () => false,
+      deleteModelAllInfoInCache: async () => {},
+      modelLibURLPrefix: "https://lib.example/",
+      modelVersion: "v0",
+    };
+  }
+
+  function pinnedModel() {
+    const seed = Catalogue.create().get("gamma-7b-instruct-v0.3")!;
+    return Catalogue.create([
+      {
+        id: seed.id,
+        builds: seed.builds.map((build) => ({
+          ...build,
+          model: "https://huggingface.co/mlc-ai/Mistral-7B-Instruct-v0.3-q4f16_1-MLC/resolve/0123abc/",
+          integrity: { modelLib, config, tokenizer: { "tokenizer.json": modelLib } },
+        })),
+      },
+    ]).get(seed.id)!;
+  }
+
+  it("hands web-llm the build's hashes in its own names, and a revision URL as written", async () => {
+    const records: unknown[] = [];
+    const engine = new WebLlmEngine({
+      webllm: checkingWebLlm(records, null),
+      gpu: gpu as never,
+      memoryBudgetMB: 64_000,
+    });
+    await engine.load(pinnedModel());
+    expect(records[0]).toMatchObject({
+      model: "https://huggingface.co/mlc-ai/Mistral-7B-Instruct-v0.3-q4f16_1-MLC/resolve/0123abc/",
+      integrity: { model_lib: modelLib, config, tokenizer: { "tokenizer.json": modelLib }, onFailure: "error" },
+    });
+  });
+
+  it("a model library that does not hash to its pin is a load failure naming the URL, both hashes and the fix", async () => {
+    const actual = "sha256-" + "C".repeat(43) + "=";
+    const engine = new WebLlmEngine({ webllm: checkingWebLlm([], actual), gpu: gpu as never, memoryBudgetMB: 64_000 });
+    const failure = await engine.load(pinnedModel()).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ kind: "load_failed" });
+    const message = (failure as Error).message;
+    expect(message).toContain("Mistral-7B-Instruct-v0.3-q4f16_1_cs1k-webgpu.wasm");
+    expect(message).toContain(`${actual}, not the pinned ${modelLib}`);
+    expect(message).toContain("`integrity`");
+  });
+
+  it("refuses an integrity hash not written as HTML's integrity attribute is", () => {
+    const seed = Catalogue.create().get("gamma-7b-instruct-v0.3")!;
+    expect(() =>
+      Catalogue.create([
+        { id: seed.id, builds: seed.builds.map((build) => ({ ...build, integrity: { modelLib: "deadbeef" } })) },
+      ]),
+    ).toThrow(/sha256-<base64>/);
+  });
+});

@@ -9,9 +9,12 @@
  * - A download resumes at the first missing piece with a `Range` request, validated by `If-Range`
  *   against the ETag (or Last-Modified) the first response gave. A server that ignores the range,
  *   or a file that changed, restarts the download cleanly: the kept pieces are dropped first.
- * - `info.json` says `complete` only after the last piece is closed; the model is opened from
- *   the pieces as one Blob (disk-backed, never copied into memory).
+ * - `info.json` says `complete` only after the last piece is closed and, where the app pinned the
+ *   file's SHA-256, after the pieces hashed to it; a file that does not is deleted, never kept. The
+ *   model is opened from the pieces as one Blob (disk-backed, never copied into memory).
  */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
 import { EngineError, networkRetrySeconds } from "../../errors/engine.js";
 
 /** 32 MiB: a lost connection costs at most this much again. */
@@ -23,6 +26,8 @@ interface FileInfo {
   validator: string | null;
   total: number;
   complete: boolean;
+  /** The SHA-256 the pieces were checked against, where the app pinned one. */
+  sha256?: string;
 }
 
 interface DownloadProgress {
@@ -34,6 +39,8 @@ export interface DownloadOptions {
   /** What the file is, and how to serve it: a failed fetch names both. */
   what: string;
   fix: string;
+  /** The file's pinned SHA-256 (hex): the download is checked against it before it is kept. */
+  sha256?: string;
   fetch?: typeof fetch;
   onProgress?: (progress: DownloadProgress) => void;
   signal?: AbortSignal;
@@ -176,7 +183,7 @@ export async function download(url: string, options: DownloadOptions): Promise<B
   const folder = (await folderOf(url, true))!;
   let info = await readInfo(folder);
   const kept = info ? await keptPieces(folder) : [];
-  if (info && (info.complete || sizeOf(kept) === info.total)) return finish(folder, info, kept);
+  if (info && (info.complete || sizeOf(kept) === info.total)) return finish(folder, info, kept, options);
   // Only whole pieces count: a short last piece is written again.
   const pieces = kept.filter((piece) => piece.size === pieceBytes);
   let start = pieces.length * pieceBytes;
@@ -224,16 +231,47 @@ export async function download(url: string, options: DownloadOptions): Promise<B
   }
   const written = await keptPieces(folder);
   if (sizeOf(written) !== total) throw interrupted(url, sizeOf(written), total);
-  return finish(folder, info, written);
+  return finish(folder, info, written, options);
 }
 
 function sizeOf(pieces: File[]): number {
   return pieces.reduce((sum, piece) => sum + piece.size, 0);
 }
 
-async function finish(folder: FileSystemDirectoryHandle, info: FileInfo, pieces: File[]): Promise<Blob> {
-  if (!info.complete) await writeFile(folder, "info.json", JSON.stringify({ ...info, complete: true }));
+async function finish(
+  folder: FileSystemDirectoryHandle,
+  info: FileInfo,
+  pieces: File[],
+  options: DownloadOptions,
+): Promise<Blob> {
+  const pinned = options.sha256?.toLowerCase();
+  if (!info.complete || (pinned !== undefined && info.sha256 !== pinned)) {
+    if (pinned !== undefined) await verify(folder, info.url, pieces, pinned, options);
+    await writeFile(folder, "info.json", JSON.stringify({ ...info, complete: true, sha256: pinned }));
+  }
   return new Blob(pieces);
+}
+
+/**
+ * Hashes the pieces in order, a piece at a time (32 MiB in memory at most, yielding between
+ * pieces). A mismatch deletes them: the file at the URL is not the one the app pinned.
+ */
+async function verify(
+  folder: FileSystemDirectoryHandle,
+  url: string,
+  pieces: File[],
+  pinned: string,
+  options: DownloadOptions,
+): Promise<void> {
+  const hash = sha256.create();
+  for (const piece of pieces) hash.update(new Uint8Array(await piece.arrayBuffer()));
+  const actual = bytesToHex(hash.digest());
+  if (actual === pinned) return;
+  await clear(folder);
+  throw new EngineError(
+    "load_failed",
+    `Could not load ${options.what} from ${url}: its SHA-256 is ${actual}, not the pinned ${pinned}, so it was deleted. The file at that URL is not the one pinned: point the build's \`file\` at the revision that has this hash (\`…/resolve/<commit>/…\` on Hugging Face), or pin the new file's hash in \`sha256\`.`,
+  );
 }
 
 /** A download cut midway: what was written is kept, and the next load resumes after it. */

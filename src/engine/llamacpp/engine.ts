@@ -153,6 +153,7 @@ export class LlamaCppEngine implements Engine {
         await download(part, {
           what: `the GGUF weights of ${build.modelId}`,
           fix: "set `artifacts.ggufBaseUrl` to a folder that holds the model's GGUF files, split into files of at most 2 GB (llama-gguf-split --split --split-max-size 2G)",
+          ...(build.sha256 ? { sha256: build.sha256[index]! } : {}),
           ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
           onProgress: (current) => {
             progress[index] = current;
