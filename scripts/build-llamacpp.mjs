@@ -19,13 +19,12 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import { tmpdir, availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+import { availableParallelism } from "node:os";
+import { llamaSource, llamaWork as work } from "./llama-source.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const out = join(root, "wasm/llamacpp");
-const work = join(tmpdir(), "webgpu-inference-llamacpp");
 const relink = process.argv.includes("--relink");
 const jobs = String(
   process.argv.includes("--jobs") ? process.argv[process.argv.indexOf("--jobs") + 1] : availableParallelism(),
@@ -36,26 +35,6 @@ const env = { ...process.env, NODE_PATH: join(root, "node_modules") };
 
 function run(command, args, options = {}) {
   return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], env, ...options });
-}
-
-function source() {
-  const require = createRequire(join(root, "package.json"));
-  // The package exports no package.json: its folder is the one above its entry (dist/index.js).
-  const packageDir = resolve(dirname(require.resolve("node-llama-cpp")), "..");
-  const bundle = join(packageDir, "llama/gitRelease.bundle");
-  if (!existsSync(bundle))
-    throw new Error(`no llama.cpp source: ${bundle} is missing (npm ci installs node-llama-cpp)`);
-  const info = JSON.parse(readFileSync(join(packageDir, "llama/llama.cpp.info.json"), "utf8"));
-  const version = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")).version;
-  const dir = join(work, "llama.cpp");
-  if (relink && existsSync(dir)) return { dir, description: readFileSync(join(work, "source.txt"), "utf8") };
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(work, { recursive: true });
-  run("git", ["clone", "--quiet", bundle, dir]);
-  const commit = run("git", ["-C", dir, "rev-parse", "HEAD"]).trim();
-  const description = `llama.cpp ${info.tag} (${commit}) from node-llama-cpp ${version}'s git bundle`;
-  writeFileSync(join(work, "source.txt"), description);
-  return { dir, description };
 }
 
 /** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
@@ -153,7 +132,7 @@ function link(dir, build, variant, flags, extra) {
   ]);
 }
 
-const { dir, description } = source();
+const { dir, description } = llamaSource({ reuse: relink });
 mkdirSync(out, { recursive: true });
 // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
 const single = libraries(dir, "st", "-fwasm-exceptions");

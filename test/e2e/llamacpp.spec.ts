@@ -148,6 +148,17 @@ async function info(page: Page, id: string) {
   );
 }
 
+/** A one-token chat with the model, as status and raw body (an error's too). */
+function chatStatus(page: Page, id: string) {
+  return page.evaluate(async (name) => {
+    const response = await window.harness.fetch("/chat/completions", {
+      method: "POST",
+      body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+    });
+    return { status: response.status, body: await response.text() };
+  }, id);
+}
+
 test.describe.configure({ mode: "serial" });
 
 let page: Page;
@@ -716,14 +727,7 @@ test("a GGUF file that is not served is a 503 naming its URL and the option that
 test("a downloaded GGUF loads again from the browser's cache with the network to it cut", async () => {
   await page.context().route(/\/test-gguf(-copy)?\//, (route) => route.abort("internetdisconnected"));
   try {
-    const status = (id: string) =>
-      page.evaluate(async (name) => {
-        const response = await window.harness.fetch("/chat/completions", {
-          method: "POST",
-          body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
-        });
-        return { status: response.status, body: await response.text() };
-      }, id);
+    const status = (id: string) => chatStatus(page, id);
     // The cut reaches llama.cpp's downloads: a file never fetched cannot load (and the loaded model is let go).
     const uncached = await status("uncached-gguf");
     expect(uncached.status).toBe(503);
@@ -737,14 +741,7 @@ test("a downloaded GGUF loads again from the browser's cache with the network to
 });
 
 test("a download cut midway resumes from the pieces kept: a Range request for the rest, then the model answers", async () => {
-  const chat = () =>
-    page.evaluate(async (name) => {
-      const response = await window.harness.fetch("/chat/completions", {
-        method: "POST",
-        body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
-      });
-      return { status: response.status, body: await response.text() };
-    }, "cut-gguf");
+  const chat = () => chatStatus(page, "cut-gguf");
   const cut = await chat();
   expect(cut.status, cut.body).toBe(503);
   expect(cut.body).toContain("cut/llama3-test-q8_0.gguf");
@@ -757,14 +754,7 @@ test("a download cut midway resumes from the pieces kept: a Range request for th
 });
 
 test("a GGUF pinned by its SHA-256 loads only when it hashes to the pin; a file that does not is a 503 naming both hashes, and is not kept", async () => {
-  const chat = (id: string) =>
-    page.evaluate(async (name) => {
-      const response = await window.harness.fetch("/chat/completions", {
-        method: "POST",
-        body: JSON.stringify({ model: name, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
-      });
-      return { status: response.status, body: await response.text() };
-    }, id);
+  const chat = (id: string) => chatStatus(page, id);
   const tampered = await chat("tampered-gguf");
   expect(tampered.status, tampered.body).toBe(503);
   const { error } = JSON.parse(tampered.body) as { error: { code: string; message: string } };

@@ -85,6 +85,17 @@ describe("toTokenLogprob", () => {
   });
 });
 
+/** A web-llm module around a fake engine class: nothing is cached, libraries live at lib.example. */
+function webllmModule(MLCEngine: unknown): WebLlmModule {
+  return {
+    MLCEngine: MLCEngine as never,
+    hasModelInCache: async () => false,
+    deleteModelAllInfoInCache: async () => {},
+    modelLibURLPrefix: "https://lib.example/",
+    modelVersion: "v0",
+  };
+}
+
 /**
  * web-llm as it prefills: each message's text through its pipeline's tokenizer, which (as
  * tokenizers-cpp does) reads special-token strings in any text as those tokens.
@@ -125,13 +136,7 @@ function tokenizingWebLlm(prefilled: number[][]): WebLlmModule {
     chat = { completions: { create: async (request: never) => this.asyncGenerate(request, "m", { tokenizer }) } };
     completions = { create: async () => [] };
   }
-  return {
-    MLCEngine: MLCEngine as never,
-    hasModelInCache: async () => false,
-    deleteModelAllInfoInCache: async () => {},
-    modelLibURLPrefix: "https://lib.example/",
-    modelVersion: "v0",
-  };
+  return webllmModule(MLCEngine);
 }
 
 describe("web-llm is fed our token ids", () => {
@@ -220,13 +225,7 @@ describe("pinned MLC files", () => {
       }
       async unload() {}
     }
-    return {
-      MLCEngine: MLCEngine as never,
-      hasModelInCache: async () => false,
-      deleteModelAllInfoInCache: async () => {},
-      modelLibURLPrefix: "https://lib.example/",
-      modelVersion: "v0",
-    };
+    return webllmModule(MLCEngine);
   }
 
   function pinnedModel() {
