@@ -208,7 +208,7 @@ function engineSection(results, summary) {
   return [
     "## 6. Engines side by side: web-llm and llama.cpp through /v1, interleaved",
     "",
-    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (our WebAssembly build, SIMD kernels) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, on the CPU. Each request a question of its own, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first; prefill rates count the uncached prompt tokens only). Each engine counts the prompt with its own vocabulary.`,
+    `web-llm runs \`${models.webllm.build}\` on the WebGPU adapter (${results.browser.adapter}); llama.cpp (our WebAssembly build, SIMD kernels) runs \`${models.llamacpp.build}\`, the same shapes in GGUF, on the CPU${results.engines[0]?.llamacpp.threads ? ` with ${results.engines[0].llamacpp.threads} thread(s) (the page cross-origin isolated)` : ""}. Each request a question of its own, streamed at temperature 0: ${results.plan.engineMaxTokens.webllm} tokens from web-llm, ${results.plan.engineMaxTokens.llamacpp} from llama.cpp (decode rates are per token after the first; prefill rates count the uncached prompt tokens only). Each engine counts the prompt with its own vocabulary.`,
     "",
     "| Engine | Requests | Prompt tokens | TTFT (median) | Prefill tok/s | Decode tok/s |",
     "|---|---|---|---|---|---|",

@@ -120,7 +120,7 @@ if (!options.gguf) {
   buildTestGguf(resolve(root, ".cache/test-gguf"), "bench");
   mounts.unshift({ prefix: "/test-gguf/", directory: resolve(root, ".cache/test-gguf") });
 }
-const server = await startStaticServer(mounts);
+const server = await startStaticServer(mounts, { control: true });
 const model = options.model
   ? JSON.parse(readFileSync(resolve(options.model), "utf8"))
   : JSON.parse(
@@ -172,7 +172,8 @@ try {
       !message.text().includes("status of 401") &&
       console.log(`[page] ${message.text()}`),
   );
-  await page.goto(`${server.origin}/index.html`);
+  // Cross-origin isolated, as the README asks of a hosting page: llama.cpp gets a thread per core.
+  await page.goto(`${server.origin}/index.html?isolated`);
   await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
   const account = await page.evaluate(
     ([entry, gguf]) =>

@@ -21,6 +21,8 @@ export interface Sample {
   cachedTokens: number;
   completionTokens: number;
   text: string;
+  /** llama.cpp's threads, from the response's `X-Inference-Threads` (through /v1 only). */
+  threads?: number;
 }
 
 export interface Bench {
@@ -145,6 +147,8 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
     body: JSON.stringify({ ...request, ...(request.stream ? { stream_options: { include_usage: true } } : {}) }),
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+  const threads = response.headers.get("x-inference-threads");
+  if (threads !== null) sample.threads = Number(threads);
   if (request.stream) {
     for await (const data of readSse(response.body!))
       if (data !== "[DONE]") chunk(JSON.parse(data) as ChunkBody, false);
