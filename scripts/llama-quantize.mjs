@@ -12,7 +12,7 @@
  * Usage: node scripts/llama-quantize.mjs <in.gguf> <out.gguf> <type, e.g. Q4_K_M>
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, renameSync } from "node:fs";
+import { existsSync, renameSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { llamaSource, llamaWork } from "./llama-source.mjs";
@@ -49,10 +49,10 @@ export function quantizer() {
 
 /**
  * Writes `output` as `input` quantized to `type` (requantizing a quantized input), once: an
- * existing output is kept. Returns `output`.
+ * output newer than its input is kept. Returns `output`.
  */
 export function quantizeGguf(input, output, type) {
-  if (existsSync(output)) return output;
+  if (existsSync(output) && statSync(output).mtimeMs >= statSync(input).mtimeMs) return output;
   const partial = `${output}.partial`;
   // Its log (a line per tensor) is shown only if it fails.
   execFileSync(quantizer(), ["--allow-requantize", input, partial, type], { stdio: "pipe" });
