@@ -45,6 +45,11 @@ export const ggufVariants = {
     type: "q4_0",
   },
 };
+/**
+ * The test shape in Q4_0, its feed-forward 480 wide (15 blocks of 32: an odd count, so a dot
+ * product's last block takes the kernels' scalar tail), for the Q4_0 kernels' own check.
+ */
+ggufVariants["test-q4_0"] = { ...ggufVariants.test, file: "llama3-test-q4_0.gguf", feedForward: 480, type: "q4_0" };
 /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
 ggufVariants["bench-q8_0"] = { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q8_0.gguf", type: "q8_0" };
 export const ggufName = ggufVariants.test.file;

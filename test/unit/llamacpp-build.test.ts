@@ -105,14 +105,29 @@ function dotProducts(body: Uint8Array): number {
 }
 
 describe("the llama.cpp build", () => {
+  const wasm = (file: string) => new Uint8Array(readFileSync(join(folder, file)));
+
+  /**
+   * The Q4_0 × Q8_0 kernel as linked: ggml's (two blocks a turn, four dot products each) and ours
+   * (two rows by two columns, two blocks a turn: sixteen each), which the linker inlines into the
+   * one function ggml calls, `ggml_vec_dot_q4_0_q8_0`.
+   */
+  const q4Dots = (file: string) => dotProducts(functionBody(wasm(file), "ggml_vec_dot_q4_0_q8_0"));
+
   it("was built with ggml's WebAssembly SIMD kernels, not its generic fallback", () => {
     const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
     expect(info.kernels.st).toContain("wasm");
     expect(info.kernels.mt).toContain("wasm");
-    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) {
-      const body = functionBody(new Uint8Array(readFileSync(join(folder, file))), "ggml_vec_dot_q4_0_q8_0");
-      expect(dotProducts(body), file).toBeGreaterThanOrEqual(4);
-    }
+    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
+  });
+
+  it("has our Q4_0 kernel for prompt tokens in pairs beside ggml's: sixteen dot products a block more", () => {
+    const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
+    expect(info.kernels.st).toContain("q4_0-pairs.c");
+    expect(info.kernels.mt).toContain("q4_0-pairs.c");
+    // ggml's alone has 8.
+    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"])
+      expect(q4Dots(file), file).toBeGreaterThanOrEqual(8 + 32);
   });
 });
 
@@ -249,5 +264,37 @@ describe("the one-thread build in Node, through our C API", () => {
     expect(["yes", "no", "y", "n", "ye"]).toContain(piece);
     expect(llama._wi_sampler(1, 1, 0, 0, 7, 0, 0, 0, text("root ::= (("))).toBe(-1);
     expect(error()).toContain("could not parse the grammar");
+  });
+
+  it("evaluates a Q4_0 prompt in pairs (our kernel) exactly as one token at a time (ggml's)", () => {
+    const models = mkdtempSync(join(tmpdir(), "gguf-"));
+    llama.FS.writeFile("/models/q4_0.gguf", readFileSync(buildTestGguf(models, "test-q4_0")));
+    expect(llama._wi_load(text("/models/q4_0.gguf"), 512, 32, 1), error()).toBe(0);
+    const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
+    // 16 tokens: ggml hands a batch to the paired kernel only when it and its chunks of at most
+    // 16 tokens have even lengths (as the engine's prefillBatches chooses them).
+    const prompt = words.slice(0, 16);
+    expect(prompt).toHaveLength(16);
+    const best = (batches: number[][]) => {
+      expect(llama._wi_forget(0)).toBe(0);
+      const out = scratch();
+      let position = 0;
+      for (const batch of batches) {
+        llama.HEAP32.set(batch, out / 4);
+        expect(llama._wi_decode(out, batch.length, position)).toBe(0);
+        position += batch.length;
+      }
+      expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
+      const ids = scratch();
+      llama._wi_sample(10, ids, ids + 11 * 4);
+      return {
+        ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
+        logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
+      };
+    };
+    const paired = best([prompt]);
+    const single = best(prompt.map((id) => [id]));
+    expect(paired.ids).toEqual(single.ids);
+    paired.logprobs.forEach((logprob, index) => expect(logprob).toBeCloseTo(single.logprobs[index]!, 4));
   });
 });

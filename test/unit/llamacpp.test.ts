@@ -9,7 +9,7 @@ import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../.
 import { ggufFiles, type ModelEntry } from "../../src/model/entry.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
 import { toGbnf } from "../../src/grammar/gbnf.js";
-import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import { LlamaCppEngine, prefillBatches } from "../../src/engine/llamacpp/engine.js";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { toolGrammar } from "../../src/http/structured.js";
@@ -159,6 +159,45 @@ describe("LlamaCppEngine", () => {
   it("caps the memory budget at what its wasm32 build addresses, 4 GB", async () => {
     const large = new LlamaCppEngine({ assetsUrl: "a/", ggufBaseUrl: "b/", memoryBudgetMB: 65_536 });
     expect((await large.device()).memoryBudgetMB).toBe(4_096);
+  });
+
+  it("prefills Q4_0 in batches that ggml evaluates in pairs (our kernel); others as they come", () => {
+    // 30 tokens would be two chunks of 15 in ggml: one token at a time throughout.
+    expect(prefillBatches(0, 30, 32, true)).toEqual([
+      [0, 28],
+      [28, 30],
+    ]);
+    expect(prefillBatches(0, 31, 32, true)).toEqual([
+      [0, 28],
+      [28, 30],
+      [30, 31],
+    ]);
+    expect(prefillBatches(5, 72, 32, true)).toEqual([
+      [5, 37],
+      [37, 69],
+      [69, 71],
+      [71, 72],
+    ]);
+    expect(prefillBatches(0, 100, 64, true)).toEqual([
+      [0, 64],
+      [64, 100],
+    ]);
+    expect(prefillBatches(0, 16, 7, true)).toEqual([
+      [0, 6],
+      [6, 12],
+      [12, 16],
+    ]);
+    expect(prefillBatches(3, 6, 1, true)).toEqual([
+      [3, 4],
+      [4, 5],
+      [5, 6],
+    ]);
+    expect(prefillBatches(9, 9, 32, true)).toEqual([]);
+    expect(prefillBatches(0, 31, 32, false)).toEqual([[0, 31]]);
+    expect(prefillBatches(0, 40, 32, false)).toEqual([
+      [0, 32],
+      [32, 40],
+    ]);
   });
 });
 

@@ -76,10 +76,39 @@ function sharedPrefix(cached: readonly number[], prompt: readonly number[]): num
   return length;
 }
 
+/**
+ * Whether ggml hands a batch of `length` prompt tokens to a paired kernel: it splits a batch into
+ * ceil(length / 16) equal chunks of tokens (ggml_compute_forward_mul_mat, `chunk_size = 16`) and
+ * pairs tokens only when the batch and every chunk have an even length.
+ */
+function pairable(length: number): boolean {
+  return length % 2 === 0 && Math.ceil(length / Math.ceil(length / 16)) % 2 === 0;
+}
+
+/**
+ * The prompt's `[first, end)` batches from `first` to `end`, at most `size` ids each. With
+ * `paired`, each is the longest that ggml evaluates in pairs (2, 4, … 16, 20, 24, 28, 32, …),
+ * but a last one of one id. Why: our build's Q4_0 kernel takes prompt tokens in pairs
+ * (native/llamacpp/q4_0-pairs.c), and any other batch would run wholly at the one-token rate.
+ * Other weight types gain nothing from it.
+ */
+export function prefillBatches(first: number, end: number, size: number, paired: boolean): [number, number][] {
+  const batches: [number, number][] = [];
+  while (first < end) {
+    let length = Math.min(size, end - first);
+    if (paired) while (length > 1 && !pairable(length)) length--;
+    batches.push([first, first + length]);
+    first += length;
+  }
+  return batches;
+}
+
 interface Loaded {
   url: string;
   contextWindow: number;
   info: LoadResult;
+  /** Q4_0 weights, which our build's kernel takes two prompt tokens at a time. */
+  paired: boolean;
   /** The ids in llama.cpp's KV cache, in order: the next prompt reuses their longest shared prefix. */
   cached: number[];
 }
@@ -196,7 +225,8 @@ export class LlamaCppEngine implements Engine {
         batchSize: this.#options.batchSize ?? 32,
         threads: worker.threads,
       });
-      this.#loaded = { url, contextWindow: model.contextWindow, info, cached: [] };
+      const paired = build.quantization.toUpperCase() === "Q4_0";
+      this.#loaded = { url, contextWindow: model.contextWindow, info, paired, cached: [] };
     } catch (error) {
       throw new EngineError(
         "load_failed",
@@ -255,10 +285,9 @@ export class LlamaCppEngine implements Engine {
     const reused = Math.min(sharedPrefix(loaded.cached, prompt), prompt.length - 1);
     await worker.call({ call: "forget", keep: reused });
     loaded.cached = prompt.slice(0, reused);
-    const batch = loaded.info.batchSize;
-    for (let first = reused; first < prompt.length; first += batch) {
+    for (const [first, end] of prefillBatches(reused, prompt.length, loaded.info.batchSize, loaded.paired)) {
       if (signal.aborted) return null;
-      const tokens = prompt.slice(first, first + batch);
+      const tokens = prompt.slice(first, end);
       await worker.call({ call: "decode", tokens, first });
       loaded.cached.push(...tokens);
     }
