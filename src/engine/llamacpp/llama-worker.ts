@@ -99,6 +99,15 @@ const scope = globalThis as unknown as {
 };
 
 let module: LlamaModule | undefined;
+
+/**
+ * A step's sampled token goes back before the token is decoded: the page streams it while the
+ * next step's logits are computed, and the first token arrives a decode sooner. The decode runs
+ * before this Worker takes its next message, so calls still see llama.cpp in order; a decode
+ * that fails fails the next call.
+ */
+let decodeAfterReply: (() => void) | undefined;
+let decodeFailure: unknown;
 let mounted = false;
 /** Scratch memory for a call's arguments and results, grown as needed and kept. */
 let scratch = { pointer: 0, bytes: 0 };
@@ -245,7 +254,7 @@ function step(call: Extract<WorkerCall, { call: "step" }>): StepResult {
         }))
       : undefined;
   const end = llama._wi_is_end(token) === 1;
-  if (call.decode && !end) decode([token], call.position);
+  if (call.decode && !end) decodeAfterReply = () => decode([token], call.position);
   return {
     token,
     bytes: piece(token),
@@ -277,10 +286,25 @@ async function answer(call: WorkerCall): Promise<unknown> {
   }
 }
 
+function decodeDeferred(): void {
+  const deferred = decodeAfterReply;
+  decodeAfterReply = undefined;
+  try {
+    deferred?.();
+  } catch (error) {
+    decodeFailure = error;
+  }
+}
+
 scope.onmessage = (event) => {
   const { id } = event.data;
-  answer(event.data).then(
-    (value) => scope.postMessage({ id, ok: true, value }),
+  const failure = decodeFailure;
+  decodeFailure = undefined;
+  (failure === undefined ? answer(event.data) : Promise.reject(failure)).then(
+    (value) => {
+      scope.postMessage({ id, ok: true, value });
+      decodeDeferred();
+    },
     (error: unknown) =>
       scope.postMessage({ id, ok: false, message: error instanceof Error ? error.message : String(error) }),
   );

@@ -46,7 +46,10 @@ export type WorkerCall =
   | { call: "forget"; keep: number }
   | { call: "decode"; tokens: number[]; first: number }
   | SamplerCall
-  /** Samples a token; decodes it at `position` when `decode` (more may follow), so the next step has its logits. */
+  /**
+   * Samples a token; decodes it at `position` when `decode` (more may follow), so the next step
+   * has its logits: after the reply, so the token streams while it is decoded.
+   */
   | { call: "step"; alternatives: number; position: number; decode: boolean }
   | { call: "free" };
 
