@@ -345,6 +345,11 @@ export class LlamaCppEngine implements Engine {
     try {
       await previous;
       yield* this.#generate(request, signal);
+    } catch (error) {
+      // A failed call can leave llama.cpp's KV cache unlike our record of it (a token answered,
+      // then its decode failed): the next prompt is prefilled whole.
+      if (this.#loaded) this.#loaded.cached = [];
+      throw error;
     } finally {
       release();
     }
