@@ -106,6 +106,7 @@ function dotProducts(body: Uint8Array): number {
 
 describe("the llama.cpp build", () => {
   const wasm = (file: string) => new Uint8Array(readFileSync(join(folder, file)));
+  const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
 
   /**
    * The Q4_0 × Q8_0 kernel as linked: ggml's (two blocks a turn, four dot products each) and ours
@@ -115,14 +116,12 @@ describe("the llama.cpp build", () => {
   const q4Dots = (file: string) => dotProducts(functionBody(wasm(file), "ggml_vec_dot_q4_0_q8_0"));
 
   it("was built with ggml's WebAssembly SIMD kernels, not its generic fallback", () => {
-    const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
     expect(info.kernels.st).toContain("wasm");
     expect(info.kernels.mt).toContain("wasm");
     for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
   });
 
   it("has our Q4_0 kernel for prompt tokens in pairs beside ggml's: sixteen dot products a block more", () => {
-    const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
     expect(info.kernels.st).toContain("q4_0-pairs.c");
     expect(info.kernels.mt).toContain("q4_0-pairs.c");
     // ggml's alone has 8.
