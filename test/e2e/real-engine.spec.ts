@@ -291,42 +291,37 @@ test("a legacy completion on the real engine", async () => {
 });
 
 // Constrained decoding must give valid output even from random weights. Schemas are small, so
-// the replies are a handful of tokens: every token costs seconds here.
-/** A boolean, an integer range and a pattern: xgrammar compiles our range and pattern grammars against the real vocabulary. */
-const flagSchema = {
+// the replies are a handful of tokens: here a prompt token costs about 1.8 s and a reply token
+// about 15 s (web-llm's own timings on SwiftShader; its grammar work is under 2 ms a token).
+/**
+ * One pattern property: xgrammar compiles our pattern grammar against the real vocabulary. The
+ * tool-call test covers a boolean; the llama.cpp tier covers ranges and the other keywords.
+ */
+const codeSchema = {
   type: "object",
-  properties: {
-    ok: { type: "boolean" },
-    level: { type: "integer", minimum: 1, maximum: 5 },
-    code: { type: "string", pattern: "^[A-Z]{2}$" },
-  },
-  required: ["ok", "level", "code"],
+  properties: { code: { type: "string", pattern: "^[A-Z][1-5]$" } },
+  required: ["code"],
   additionalProperties: false,
 };
 
 test("json_schema on the real engine: the reply validates", async () => {
-  // Measured at about 6 minutes, in the suite and run alone (the load included); 157 s for a lone boolean.
+  // Measured at 4.8 minutes alone (the load included). A three-property schema took 8 minutes:
+  // 86 prompt tokens and 19 reply tokens.
   test.setTimeout(600_000);
   const completion = await page.evaluate(
     ({ id, schema }) =>
       window.harness.client().chat.completions.create({
         model: id,
-        messages: [{ role: "user", content: "Is it ok?" }],
+        messages: [{ role: "user", content: "Code?" }],
         max_tokens: 40,
         temperature: 0,
-        response_format: { type: "json_schema", json_schema: { name: "flag", schema, strict: true } },
+        response_format: { type: "json_schema", json_schema: { name: "code", schema, strict: true } },
       }),
-    { id: modelId, schema: flagSchema },
+    { id: modelId, schema: codeSchema },
   );
   const content = completion.choices[0]?.message.content ?? "";
   expect(completion.choices[0]?.finish_reason).toBe("stop");
-  const reply = JSON.parse(content) as { ok: unknown; level: number; code: string };
-  expect(reply).toEqual({
-    ok: expect.any(Boolean),
-    level: expect.any(Number),
-    code: expect.stringMatching(/^[A-Z]{2}$/),
-  });
-  expect([1, 2, 3, 4, 5]).toContain(reply.level);
+  expect(JSON.parse(content)).toEqual({ code: expect.stringMatching(/^[A-Z][1-5]$/) });
 });
 
 test("json_object on the real engine: the reply parses as a JSON object", async () => {
