@@ -80,8 +80,8 @@ const flagTool = {
 };
 
 test("a required tool call on the real engine, streamed: schema-valid arguments, and the tool prompt billed exactly as counted", async () => {
-  // Measured at about 650 s alone and 13.7 minutes in a clean run of the suite: a tool prompt is
-  // long, and every token costs seconds on SwiftShader.
+  // Measured at 13.7 to 15.5 minutes in clean runs of the suite (the model's load included): 157
+  // prompt tokens at about 1.8 s each, then the reply at about 15 s a token.
   test.setTimeout(25 * 60_000);
   const history = [{ role: "user" as const, content: "Set it." }];
   const result = await page.evaluate(
@@ -305,8 +305,8 @@ const codeSchema = {
 };
 
 test("json_schema on the real engine: the reply validates", async () => {
-  // Measured at 4.8 minutes alone (the load included). A three-property schema took 8 minutes:
-  // 86 prompt tokens and 19 reply tokens.
+  // Measured at 4.1 minutes in a clean run of the suite, and 4.8 alone (the load included). A
+  // three-property schema took 8 minutes: 86 prompt tokens and 19 reply tokens.
   test.setTimeout(600_000);
   const completion = await page.evaluate(
     ({ id, schema }) =>
