@@ -9,9 +9,9 @@
  * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
  * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
  *
- * One kernel is ours: `native/llamacpp/q4_0-pairs.c`, Q4_0 weights two rows by two prompt tokens
- * at a time (ggml has no WebAssembly matrix kernel, so prompts ran a row by a token at a time).
- * `withPairedKernel` appends it to ggml's wasm kernels and lets ggml's matrix product call it.
+ * One kernel is ours: `native/llamacpp/q4_0-tiles.c`, Q4_0 weights two rows by up to six prompt
+ * tokens at a time (ggml has no WebAssembly matrix kernel, so prompts ran a row by a token at a
+ * time). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix product call it.
  *
  * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
@@ -45,35 +45,44 @@ function run(command, args, options = {}) {
 function replaceOnce(file, text, from, to) {
   const at = text.indexOf(from);
   if (at < 0 || text.indexOf(from, at + 1) >= 0)
-    throw new Error(`${file} has changed: expected exactly one "${from}" in it; update withPairedKernel`);
+    throw new Error(`${file} has changed: expected exactly one "${from}" in it; update withTiledKernel`);
   return text.slice(0, at) + to + text.slice(at + from.length);
 }
 
 /**
- * Our Q4_0 kernel into ggml's source (the clone, never this repository): ggml's one-row kernel
- * becomes `ggml_vec_dot_q4_0_q8_0_one`, ours is appended and takes its name, and Q4_0's
- * `nrows` is 2 on WebAssembly as on Arm's int8 matrix instructions. Idempotent.
+ * Our Q4_0 matrix kernel into ggml's source (the clone, never this repository): appended to its
+ * WebAssembly kernels, and called first by ggml's matrix product for each chunk, which falls
+ * back to ggml's own code where ours answers 0 (see native/llamacpp/q4_0-tiles.c). Idempotent.
  */
-function withPairedKernel(dir) {
-  const marker = "/* webgpu-inference: q4_0-pairs.c */";
+function withTiledKernel(dir) {
+  const marker = "/* webgpu-inference: q4_0-tiles.c */";
   const kernels = join(dir, "ggml/src/ggml-cpu/arch/wasm/quants.c");
-  let text = readFileSync(kernels, "utf8");
+  const text = readFileSync(kernels, "utf8");
   if (text.includes(marker)) return;
-  text = replaceOnce(kernels, text, "void ggml_vec_dot_q4_0_q8_0(", "static void ggml_vec_dot_q4_0_q8_0_one(");
-  const include = `#include "${join(root, "native/llamacpp/q4_0-pairs.c")}"`;
-  writeFileSync(kernels, [text, marker, include, ""].join("\n"));
-  // Q4_0's entry in ggml's type traits: its `nrows` is 2 under this condition, else 1.
-  const traits = join(dir, "ggml/src/ggml-cpu/ggml-cpu.c");
-  const source = readFileSync(traits, "utf8");
-  const entry = source.indexOf("[GGML_TYPE_Q4_0] = {");
-  const condition = "#if defined (__ARM_FEATURE_MATMUL_INT8)";
-  const at = source.indexOf(condition, entry);
-  if (entry < 0 || at < 0 || at > source.indexOf("},", entry))
-    throw new Error(`${traits} has changed: Q4_0's nrows condition is not where withPairedKernel expects it`);
-  writeFileSync(
-    traits,
-    `${source.slice(0, at)}${condition} || defined (__wasm_simd128__)${source.slice(at + condition.length)}`,
+  writeFileSync(kernels, [text, marker, `#include "${join(root, "native/llamacpp/q4_0-tiles.c")}"`, ""].join("\n"));
+  const product = join(dir, "ggml/src/ggml-cpu/ggml-cpu.c");
+  let source = readFileSync(product, "utf8");
+  const definition = "void ggml_compute_forward_mul_mat(";
+  source = replaceOnce(
+    product,
+    source,
+    definition,
+    [
+      "int wi_mul_mat_q4_0(const struct ggml_tensor *, const struct ggml_tensor *, struct ggml_tensor *,",
+      "                    const void *, int64_t, int64_t, int64_t, int64_t);",
+      "",
+      definition,
+    ].join("\n"),
   );
+  const chunk =
+    "ggml_compute_forward_mul_mat_one_chunk(params, dst, src0->type, num_rows_per_vec_dot, ir0_start, ir0_end, ir1_start, ir1_end);";
+  source = replaceOnce(
+    product,
+    source,
+    chunk,
+    `if (!wi_mul_mat_q4_0(src0, src1, dst, params->wdata, ir0_start, ir0_end, ir1_start, ir1_end)) ${chunk}`,
+  );
+  writeFileSync(product, source);
 }
 
 /** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
@@ -116,7 +125,7 @@ function libraries(dir, variant, flags) {
 function kernelsOf(variant, configure) {
   if (!configure.includes("Wasm detected"))
     throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
-  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0 in pairs (native/llamacpp/q4_0-pairs.c)";
+  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0 prompts in tiles (native/llamacpp/q4_0-tiles.c)";
   console.log(`${variant}: CMake selected ${kernels}`);
   return kernels;
 }
@@ -172,7 +181,7 @@ function link(dir, build, variant, flags, extra) {
 }
 
 const { dir, description } = llamaSource({ reuse: relink });
-withPairedKernel(dir);
+withTiledKernel(dir);
 mkdirSync(out, { recursive: true });
 // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
 const single = libraries(dir, "st", "-fwasm-exceptions");

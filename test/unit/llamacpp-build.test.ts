@@ -108,12 +108,10 @@ describe("the llama.cpp build", () => {
   const wasm = (file: string) => new Uint8Array(readFileSync(join(folder, file)));
   const info = JSON.parse(readFileSync(join(folder, "build.json"), "utf8"));
 
-  /**
-   * The Q4_0 × Q8_0 kernel as linked: ggml's (two blocks a turn, four dot products each) and ours
-   * (two rows by two columns, two blocks a turn: sixteen each), which the linker inlines into the
-   * one function ggml calls, `ggml_vec_dot_q4_0_q8_0`.
-   */
+  /** ggml's Q4_0 × Q8_0 dot product as linked: two blocks a turn, four dot products each. */
   const q4Dots = (file: string) => dotProducts(functionBody(wasm(file), "ggml_vec_dot_q4_0_q8_0"));
+  /** Our widest tile (native/llamacpp/q4_0-tiles.c): two rows by six tokens, unrolled. */
+  const tileDots = (file: string) => dotProducts(functionBody(wasm(file), "wi_tile_2_6"));
 
   it("was built with ggml's WebAssembly SIMD kernels, not its generic fallback", () => {
     expect(info.kernels.st).toContain("wasm");
@@ -121,12 +119,13 @@ describe("the llama.cpp build", () => {
     for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
   });
 
-  it("has our Q4_0 kernel for prompt tokens in pairs beside ggml's: sixteen dot products a block more", () => {
-    expect(info.kernels.st).toContain("q4_0-pairs.c");
-    expect(info.kernels.mt).toContain("q4_0-pairs.c");
-    // ggml's alone has 8.
+  it("has our Q4_0 tiles for prompts beside ggml's kernel: the two-row, six-token tile unrolled", () => {
+    expect(info.kernels.st).toContain("q4_0-tiles.c");
+    expect(info.kernels.mt).toContain("q4_0-tiles.c");
+    // Four dot products a block for each of the tile's twelve (row, token) sums. A tile left in
+    // loops would hold only four.
     for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"])
-      expect(q4Dots(file), file).toBeGreaterThanOrEqual(8 + 32);
+      expect(tileDots(file), file).toBeGreaterThanOrEqual(4 * 12);
   });
 });
 
@@ -265,15 +264,14 @@ describe("the one-thread build in Node, through our C API", () => {
     expect(error()).toContain("could not parse the grammar");
   });
 
-  it("evaluates a Q4_0 prompt in pairs (our kernel) exactly as one token at a time (ggml's)", () => {
+  it("evaluates a Q4_0 prompt in tiles (our kernel) as one token at a time (ggml's), at any length", () => {
     const models = mkdtempSync(join(tmpdir(), "gguf-"));
     llama.FS.writeFile("/models/q4_0.gguf", readFileSync(buildTestGguf(models, "test-q4_0")));
     expect(llama._wi_load(text("/models/q4_0.gguf"), 512, 32, 1), error()).toBe(0);
     const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
-    // 16 tokens: ggml hands a batch to the paired kernel only when it and its chunks of at most
-    // 16 tokens have even lengths (as the engine's prefillBatches chooses them).
-    const prompt = words.slice(0, 16);
-    expect(prompt).toHaveLength(16);
+    // 15 tokens: tiles of six, six and three tokens, each of two rows.
+    const prompt = words.slice(0, 15);
+    expect(prompt).toHaveLength(15);
     const best = (batches: number[][]) => {
       expect(llama._wi_forget(0)).toBe(0);
       const out = scratch();
@@ -291,9 +289,9 @@ describe("the one-thread build in Node, through our C API", () => {
         logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
       };
     };
-    const paired = best([prompt]);
+    const tiled = best([prompt]);
     const single = best(prompt.map((id) => [id]));
-    expect(paired.ids).toEqual(single.ids);
-    paired.logprobs.forEach((logprob, index) => expect(logprob).toBeCloseTo(single.logprobs[index]!, 4));
+    expect(tiled.ids).toEqual(single.ids);
+    tiled.logprobs.forEach((logprob, index) => expect(logprob).toBeCloseTo(single.logprobs[index]!, 4));
   });
 });

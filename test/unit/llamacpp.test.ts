@@ -161,42 +161,30 @@ describe("LlamaCppEngine", () => {
     expect((await large.device()).memoryBudgetMB).toBe(4_096);
   });
 
-  it("prefills Q4_0 in batches that ggml evaluates in pairs (our kernel); others as they come", () => {
-    // 30 tokens would be two chunks of 15 in ggml: one token at a time throughout.
-    expect(prefillBatches(0, 30, 32, true)).toEqual([
-      [0, 28],
-      [28, 30],
+  it("prefills in as few batches as the batch size allows, of near-equal lengths, never a lone last token", () => {
+    expect(prefillBatches(0, 30, 32)).toEqual([[0, 30]]);
+    expect(prefillBatches(0, 33, 32)).toEqual([
+      [0, 17],
+      [17, 33],
     ]);
-    expect(prefillBatches(0, 31, 32, true)).toEqual([
-      [0, 28],
-      [28, 30],
-      [30, 31],
+    expect(prefillBatches(5, 72, 32)).toEqual([
+      [5, 28],
+      [28, 50],
+      [50, 72],
     ]);
-    expect(prefillBatches(5, 72, 32, true)).toEqual([
-      [5, 37],
-      [37, 69],
-      [69, 71],
-      [71, 72],
+    expect(prefillBatches(0, 100, 64)).toEqual([
+      [0, 50],
+      [50, 100],
     ]);
-    expect(prefillBatches(0, 100, 64, true)).toEqual([
-      [0, 64],
-      [64, 100],
-    ]);
-    expect(prefillBatches(0, 16, 7, true)).toEqual([
-      [0, 6],
-      [6, 12],
-      [12, 16],
-    ]);
-    expect(prefillBatches(3, 6, 1, true)).toEqual([
+    expect(prefillBatches(3, 6, 1)).toEqual([
       [3, 4],
       [4, 5],
       [5, 6],
     ]);
-    expect(prefillBatches(9, 9, 32, true)).toEqual([]);
-    expect(prefillBatches(0, 31, 32, false)).toEqual([[0, 31]]);
-    expect(prefillBatches(0, 40, 32, false)).toEqual([
+    expect(prefillBatches(9, 9, 32)).toEqual([]);
+    expect(prefillBatches(0, 64, 32)).toEqual([
       [0, 32],
-      [32, 40],
+      [32, 64],
     ]);
   });
 });

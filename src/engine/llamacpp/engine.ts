@@ -77,28 +77,18 @@ function sharedPrefix(cached: readonly number[], prompt: readonly number[]): num
 }
 
 /**
- * Whether ggml hands a batch of `length` prompt tokens to a paired kernel: it splits a batch into
- * ceil(length / 16) equal chunks of tokens (ggml_compute_forward_mul_mat, `chunk_size = 16`) and
- * pairs tokens only when the batch and every chunk have an even length.
+ * The prompt's batches from `first` to `end`: as few as `size` allows, of lengths that differ by
+ * at most one. Why even lengths: a batch of one token runs at the generation rate (ggml's dot
+ * product, a row at a time), while our build's Q4_0 kernel takes a batch's tokens six at a time
+ * (native/llamacpp/q4_0-tiles.c); 33 tokens in batches of 32 are 17 and 16, not 32 and 1.
  */
-function pairable(length: number): boolean {
-  return length % 2 === 0 && Math.ceil(length / Math.ceil(length / 16)) % 2 === 0;
-}
-
-/**
- * The prompt's `[first, end)` batches from `first` to `end`, at most `size` ids each. With
- * `paired`, each is the longest that ggml evaluates in pairs (2, 4, … 16, 20, 24, 28, 32, …),
- * but a last one of one id. Why: our build's Q4_0 kernel takes prompt tokens in pairs
- * (native/llamacpp/q4_0-pairs.c), and any other batch would run wholly at the one-token rate.
- * Other weight types gain nothing from it.
- */
-export function prefillBatches(first: number, end: number, size: number, paired: boolean): [number, number][] {
+export function prefillBatches(first: number, end: number, size: number): [number, number][] {
+  const count = Math.ceil((end - first) / size);
   const batches: [number, number][] = [];
-  while (first < end) {
-    let length = Math.min(size, end - first);
-    if (paired) while (length > 1 && !pairable(length)) length--;
-    batches.push([first, first + length]);
-    first += length;
+  for (let index = 0; index < count; index++) {
+    const next = first + Math.ceil((end - first) / (count - index));
+    batches.push([first, next]);
+    first = next;
   }
   return batches;
 }
@@ -107,8 +97,6 @@ interface Loaded {
   url: string;
   contextWindow: number;
   info: LoadResult;
-  /** Q4_0 weights, which our build's kernel takes two prompt tokens at a time. */
-  paired: boolean;
   /** The ids in llama.cpp's KV cache, in order: the next prompt reuses their longest shared prefix. */
   cached: number[];
 }
@@ -225,8 +213,7 @@ export class LlamaCppEngine implements Engine {
         batchSize: this.#options.batchSize ?? 32,
         threads: worker.threads,
       });
-      const paired = build.quantization.toUpperCase() === "Q4_0";
-      this.#loaded = { url, contextWindow: model.contextWindow, info, paired, cached: [] };
+      this.#loaded = { url, contextWindow: model.contextWindow, info, cached: [] };
     } catch (error) {
       throw new EngineError(
         "load_failed",
@@ -285,7 +272,7 @@ export class LlamaCppEngine implements Engine {
     const reused = Math.min(sharedPrefix(loaded.cached, prompt), prompt.length - 1);
     await worker.call({ call: "forget", keep: reused });
     loaded.cached = prompt.slice(0, reused);
-    for (const [first, end] of prefillBatches(reused, prompt.length, loaded.info.batchSize, loaded.paired)) {
+    for (const [first, end] of prefillBatches(reused, prompt.length, loaded.info.batchSize)) {
       if (signal.aborted) return null;
       const tokens = prompt.slice(first, end);
       await worker.call({ call: "decode", tokens, first });
