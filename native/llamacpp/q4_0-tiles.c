@@ -157,9 +157,18 @@ int wi_mul_mat_q4_0(const struct ggml_tensor * weights_tensor, const struct ggml
     const size_t token_bytes = ggml_row_size(GGML_TYPE_Q8_0, weights_tensor->ne[0]);
     const size_t row_bytes = weights_tensor->nb[1];
     const size_t bs = result->nb[1] / sizeof(float);
-    wi_widened_block * widened = malloc((size_t) WI_TILE_TOKENS * blocks * (sizeof(wi_widened_block) + sizeof(float)));
-    if (!widened) return 0;
-    float * scales = (float *) (widened + WI_TILE_TOKENS * blocks);
+    // Each thread's scratch for a tile's widened tokens, sized for the widest rows seen and kept:
+    // one allocation per thread, not one per chunk (a product has about a hundred chunks).
+    static _Thread_local wi_widened_block * widened = NULL;
+    static _Thread_local int widened_blocks = 0;
+    if (blocks > widened_blocks) {
+        const size_t bytes = (size_t) WI_TILE_TOKENS * blocks * (sizeof(wi_widened_block) + sizeof(float));
+        wi_widened_block * grown = realloc(widened, bytes);
+        if (!grown) return 0;
+        widened = grown;
+        widened_blocks = blocks;
+    }
+    float * scales = (float *) (widened + WI_TILE_TOKENS * widened_blocks);
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
         const block_q8_0 * quantized[WI_TILE_TOKENS];
@@ -173,6 +182,5 @@ int wi_mul_mat_q4_0(const struct ggml_tensor * weights_tensor, const struct ggml
                                                  (float *) result->data + token * bs + row, bs);
         }
     }
-    free(widened);
     return 1;
 }
