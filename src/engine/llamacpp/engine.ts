@@ -78,7 +78,7 @@ function sharedPrefix(cached: readonly number[], prompt: readonly number[]): num
 
 /**
  * The prompt's batches from `first` to `end`: as few as `size` allows, of lengths that differ by
- * at most one. Why even lengths: a batch of one token runs at the generation rate (ggml's dot
+ * at most one. Why near-equal: a batch of one token runs at the generation rate (ggml's dot
  * product, a row at a time), while our build's Q4_0 kernel takes a batch's tokens six at a time
  * (native/llamacpp/q4_0-tiles.c); 33 tokens in batches of 32 are 17 and 16, not 32 and 1.
  */
