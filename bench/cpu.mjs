@@ -7,7 +7,9 @@
  * Each sample is a fresh prompt (distinct text, nothing cached), so prefill is the uncached
  * prompt tokens over the time to the first token, and decode the tokens after the first over
  * the time after it. The browser side goes through /v1 (the openai-shaped fetch a client makes)
- * and, beside it, the engine driven directly in the same page, so our layer's cost shows too.
+ * and, beside it, the engine driven directly in the same page, so our layer's cost shows too:
+ * its target is judged on the median of per-sample ratios (each /v1 sample against the direct
+ * sample run next to it), which the machine's drift between samples does not move.
  * Three files of Qwen2-0.5B's shapes: Q4_0, Q8_0 and Q4_K_M (llama.cpp's own quantizer makes the
  * last, built natively once: scripts/llama-quantize.mjs, which needs cmake and a C++ compiler).
  * Last, the demo as `npm start` serves it: its own time to first token for short prompts.
@@ -179,15 +181,18 @@ try {
       );
       for (const variant of variants) {
         const id = `cpu-${variant}`;
-        // Load, and warm both paths once (the first request also compiles; it is not measured).
+        // Load, and warm both paths once, unmeasured: the first request also compiles, and V8
+        // moves hot WebAssembly to its optimising tier only after it has run a while (with 2
+        // tokens of warm-up, the first two /v1 samples of a run decoded 0.74× and 0.80× the
+        // direct ones beside them, and the rest 0.95–0.99×).
         await page.evaluate((body) => window.bench.ours(body), {
           model: id,
           messages: [{ role: "user", content: "Hi" }],
-          max_tokens: 2,
+          max_tokens: 16,
           temperature: 0,
           stream: true,
         });
-        await page.evaluate((body) => window.bench.llamaDirect(body), { model: id, text: "Hi", maxTokens: 2 });
+        await page.evaluate((body) => window.bench.llamaDirect(body), { model: id, text: "Hi", maxTokens: 16 });
         for (let iteration = 0; iteration < iterations; iteration++) {
           const index = threads * 1000 + variants.indexOf(variant) * 100 + iteration * 3;
           const chat = (offset) => [{ role: "user", content: question(index + offset) }];
@@ -296,6 +301,8 @@ for (const variant of variants)
       native: { prefill: rate("native", "prefill"), decode: rate("native", "decode") },
       ours: { prefill: rate("ours", "prefill"), decode: rate("ours", "decode") },
       direct: { prefill: rate("direct", "prefill"), decode: rate("direct", "decode") },
+      // Each /v1 sample against the direct one run beside it: drift between samples cancels.
+      pairedDecode: median(group.map((sample) => rates(sample.ours).decode / rates(sample.direct).decode)),
       promptTokens: median(group.map((sample) => sample.ours.promptTokens - sample.ours.cachedTokens)),
     });
   }
@@ -307,11 +314,11 @@ const lines = [
   "",
   `Run ${new Date().toISOString()} on ${cores} cores · Chromium (${chromiumPath}) · native: node-llama-cpp's prebuilt llama.cpp (${llama.buildType}) · ${iterations} samples per row and path, interleaved (through /v1, the engine driven directly in the page, native), ${tokens} tokens each at temperature 0, each on a question of its own (only the template's first few tokens can be cached; prefill counts the uncached ones). Random weights with Qwen2-0.5B's shapes and the Llama 3 vocabulary (scripts/test-gguf.mjs).`,
   "",
-  "| File | Threads | Prompt tokens | Native prefill tok/s | Native decode tok/s | /v1 prefill tok/s | /v1 decode tok/s | Direct decode tok/s | Prefill wasm / native | Decode wasm / native | /v1 / direct (decode) |",
-  "|---|---|---|---|---|---|---|---|---|---|---|",
+  "| File | Threads | Prompt tokens | Native prefill tok/s | Native decode tok/s | /v1 prefill tok/s | /v1 decode tok/s | Direct decode tok/s | Prefill wasm / native | Decode wasm / native | /v1 / direct (decode, medians) | /v1 / direct (decode, median of per-sample ratios) |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|",
   ...rows.map(
     (row) =>
-      `| ${row.file} | ${row.threads} | ${fixed(row.promptTokens, 0)} | ${fixed(row.native.prefill)} | ${fixed(row.native.decode)} | ${fixed(row.ours.prefill)} | ${fixed(row.ours.decode)} | ${fixed(row.direct.decode)} | ${fixed(row.ours.prefill / row.native.prefill, 3)} | ${fixed(row.ours.decode / row.native.decode, 3)} | ${fixed(row.ours.decode / row.direct.decode, 3)} |`,
+      `| ${row.file} | ${row.threads} | ${fixed(row.promptTokens, 0)} | ${fixed(row.native.prefill)} | ${fixed(row.native.decode)} | ${fixed(row.ours.prefill)} | ${fixed(row.ours.decode)} | ${fixed(row.direct.decode)} | ${fixed(row.ours.prefill / row.native.prefill, 3)} | ${fixed(row.ours.decode / row.native.decode, 3)} | ${fixed(row.ours.decode / row.direct.decode, 3)} | ${fixed(row.pairedDecode, 3)} |`,
   ),
   "",
   "## Targets (issue #29)",
@@ -321,7 +328,7 @@ const lines = [
   ...rows.flatMap((row) => [
     `| ${row.file}, ${row.threads} thread(s): decode ≥ 0.25× native | ${fixed(row.ours.decode / row.native.decode, 3)} | ${row.ours.decode / row.native.decode >= 0.25 ? "yes" : "no"} |`,
     `| ${row.file}, ${row.threads} thread(s): prefill ≥ 0.15× native | ${fixed(row.ours.prefill / row.native.prefill, 3)} | ${row.ours.prefill / row.native.prefill >= 0.15 ? "yes" : "no"} |`,
-    `| ${row.file}, ${row.threads} thread(s): /v1 within 3% of the engine driven directly (decode) | ${fixed(row.ours.decode / row.direct.decode, 3)} | ${row.ours.decode / row.direct.decode >= 0.97 ? "yes" : "no"} |`,
+    `| ${row.file}, ${row.threads} thread(s): /v1 within 3% of the engine driven directly (decode, the median of per-sample ratios) | ${fixed(row.pairedDecode, 3)} | ${row.pairedDecode >= 0.97 ? "yes" : "no"} |`,
   ]),
   ...rows
     .filter((row) => row.threads === cores && row.file === ggufVariants.bench.file)
