@@ -9,12 +9,13 @@
  * the time after it. The browser side goes through /v1 (the openai-shaped fetch a client makes)
  * and, beside it, the engine driven directly in the same page, so our layer's cost shows too:
  * its target is judged on the median of per-sample ratios (each /v1 sample against the direct
- * sample run next to it), which the machine's drift between samples does not move.
+ * sample run next to it), which the machine's drift between samples does not move. Chromium
+ * runs these samples with no debugger attached (bench/remote-page.mjs says why).
  * Three files of Qwen2-0.5B's shapes: Q4_0, Q8_0 and Q4_K_M (llama.cpp's own quantizer makes the
  * last, built natively once: scripts/llama-quantize.mjs, which needs cmake and a C++ compiler).
  * Last, the demo as `npm start` serves it: its own time to first token for short prompts.
  *
- *   --iterations N   samples per file, thread count and path (default 5)
+ *   --iterations N   samples per file, thread count and path (default 9)
  *   --tokens N       tokens generated per sample (default 64)
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -28,11 +29,12 @@ import { startStaticServer } from "../scripts/static-server.mjs";
 import { demoHeaders } from "../scripts/demo-headers.mjs";
 import { buildTestGguf, ggufVariants } from "../scripts/test-gguf.mjs";
 import { quantizeGguf } from "../scripts/llama-quantize.mjs";
+import { remotePages } from "./remote-page.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const { values: options } = parseArgs({
   options: {
-    iterations: { type: "string", default: "5" },
+    iterations: { type: "string", default: "9" },
     tokens: { type: "string", default: "64" },
     out: { type: "string", default: resolve(root, "bench/results") },
   },
@@ -138,13 +140,14 @@ async function launch() {
   return { context, close };
 }
 
+const remote = remotePages();
 const server = await startStaticServer(
   [
     { prefix: "/test-gguf/", directory: gguf },
     { prefix: "/", directory: resolve(root, ".cache/bench") },
     { prefix: "/", directory: resolve(root, "dist") },
   ],
-  { control: true },
+  { control: true, extend: remote.extend },
 );
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const samples = [];
@@ -158,73 +161,61 @@ try {
     ),
   );
   for (const threads of threadCounts) {
-    const { context, close } = await launch();
+    // Cross-origin isolated, so the pthreads build can run; one thread takes the one-thread build.
+    const page = remote.open(`${server.origin}/index.html?isolated&remote`);
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      // Cross-origin isolated, so the pthreads build can run; one thread takes the one-thread build.
-      await page.goto(`${server.origin}/index.html?isolated`);
-      await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
       const entries = variants.map((variant) => entry(variant, server.origin));
-      await page.evaluate(
-        ([models, count]) =>
-          window.bench.start(
-            {
-              serviceWorkerUrl: "/bench-sw.js",
-              engine: "llamacpp",
-              models,
-              databaseName: "webgpu-inference-cpu",
-              pageEngine: { threads: count },
-            },
-            true,
-          ),
-        [entries, threads],
+      await page.call(
+        "start",
+        {
+          serviceWorkerUrl: "/bench-sw.js",
+          engine: "llamacpp",
+          models: entries,
+          databaseName: "webgpu-inference-cpu",
+          pageEngine: { threads },
+        },
+        true,
       );
-      for (const variant of variants) {
-        const id = `cpu-${variant}`;
-        // Load, and warm both paths once, unmeasured: the first request also compiles, and V8
-        // moves hot WebAssembly to its optimising tier only after it has run a while (with 2
-        // tokens of warm-up, the first two /v1 samples of a run decoded 0.74× and 0.80× the
-        // direct ones beside them, and the rest 0.95–0.99×).
-        await page.evaluate((body) => window.bench.ours(body), {
-          model: id,
-          messages: [{ role: "user", content: "Hi" }],
-          max_tokens: 16,
-          temperature: 0,
-          stream: true,
-        });
-        await page.evaluate((body) => window.bench.llamaDirect(body), { model: id, text: "Hi", maxTokens: 16 });
-        for (let iteration = 0; iteration < iterations; iteration++) {
-          const index = threads * 1000 + variants.indexOf(variant) * 100 + iteration * 3;
-          const chat = (offset) => [{ role: "user", content: question(index + offset) }];
-          const ours = await page.evaluate((body) => window.bench.ours(body), {
-            model: id,
-            messages: chat(0),
-            max_tokens: tokens,
-            temperature: 0,
-            stream: true,
-          });
-          const direct = await page.evaluate((body) => window.bench.llamaDirect(body), {
-            model: id,
-            messages: chat(1),
-            maxTokens: tokens,
-          });
-          const native = await nativeSample(
-            models[variant],
-            threads,
-            direct.renderedPrompt.replace(/^<\|begin_of_text\|>/, ""),
-          );
-          samples.push({ variant, threads, iteration, ours, direct, native });
-          log(
-            `${variant} ${threads} thread(s) #${iteration + 1}: decode native ${rates(native).decode.toFixed(1)}, /v1 ${rates(ours).decode.toFixed(1)}, direct ${rates(direct).decode.toFixed(1)} tok/s; browser threads ${direct.threads}`,
-          );
-        }
-      }
+      for (const variant of variants) await sampleVariant(page, models[variant], variant, threads);
     } finally {
-      await close();
+      await page.close();
     }
   }
 } finally {
   await server.close();
+}
+
+/**
+ * One file at one thread count: a warm-up on each path, then `iterations` samples through /v1,
+ * directly and natively. Within each pair the path that goes first alternates, so what the
+ * first leaves behind (the worker's settlement, V8's background work) falls on each alike.
+ */
+async function sampleVariant(page, model, variant, threads) {
+  const id = `cpu-${variant}`;
+  const index = threads * 1000 + variants.indexOf(variant) * 100;
+  const chat = (offset) => [{ role: "user", content: question(index + offset) }];
+  const ours = (offset) =>
+    page.call("ours", { model: id, messages: chat(offset), max_tokens: tokens, temperature: 0, stream: true });
+  const direct = (offset) => page.call("llamaDirect", { model: id, messages: chat(offset), maxTokens: tokens });
+  // Load, and warm both paths with a whole sample each, unmeasured: the first request also
+  // compiles, and V8 moves hot WebAssembly to its optimising tier, on threads of its own, only
+  // once it has run a while; each prompt length runs tiles of its own shapes. With a short
+  // warm-up, V8's worker threads took 210–460 ms of CPU during each of the first four samples of
+  // a run, whichever path ran them, and 0–50 ms from the fifth on.
+  await ours(90);
+  await direct(91);
+  for (let iteration = 0; iteration < iterations; iteration++) {
+    const offset = iteration * 3;
+    const directFirst = iteration % 2 === 1;
+    const directSample = directFirst ? await direct(offset + 1) : undefined;
+    const oursSample = await ours(offset);
+    const pair = { ours: oursSample, direct: directSample ?? (await direct(offset + 1)) };
+    const native = await nativeSample(model, threads, pair.direct.renderedPrompt.replace(/^<\|begin_of_text\|>/, ""));
+    samples.push({ variant, threads, iteration, ...pair, native });
+    log(
+      `${variant} ${threads} thread(s) #${iteration + 1}${directFirst ? " (direct first)" : ""}: decode native ${rates(native).decode.toFixed(1)}, /v1 ${rates(pair.ours).decode.toFixed(1)}, direct ${rates(pair.direct).decode.toFixed(1)} tok/s; browser threads ${pair.direct.threads}`,
+    );
+  }
 }
 
 /**
@@ -312,7 +303,7 @@ const fixed = (value, digits = 1) => (Number.isFinite(value) ? value.toFixed(dig
 const lines = [
   "# llama.cpp on the CPU: our WebAssembly build against native llama.cpp",
   "",
-  `Run ${new Date().toISOString()} on ${cores} cores · Chromium (${chromiumPath}) · native: node-llama-cpp's prebuilt llama.cpp (${llama.buildType}) · ${iterations} samples per row and path, interleaved (through /v1, the engine driven directly in the page, native), ${tokens} tokens each at temperature 0, each on a question of its own (only the template's first few tokens can be cached; prefill counts the uncached ones). Random weights with Qwen2-0.5B's shapes and the Llama 3 vocabulary (scripts/test-gguf.mjs).`,
+  `Run ${new Date().toISOString()} on ${cores} cores · Chromium (${chromiumPath}) · native: node-llama-cpp's prebuilt llama.cpp (${llama.buildType}) · ${iterations} samples per row and path after one unmeasured on each, interleaved (through /v1 and the engine driven directly in the page, the two in alternating order, then native), ${tokens} tokens each at temperature 0, each on a question of its own (only the template's first few tokens can be cached; prefill counts the uncached ones). Random weights with Qwen2-0.5B's shapes and the Llama 3 vocabulary (scripts/test-gguf.mjs). Chromium runs with no debugger attached for these samples (bench/remote-page.mjs): a debugger is sent an event per streamed chunk, which only /v1 would pay.`,
   "",
   "| File | Threads | Prompt tokens | Native prefill tok/s | Native decode tok/s | /v1 prefill tok/s | /v1 decode tok/s | Direct decode tok/s | Prefill wasm / native | Decode wasm / native | /v1 / direct (decode, medians) | /v1 / direct (decode, median of per-sample ratios) |",
   "|---|---|---|---|---|---|---|---|---|---|---|---|",

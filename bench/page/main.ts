@@ -302,3 +302,23 @@ window.bench = {
   llamaDirect,
 };
 document.getElementById("status")!.textContent = "ready";
+
+/**
+ * With `?remote`, the page is driven without a debugger (bench/remote-page.mjs): it asks the
+ * benchmark for each call over fetch, runs it, and posts back its result with the next ask.
+ */
+async function answerRemoteCalls(): Promise<void> {
+  let result: { value: unknown } | { error: string } | null = null;
+  for (;;) {
+    const response = await fetch("/__bench/rpc", { method: "POST", body: JSON.stringify({ result }) });
+    const call = (await response.json()) as { done?: boolean; method: keyof Bench; args: unknown[] };
+    if (call.done) return;
+    try {
+      const method = window.bench[call.method] as (...args: unknown[]) => Promise<unknown>;
+      result = { value: await method.apply(window.bench, call.args) };
+    } catch (error) {
+      result = { error: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+    }
+  }
+}
+if (new URLSearchParams(location.search).has("remote")) void answerRemoteCalls();
