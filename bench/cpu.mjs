@@ -207,9 +207,9 @@ async function sampleVariant(page, model, variant, threads) {
   for (let iteration = 0; iteration < iterations; iteration++) {
     const offset = iteration * 3;
     const directFirst = iteration % 2 === 1;
-    const directSample = directFirst ? await direct(offset + 1) : undefined;
-    const oursSample = await ours(offset);
-    const pair = { ours: oursSample, direct: directSample ?? (await direct(offset + 1)) };
+    const runs = { ours: () => ours(offset), direct: () => direct(offset + 1) };
+    const pair = {};
+    for (const path of directFirst ? ["direct", "ours"] : ["ours", "direct"]) pair[path] = await runs[path]();
     const native = await nativeSample(model, threads, pair.direct.renderedPrompt.replace(/^<\|begin_of_text\|>/, ""));
     samples.push({ variant, threads, iteration, ...pair, native });
     log(

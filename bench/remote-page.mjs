@@ -41,10 +41,12 @@ export function remotePages() {
   let sent = false;
   let done = false;
 
+  const answer = (/** @type {import("node:http").ServerResponse} */ response, /** @type {object} */ body) =>
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
   const send = () => {
     if (!waiting || !current || sent) return;
     sent = true;
-    waiting.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(current.command));
+    answer(waiting, current.command);
     waiting = undefined;
   };
   const settle = (/** @type {{ value?: unknown, error?: string }} */ result) => {
@@ -66,7 +68,7 @@ export function remotePages() {
     request.on("end", () => {
       const { result } = JSON.parse(body);
       if (result) settle(result);
-      if (done) response.writeHead(200, { "content-type": "application/json" }).end('{"done":true}');
+      if (done) answer(response, { done: true });
       else {
         waiting = response;
         send();
@@ -113,7 +115,7 @@ export function remotePages() {
       },
       async close() {
         done = true;
-        waiting?.writeHead(200, { "content-type": "application/json" }).end('{"done":true}');
+        if (waiting) answer(waiting, { done: true });
         waiting = undefined;
         end();
         await exited;
