@@ -6,7 +6,7 @@
 import { TokenizerLoader } from "@lenml/tokenizers";
 import { EngineError, fetchAsset } from "../errors/engine.js";
 import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
-import { installFastBpe, type BpeModel } from "./bpe.js";
+import { fastBpeMerges, installFastBpe, type BpeModel } from "./bpe.js";
 
 export interface Tokenizer {
   /** A raw prompt: special-token strings in it become those tokens, as in a client's own legacy prompt. */
@@ -280,14 +280,28 @@ function encodeWithControls(
   }
 }
 
-export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
+/**
+ * The library's tokenizer, its BPE merges held by our encoder (src/model/bpe.ts) rather than as
+ * the library's millions of small objects, and without the parsed file's vocabulary object,
+ * which it keeps but never reads again: what stays on the heap is what encoding reads.
+ */
+function loadTokenizer(files: TokenizerFiles) {
+  const json = files.tokenizer as { model?: Record<string, unknown> };
+  const merges = fastBpeMerges(json.model);
+  const modelJson: Record<string, unknown> = { ...json.model, ...(merges ? { merges: [] } : {}) };
   const loaded = TokenizerLoader.fromPreTrained({
-    tokenizerJSON: files.tokenizer as never,
+    tokenizerJSON: { ...json, model: modelJson } as never,
     tokenizerConfig: files.config as never,
   });
   const internals = loaded as unknown as LoadedTokenizer;
+  if (merges) installFastBpe(internals.model as unknown as BpeModel, merges);
+  delete modelJson.vocab;
+  return { loaded, internals };
+}
+
+export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
+  const { loaded, internals } = loadTokenizer(files);
   const { model, added_tokens: added } = internals;
-  if ("merges" in model) installFastBpe(model as unknown as BpeModel);
   // The added tokens a text may hold: those that are not special (the library's own splitter class over them).
   const plain = {
     splitter: new (internals.added_tokens_splitter.constructor as new (words: string[]) => TokenSplitter)(
