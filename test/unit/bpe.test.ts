@@ -13,11 +13,15 @@ import { fileTokenizerSource } from "./support.js";
 
 const families = ["llama3", "qwen2", "mistral", "gemma"] as const;
 
-/** Long words of many shapes (each at least the fast path's length). */
+/** Random words of a given length over an alphabet, the same ones for the same seed. */
+function picker(seed: number): (alphabet: string, length: number) => string {
+  const random = seededRandom(seed);
+  return (alphabet, length) => Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+}
+
+/** Long words of many shapes (each at least 256 characters, past the library's cache). */
 function words(): string[] {
-  const random = seededRandom(7);
-  const pick = (alphabet: string, length: number) =>
-    Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+  const pick = picker(7);
   const list = ["a", " ", "\n", "!", "1", "é", "Ġ", "▁", "的", "😀"].flatMap((character) =>
     [256, 257, 300, 1000, 1027].map((length) => character.repeat(length)),
   );
@@ -42,9 +46,7 @@ function words(): string[] {
 
 /** Short words: every 11th vocabulary entry as the text it stands for, then prose, code and random words. */
 function shortTexts(decode: (ids: number[]) => string, size: number): string[] {
-  const random = seededRandom(11);
-  const pick = (alphabet: string, length: number) =>
-    Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+  const pick = picker(11);
   const texts: string[] = [];
   for (let id = 0; id < size; id += 11) texts.push(decode([id]));
   texts.push(
