@@ -21,6 +21,17 @@ export const hostAnnouncement = `${prefix}host`;
 /** Sent to every page by a worker that knows no host, e.g. after the browser restarted it. */
 const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
+/**
+ * How often a worker waiting on a host page checks that the page is still open. A port whose
+ * page was closed goes quiet and says nothing, so without the check a generation would wait
+ * forever and hold the engine, and every later request would queue behind it.
+ */
+const hostCheckMs = 1_000;
+
+/** Why a call or generation ended when its host page went away. */
+function hostClosedMessage(engine: string): string {
+  return `The page that ran ${engine} for this request was closed or reloaded before it finished. Keep a page of the app open while it serves; the next request goes to another open page that hosts ${engine}.`;
+}
 
 type Call = { engine: string } & (
   | { type: `${typeof prefix}device` }
@@ -118,6 +129,27 @@ export class PageHosts {
     return this.#asked;
   }
 
+  /**
+   * Calls `onClosed` once if `host` closes before the returned function is called (which stops
+   * the watch), and forgets the page as a host.
+   */
+  watch(host: Client, onClosed: () => void): () => void {
+    let watching = true;
+    const timer = setInterval(() => {
+      void this.#clients.get(host.id).then((client) => {
+        if (client || !watching) return;
+        stop();
+        this.#hosts.delete(host.id);
+        onClosed();
+      });
+    }, hostCheckMs);
+    const stop = () => {
+      watching = false;
+      clearInterval(timer);
+    };
+    return stop;
+  }
+
   /** The latest open page that hosts `engine`, if any. */
   async find(engine: string): Promise<Client | undefined> {
     const known = await this.#known(engine);
@@ -155,11 +187,16 @@ export class PageHostedEngine implements Engine {
   async #call(call: Call): Promise<unknown> {
     const host = await this.#host();
     const channel = new MessageChannel();
+    let stopWatching = () => {};
     const reply = new Promise<Reply>((resolve) => {
       channel.port1.onmessage = (event: MessageEvent<Reply>) => resolve(event.data);
+      stopWatching = this.#hosts.watch(host, () =>
+        resolve({ ok: false, error: { kind: "device", message: hostClosedMessage(this.#engine) } }),
+      );
     });
     host.postMessage(call, [channel.port2]);
     const answer = await reply;
+    stopWatching();
     channel.port1.close();
     if (!answer.ok) throw fromWireError(answer.error);
     return answer.value;
@@ -206,6 +243,10 @@ export class PageHostedEngine implements Engine {
     };
     const abort = () => channel.port1.postMessage({ abort: true });
     signal.addEventListener("abort", abort, { once: true });
+    const stopWatching = this.#hosts.watch(host, () => {
+      inbox.push({ error: { kind: "device", message: hostClosedMessage(this.#engine) } });
+      wake?.();
+    });
     host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [channel.port2]);
     try {
       for (;;) {
@@ -216,6 +257,7 @@ export class PageHostedEngine implements Engine {
         if (message.part.type === "finish") return;
       }
     } finally {
+      stopWatching();
       signal.removeEventListener("abort", abort);
       channel.port1.close();
     }

@@ -83,3 +83,57 @@ test("without an open host page, the worker says why it cannot serve", async ({ 
   expect(error).toMatchObject({ status: 503, code: "model_not_runnable" });
   expect(error?.message).toContain("No open page hosts the deterministic engine");
 });
+
+test("a host page closed mid-generation fails that stream within seconds, and the engine serves the next request", async ({
+  context,
+  page,
+}) => {
+  await openHarness(page, options);
+  const other = await context.newPage();
+  await openHarness(other, { ...options, pageEngine: undefined });
+  // 2,000 tokens at 20 ms each: 40 s, unless the stream ends when its host goes.
+  const streaming = other.evaluate(async (id) => {
+    const started = performance.now();
+    let chunks = 0;
+    try {
+      const stream = await window.harness.client().chat.completions.create({
+        model: id,
+        messages: [{ role: "user", content: "Hi" }],
+        max_tokens: 2_000,
+        stream: true,
+      });
+      for await (const chunk of stream) {
+        void chunk;
+        if (++chunks === 2) (window as unknown as { secondChunk: number }).secondChunk = performance.now();
+      }
+      return { chunks, error: null, afterClose: 0 };
+    } catch (caught) {
+      const closedAt = (window as unknown as { closedAt?: number }).closedAt ?? started;
+      return { chunks, error: (caught as Error).message, afterClose: performance.now() - closedAt };
+    }
+  }, model);
+  await other.waitForFunction(() => "secondChunk" in window, null, { timeout: 10_000 });
+  await other.evaluate(() => ((window as unknown as { closedAt: number }).closedAt = performance.now()));
+  await page.close();
+  // Without the worker's check the stream would run on for 40 s, then hang: bounded here by name.
+  const stillOpen = { chunks: 0, error: "the stream was still open 10 s after its host closed", afterClose: 10_000 };
+  const result = await Promise.race([
+    streaming,
+    new Promise<typeof stillOpen>((resolve) => setTimeout(() => resolve(stillOpen), 10_000)),
+  ]);
+  expect(result.error).toContain("was closed or reloaded before it finished");
+  expect(result.chunks).toBeGreaterThanOrEqual(2);
+  // The worker checks its host every second.
+  expect(result.afterClose).toBeLessThan(5_000);
+
+  // The engine was let go: a new host page serves the next request at once.
+  const host = await context.newPage();
+  await openHarness(host, options);
+  const reply = await other.evaluate(async (id) => {
+    const completion = await window.harness
+      .client()
+      .chat.completions.create({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 3 });
+    return completion.usage?.completion_tokens;
+  }, model);
+  expect(reply).toBe(3);
+});
