@@ -5,16 +5,26 @@
  * MessageChannel; everything above the engine (routing, validation, policy, queueing, SSE) still
  * runs in the worker.
  *
- * Protocol, one MessageChannel per call: the worker posts `{type, engine, …}` to a host page
- * with a port; the page answers on that port with `{ok, value}` / `{ok: false, error}` for a call,
- * or a stream of `{part}` ending with a `finish` part (or an `error`) for a generation. The worker
- * posts `{abort: true}` on the port to stop a generation. A page announces the engines it hosts.
+ * Protocol: the worker posts `{type, engine, …}` to a host page with a port; the page answers on
+ * that port with `{ok, value}` / `{ok: false, error}` for a call. A generation takes two ports:
+ * its parts come on the first (src/engine/part-stream.ts), and the worker posts `{abort: true}`
+ * there to stop it. An engine that generates off the page's thread (llama.cpp, `streamTo`) is
+ * handed the first port, so its parts skip the page; the page reports on the second a failure
+ * that leaves the first silent. A page announces the engines it hosts.
  */
 import type { DeviceFeatures } from "../model/builds.js";
 import type { ModelEntry } from "../model/entry.js";
-import { EngineError, type EngineErrorKind } from "../errors/engine.js";
+import { EngineError } from "../errors/engine.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../engine/contract.js";
 import { noHostMessage } from "../engine/choice.js";
+import {
+  fromWireError,
+  PartInbox,
+  toWireError,
+  type AbortMessage,
+  type PartMessage,
+  type WireError,
+} from "../engine/part-stream.js";
 
 const prefix = "webgpu-inference:";
 export const hostAnnouncement = `${prefix}host`;
@@ -47,34 +57,7 @@ export interface HostAnnouncement {
   engines: string[];
 }
 
-interface WireError {
-  kind: EngineErrorKind | null;
-  message: string;
-  retryAfterSeconds?: number;
-}
-
 type Reply = { ok: true; value: unknown } | { ok: false; error: WireError };
-type StreamMessage = { part: GenerationPart } | { error: WireError };
-
-function toWireError(error: unknown): WireError {
-  if (error instanceof EngineError)
-    return {
-      kind: error.kind,
-      message: error.message,
-      ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
-    };
-  return { kind: null, message: error instanceof Error ? error.message : String(error) };
-}
-
-function fromWireError(error: WireError): Error {
-  return error.kind
-    ? new EngineError(
-        error.kind,
-        error.message,
-        error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {},
-      )
-    : new Error(error.message);
-}
 
 interface SerializedDevice {
   webgpu: boolean;
@@ -234,32 +217,25 @@ export class PageHostedEngine implements Engine {
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
     const host = await this.#host();
-    const channel = new MessageChannel();
-    const inbox: StreamMessage[] = [];
-    let wake: (() => void) | undefined;
-    channel.port1.onmessage = (event: MessageEvent<StreamMessage>) => {
-      inbox.push(event.data);
-      wake?.();
-    };
-    const abort = () => channel.port1.postMessage({ abort: true });
+    const parts = new MessageChannel();
+    const failures = new MessageChannel();
+    const inbox = new PartInbox().listen(parts.port1).listen(failures.port1);
+    const abort = () => parts.port1.postMessage({ abort: true } satisfies AbortMessage);
     signal.addEventListener("abort", abort, { once: true });
-    const stopWatching = this.#hosts.watch(host, () => {
-      inbox.push({ error: { kind: "device", message: hostClosedMessage(this.#engine) } });
-      wake?.();
-    });
-    host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [channel.port2]);
+    const stopWatching = this.#hosts.watch(host, () =>
+      inbox.fail(new EngineError("device", hostClosedMessage(this.#engine))),
+    );
+    host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [
+      parts.port2,
+      failures.port2,
+    ]);
     try {
-      for (;;) {
-        const message = inbox.shift() ?? (await new Promise<void>((resolve) => (wake = resolve)), inbox.shift());
-        if (!message) continue;
-        if ("error" in message) throw fromWireError(message.error);
-        yield message.part;
-        if (message.part.type === "finish") return;
-      }
+      yield* inbox.parts();
     } finally {
       stopWatching();
       signal.removeEventListener("abort", abort);
-      channel.port1.close();
+      parts.port1.close();
+      failures.port1.close();
     }
   }
 }
@@ -313,7 +289,7 @@ export function hostEngine(
     }
     if (!port || typeof call?.type !== "string" || !call.type.startsWith(prefix)) return;
     if (call.type === `${prefix}generate`) {
-      void serveGeneration(engines, call, port);
+      void serveGeneration(engines, call, port, event.ports[1]);
       return;
     }
     void (async () => {
@@ -335,21 +311,38 @@ export function hostEngine(
   };
 }
 
+/**
+ * A generation for the worker: handed whole to an engine that streams onto a port itself, or
+ * relayed part by part. `failures` is absent where the worker is of a release before it.
+ */
 async function serveGeneration(
   engines: Readonly<Record<string, Engine>>,
   call: Call & { request: GenerationRequest },
   port: MessagePort,
+  failures: MessagePort | undefined,
 ): Promise<void> {
+  const engine = Object.hasOwn(engines, call.engine) ? engines[call.engine] : undefined;
+  if (engine?.streamTo && failures) {
+    try {
+      await engine.streamTo(call.request, port);
+    } catch (error) {
+      failures.postMessage({ error: toWireError(error) } satisfies PartMessage);
+    } finally {
+      failures.close();
+    }
+    return;
+  }
   const controller = new AbortController();
-  port.onmessage = (event: MessageEvent<{ abort?: boolean }>) => {
+  port.onmessage = (event: MessageEvent<AbortMessage | null>) => {
     if (event.data?.abort) controller.abort();
   };
   try {
     for await (const part of engineFor(engines, call.engine).generate(call.request, controller.signal))
-      port.postMessage({ part } satisfies StreamMessage);
+      port.postMessage({ part } satisfies PartMessage);
   } catch (error) {
-    port.postMessage({ error: toWireError(error) } satisfies StreamMessage);
+    port.postMessage({ error: toWireError(error) } satisfies PartMessage);
   } finally {
     port.close();
+    failures?.close();
   }
 }

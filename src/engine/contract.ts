@@ -144,4 +144,11 @@ export interface Engine {
   choice?(model: ModelEntry): Promise<{ name: string; reason: string; threads?: number }>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
+  /**
+   * The same generation, posted onto `port` (src/engine/part-stream.ts) by whatever thread runs
+   * it, for engines that run off the caller's thread: the parts then reach the port's other end
+   * without waking the caller. Rejects, with nothing more to come on the port, when it could not
+   * generate; the caller reports that.
+   */
+  streamTo?(request: GenerationRequest, port: MessagePort): Promise<void>;
 }

@@ -9,7 +9,8 @@ import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../.
 import { ggufFiles, type ModelEntry } from "../../src/model/entry.js";
 import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
 import { toGbnf } from "../../src/grammar/gbnf.js";
-import { LlamaCppEngine, prefillBatches } from "../../src/engine/llamacpp/engine.js";
+import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import { prefillBatches } from "../../src/engine/llamacpp/prefill.js";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { toolGrammar } from "../../src/http/structured.js";

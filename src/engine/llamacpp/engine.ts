@@ -7,8 +7,10 @@
  * It feeds llama.cpp the token ids of our rendering of the model's official template: the model
  * sees exactly the prompt we counted, and a control-token string in a message stays text. It
  * reuses the KV cache for the longest prefix it already holds (an earlier turn). Constraints are
- * our grammars, in llama.cpp's GBNF notation. Each step (a prefill batch, a sampled token) is one
- * call to the Worker, so an abort lands between steps.
+ * our grammars, in llama.cpp's GBNF notation. The Worker runs the whole generation once the
+ * prompt is checked, and posts the parts to a port: to this page's reader, or (`streamTo`) to
+ * the service worker directly, so the page's thread is not on a token's way. An abort lands
+ * between steps (a prefill batch, a sampled token).
  */
 import { chooseGgufBuild, type DeviceFeatures } from "../../model/builds.js";
 import { ggufFiles, type GgufBuild, type ModelEntry } from "../../model/entry.js";
@@ -16,18 +18,10 @@ import { EngineError } from "../../errors/engine.js";
 import { toGbnf } from "../../grammar/gbnf.js";
 import { grammarFor } from "../../grammar/schema-grammar.js";
 import { resolveUrl } from "../urls.js";
-import { StopScanner } from "../stop-text.js";
-import type {
-  Engine,
-  FinishReason,
-  GenerationPart,
-  GenerationRequest,
-  LoadProgress,
-  ModelStatus,
-  TokenLogprob,
-} from "../contract.js";
+import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "../contract.js";
+import { PartInbox, type AbortMessage, type PartMessage } from "../part-stream.js";
 import { deleteDownload, download, isDownloaded } from "./download.js";
-import type { LoadResult, StepResult } from "./protocol.js";
+import type { LoadResult, SamplerSettings, WorkerCall } from "./protocol.js";
 import { LlamaWorker, usableThreads } from "./runtime.js";
 
 export interface LlamaCppEngineOptions {
@@ -53,52 +47,13 @@ function anyObject(): string {
   return toGbnf(grammarFor({ type: "object" }));
 }
 
-const utf8 = new TextDecoder("utf-8");
-
 /** What a wasm32 build of llama.cpp can address (scripts/build-llamacpp.mjs: MAXIMUM_MEMORY=4GB). */
 const addressSpaceMB = 4_096;
-
-function logprobsOf(step: StepResult, alternatives: number): TokenLogprob[] {
-  const [chosen, ...rest] = step.logprobs ?? [];
-  if (!chosen) return [];
-  const entry = (item: { bytes: Uint8Array; logprob: number }) => ({
-    token: utf8.decode(item.bytes),
-    logprob: item.logprob,
-    bytes: [...item.bytes],
-  });
-  return [{ ...entry(chosen), alternatives: alternatives > 0 ? rest.map(entry) : [] }];
-}
-
-/** How many leading ids two prompts share. */
-function sharedPrefix(cached: readonly number[], prompt: readonly number[]): number {
-  let length = 0;
-  while (length < cached.length && length < prompt.length && cached[length] === prompt[length]) length++;
-  return length;
-}
-
-/**
- * The prompt's batches from `first` to `end`: as few as `size` allows, of lengths that differ by
- * at most one. Why near-equal: a batch of one token runs at the generation rate (ggml's dot
- * product, a row at a time), while our build's Q4_0 kernel takes a batch's tokens six at a time
- * (native/llamacpp/q4_0-tiles.c); 33 tokens in batches of 32 are 17 and 16, not 32 and 1.
- */
-export function prefillBatches(first: number, end: number, size: number): [number, number][] {
-  const count = Math.ceil((end - first) / size);
-  const batches: [number, number][] = [];
-  for (let index = 0; index < count; index++) {
-    const next = first + Math.ceil((end - first) / (count - index));
-    batches.push([first, next]);
-    first = next;
-  }
-  return batches;
-}
 
 interface Loaded {
   url: string;
   contextWindow: number;
   info: LoadResult;
-  /** The ids in llama.cpp's KV cache, in order: the next prompt reuses their longest shared prefix. */
-  cached: number[];
 }
 
 export class LlamaCppEngine implements Engine {
@@ -213,7 +168,7 @@ export class LlamaCppEngine implements Engine {
         batchSize: this.#options.batchSize ?? 32,
         threads: worker.threads,
       });
-      this.#loaded = { url, contextWindow: model.contextWindow, info, cached: [] };
+      this.#loaded = { url, contextWindow: model.contextWindow, info };
     } catch (error) {
       throw new EngineError(
         "load_failed",
@@ -252,10 +207,9 @@ export class LlamaCppEngine implements Engine {
     return worker.call<number[]>({ call: "tokenize", text: input.prompt });
   }
 
-  #sampler(request: GenerationRequest) {
+  #sampler(request: GenerationRequest): SamplerSettings {
     const { sampling, constraint } = request;
     return {
-      call: "sampler" as const,
       temperature: sampling.temperature,
       topP: sampling.topP,
       presencePenalty: sampling.presencePenalty,
@@ -266,104 +220,66 @@ export class LlamaCppEngine implements Engine {
     };
   }
 
-  /** Prefills what the KV cache lacks, a batch per call; returns how many ids were reused. */
-  async #prefill(worker: LlamaWorker, loaded: Loaded, prompt: number[], signal: AbortSignal): Promise<number | null> {
-    // The last id is always decoded again: its logits are the first token's distribution.
-    const reused = Math.min(sharedPrefix(loaded.cached, prompt), prompt.length - 1);
-    await worker.call({ call: "forget", keep: reused });
-    loaded.cached = prompt.slice(0, reused);
-    for (const [first, end] of prefillBatches(reused, prompt.length, loaded.info.batchSize)) {
-      if (signal.aborted) return null;
-      const tokens = prompt.slice(first, end);
-      await worker.call({ call: "decode", tokens, first });
-      loaded.cached.push(...tokens);
+  async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+    const channel = new MessageChannel();
+    const inbox = new PartInbox().listen(channel.port1);
+    const abort = () => channel.port1.postMessage({ abort: true } satisfies AbortMessage);
+    signal.addEventListener("abort", abort, { once: true });
+    if (signal.aborted) abort();
+    this.streamTo(request, channel.port2).catch((error: unknown) => inbox.fail(error));
+    try {
+      yield* inbox.parts();
+    } finally {
+      signal.removeEventListener("abort", abort);
+      // A reader that stops early stops the generation (after its finish part, nobody hears this).
+      abort();
+      channel.port1.close();
     }
-    return reused;
   }
 
   /**
-   * Samples from `position` on, a token per Worker call, decoding each (its logits are the next
-   * step's) unless it is the last the request allows. Yields the text as it settles.
+   * Generates onto `port` (src/engine/part-stream.ts): this page loads the model, and tokenizes
+   * and checks the prompt, then hands the port to llama.cpp's Worker, which posts every part
+   * itself. Rejects, with nothing posted, when the generation could not start or the Worker
+   * failed; the caller reports that.
    */
-  async *#sample(
-    worker: LlamaWorker,
-    loaded: Loaded,
-    position: number,
-    request: GenerationRequest,
-    signal: AbortSignal,
-  ): AsyncGenerator<GenerationPart, { reason: FinishReason; produced: number }> {
-    const { maxTokens, stop, logprobs: alternatives } = request.sampling;
-    const window = loaded.info.contextWindow;
-    const stops = new StopScanner(stop);
-    const decoder = new TextDecoder("utf-8");
-    let produced = 0;
-    let ended = false;
-    while (produced < maxTokens && position < window) {
-      if (signal.aborted) return { reason: "abort", produced };
-      const decode = produced + 1 < maxTokens && position + 1 < window;
-      const step = await worker.call<StepResult>({ call: "step", alternatives: alternatives ?? -1, position, decode });
-      produced++;
-      if (decode && !step.end) {
-        loaded.cached.push(step.token);
-        position++;
-      }
-      const logprobs = alternatives !== undefined ? logprobsOf(step, alternatives) : [];
-      const { text, stopped } = step.end
-        ? { text: "", stopped: false }
-        : stops.push(decoder.decode(step.bytes, { stream: true }));
-      if (text || logprobs.length) yield { type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) };
-      if (stopped) return { reason: "stop", produced };
-      if (step.end) {
-        ended = true;
-        break;
-      }
-      if (!decode) break;
-    }
-    // What was held back as a possible stop sequence (or a character's first bytes) is text after all.
-    const rest = stops.push(decoder.decode()).text + stops.flush();
-    if (rest && !signal.aborted) yield { type: "text-delta", text: rest };
-    return { reason: ended ? "stop" : "length", produced };
-  }
-
-  async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+  async streamTo(request: GenerationRequest, port: MessagePort): Promise<void> {
     let release = () => {};
     const previous = this.#turn;
     this.#turn = new Promise((resolve) => (release = resolve));
+    // Until the Worker holds the port, an abort is this page's to see.
+    let aborted = false;
+    port.onmessage = (event: MessageEvent<AbortMessage | null>) => (aborted ||= event.data?.abort === true);
     try {
       await previous;
-      yield* this.#generate(request, signal);
-    } catch (error) {
-      // A failed call can leave llama.cpp's KV cache unlike our record of it (a token answered,
-      // then its decode failed): the next prompt is prefilled whole.
-      if (this.#loaded) this.#loaded.cached = [];
-      throw error;
+      await this.load(request.model);
+      const worker = await this.#runtime();
+      const prompt = await this.#prompt(request, worker);
+      const window = this.#loaded!.info.contextWindow;
+      if (prompt.length === 0 || prompt.length >= window)
+        throw new EngineError(
+          "context_length",
+          `This prompt is ${prompt.length} tokens; the model's context window is ${window}.`,
+        );
+      if (aborted) {
+        const usage = { promptTokens: null, completionTokens: 0 };
+        port.postMessage({ part: { type: "finish", reason: "abort", usage } } satisfies PartMessage);
+        return;
+      }
+      const { maxTokens, stop, logprobs } = request.sampling;
+      const sampler = this.#sampler(request);
+      const call: WorkerCall = {
+        call: "generate",
+        prompt,
+        sampler,
+        maxTokens,
+        stop,
+        alternatives: logprobs ?? -1,
+        parts: port,
+      };
+      await worker.call(call, [port]);
     } finally {
       release();
     }
-  }
-
-  async *#generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
-    await this.load(request.model);
-    const worker = await this.#runtime();
-    const loaded = this.#loaded!;
-    const prompt = await this.#prompt(request, worker);
-    const window = loaded.info.contextWindow;
-    if (prompt.length === 0 || prompt.length >= window)
-      throw new EngineError(
-        "context_length",
-        `This prompt is ${prompt.length} tokens; the model's context window is ${window}.`,
-      );
-    await worker.call(this.#sampler(request));
-    const reused = await this.#prefill(worker, loaded, prompt, signal);
-    if (reused === null) {
-      yield { type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 0 } };
-      return;
-    }
-    const { reason, produced } = yield* this.#sample(worker, loaded, prompt.length, request, signal);
-    yield {
-      type: "finish",
-      reason: signal.aborted ? "abort" : reason,
-      usage: { promptTokens: prompt.length - reused, cachedPromptTokens: reused, completionTokens: produced },
-    };
   }
 }

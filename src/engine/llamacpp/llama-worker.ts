@@ -1,9 +1,15 @@
 /**
  * The dedicated Worker that runs llama.cpp (built to `llamacpp/llamacpp-worker.js`, a classic
- * script: Emscripten's pthreads load the module's script with importScripts). It holds no state
- * of a request: the adapter drives every step, and this only calls our C API in order.
+ * script: Emscripten's pthreads load the module's script with importScripts). It runs a
+ * generation whole (prefill, then sample and decode a token at a time), posting each part to
+ * the port it was handed as soon as the token is sampled, before the token is decoded: the
+ * reader gets it while the next one computes. Calls run one at a time, in order.
  */
-import type { LoadResult, StepResult, WorkerCall, WorkerReply } from "./protocol.js";
+import type { FinishReason, GenerationPart, TokenLogprob } from "../contract.js";
+import type { AbortMessage, PartMessage } from "../part-stream.js";
+import { StopScanner } from "../stop-text.js";
+import { prefillBatches, sharedPrefix } from "./prefill.js";
+import type { LoadResult, SamplerSettings, WorkerCall, WorkerReply } from "./protocol.js";
 
 /** What the Emscripten module of `native/llamacpp/engine.cpp` exposes (see scripts/build-llamacpp.mjs). */
 interface LlamaModule {
@@ -99,15 +105,10 @@ const scope = globalThis as unknown as {
 };
 
 let module: LlamaModule | undefined;
-
-/**
- * A step's sampled token goes back before the token is decoded: the page streams it while the
- * next step's logits are computed, and the first token arrives a decode sooner. The decode runs
- * before this Worker takes its next message, so calls still see llama.cpp in order; a decode
- * that fails fails the next call.
- */
-let decodeAfterReply: (() => void) | undefined;
-let decodeFailure: unknown;
+/** The loaded model's context window and prefill batch size. */
+let shape = { contextWindow: 0, batchSize: 1 };
+/** The ids in llama.cpp's KV cache, in order: the next prompt reuses their longest shared prefix. */
+let cached: number[] = [];
 let mounted = false;
 /** Scratch memory for a call's arguments and results, grown as needed and kept. */
 let scratch = { pointer: 0, bytes: 0 };
@@ -181,7 +182,9 @@ function load(call: Extract<WorkerCall, { call: "load" }>): LoadResult {
   );
   // llama.cpp has read every tensor (it loads without mmap): the read-ahead's 8 MiB can go.
   llama.WORKERFS.stream_ops.read = readingAhead();
+  cached = [];
   if (status !== 0) throw failure();
+  shape = { contextWindow: llama._wi_info(1), batchSize: llama._wi_info(5) };
   return {
     addsBos: llama._wi_info(2) === 1,
     bos: llama._wi_info(3),
@@ -211,22 +214,22 @@ function decode(tokens: number[], first: number): void {
   if (llama._wi_decode(pointer, tokens.length, first) !== 0) throw failure();
 }
 
-function sampler(call: Extract<WorkerCall, { call: "sampler" }>): void {
+function sampler(settings: SamplerSettings): void {
   const llama = loaded();
-  const count = call.bias.length;
+  const count = settings.bias.length;
   const ids = llama._malloc(Math.max(1, count) * 8);
   try {
-    call.bias.forEach(([token, value], index) => {
+    settings.bias.forEach(([token, value], index) => {
       llama.HEAP32[ids / 4 + index] = token;
       llama.HEAPF32[ids / 4 + count + index] = value;
     });
-    const status = withText(call.grammar, (grammar) =>
+    const status = withText(settings.grammar, (grammar) =>
       llama._wi_sampler(
-        call.temperature,
-        call.topP,
-        call.presencePenalty,
-        call.frequencyPenalty,
-        call.seed >>> 0,
+        settings.temperature,
+        settings.topP,
+        settings.presencePenalty,
+        settings.frequencyPenalty,
+        settings.seed >>> 0,
         ids,
         ids + count * 4,
         count,
@@ -239,28 +242,125 @@ function sampler(call: Extract<WorkerCall, { call: "sampler" }>): void {
   }
 }
 
-function step(call: Extract<WorkerCall, { call: "step" }>): StepResult {
+const utf8 = new TextDecoder("utf-8");
+
+/** Samples a token; with `alternatives` ≥ 0, also its log probability and the likeliest tokens'. */
+function sample(alternatives: number): { token: number; logprobs: TokenLogprob[] } {
   const llama = loaded();
-  const slots = Math.max(0, call.alternatives) + 1;
+  const slots = Math.max(0, alternatives) + 1;
   const ids = memory(slots * 8);
-  const token = llama._wi_sample(call.alternatives, ids, ids + slots * 4);
+  const token = llama._wi_sample(alternatives, ids, ids + slots * 4);
   if (token < 0) throw failure();
+  if (alternatives < 0) return { token, logprobs: [] };
   // Read before piece() reuses the scratch memory.
-  const chosen =
-    call.alternatives >= 0
-      ? Array.from({ length: slots }, (_, index) => ({
-          token: llama.HEAP32[ids / 4 + index]!,
-          logprob: llama.HEAPF32[ids / 4 + slots + index]!,
-        }))
-      : undefined;
-  const end = llama._wi_is_end(token) === 1;
-  if (call.decode && !end) decodeAfterReply = () => decode([token], call.position);
-  return {
-    token,
-    bytes: piece(token),
-    end,
-    ...(chosen ? { logprobs: chosen.map((entry) => ({ ...entry, bytes: piece(entry.token) })) } : {}),
-  };
+  const ranked = Array.from({ length: slots }, (_, index) => ({
+    id: llama.HEAP32[ids / 4 + index]!,
+    logprob: llama.HEAPF32[ids / 4 + slots + index]!,
+  }));
+  const entries = ranked.map(({ id, logprob }) => {
+    const bytes = piece(id);
+    return { token: utf8.decode(bytes), logprob, bytes: [...bytes] };
+  });
+  const [chosen, ...rest] = entries;
+  return { token, logprobs: chosen ? [{ ...chosen, alternatives: alternatives > 0 ? rest : [] }] : [] };
+}
+
+/**
+ * One task's wait, so that a message already queued (a reader's abort) is taken between steps:
+ * a MessageChannel, since a worker's nested setTimeout waits at least 4 ms.
+ */
+const turn = new MessageChannel();
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    turn.port2.onmessage = () => resolve();
+    turn.port1.postMessage(null);
+  });
+}
+
+interface Run {
+  post: (part: GenerationPart) => void;
+  aborted: () => boolean;
+}
+
+/** Prefills what the KV cache lacks, a batch at a time; returns how many ids were reused, or null on an abort. */
+async function prefill(prompt: number[], run: Run): Promise<number | null> {
+  // The last id is always decoded again: its logits are the first token's distribution.
+  const reused = Math.min(sharedPrefix(cached, prompt), prompt.length - 1);
+  if (loaded()._wi_forget(reused) !== 0) throw failure();
+  cached = prompt.slice(0, reused);
+  for (const [first, end] of prefillBatches(reused, prompt.length, shape.batchSize)) {
+    await nextTask();
+    if (run.aborted()) return null;
+    const tokens = prompt.slice(first, end);
+    decode(tokens, first);
+    cached.push(...tokens);
+  }
+  return reused;
+}
+
+/**
+ * Samples from `position` on, posting the text as it settles; each token is decoded (its
+ * logits are the next step's) after it is posted, unless it ends the reply.
+ */
+async function generateFrom(
+  position: number,
+  call: Extract<WorkerCall, { call: "generate" }>,
+  run: Run,
+): Promise<{ reason: FinishReason; produced: number }> {
+  const stops = new StopScanner(call.stop);
+  const decoder = new TextDecoder("utf-8");
+  let produced = 0;
+  let reason: FinishReason = "length";
+  while (produced < call.maxTokens && position < shape.contextWindow) {
+    if (run.aborted()) return { reason: "abort", produced };
+    const { token, logprobs } = sample(call.alternatives);
+    produced++;
+    const end = loaded()._wi_is_end(token) === 1;
+    const { text, stopped } = end
+      ? { text: "", stopped: false }
+      : stops.push(decoder.decode(piece(token), { stream: true }));
+    if (text || logprobs.length) run.post({ type: "text-delta", text, ...(logprobs.length ? { logprobs } : {}) });
+    if (stopped) return { reason: "stop", produced };
+    if (end) {
+      reason = "stop";
+      break;
+    }
+    if (produced >= call.maxTokens || position + 1 >= shape.contextWindow) break;
+    decode([token], position);
+    cached.push(token);
+    position++;
+    await nextTask();
+  }
+  // What was held back as a possible stop sequence (or a character's first bytes) is text after all.
+  const rest = stops.push(decoder.decode()).text + stops.flush();
+  if (rest && !run.aborted()) run.post({ type: "text-delta", text: rest });
+  return { reason, produced };
+}
+
+/** A whole generation onto `call.parts`: its parts, then a finish part, or an error. */
+async function generate(call: Extract<WorkerCall, { call: "generate" }>): Promise<void> {
+  const port = call.parts;
+  let aborted = false;
+  port.onmessage = (event: MessageEvent<AbortMessage | null>) => (aborted ||= event.data?.abort === true);
+  const run: Run = { post: (part) => port.postMessage({ part } satisfies PartMessage), aborted: () => aborted };
+  try {
+    sampler(call.sampler);
+    const reused = await prefill(call.prompt, run);
+    if (reused === null) {
+      run.post({ type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 0 } });
+      return;
+    }
+    const { reason, produced } = await generateFrom(call.prompt.length, call, run);
+    const usage = { promptTokens: call.prompt.length - reused, cachedPromptTokens: reused, completionTokens: produced };
+    run.post({ type: "finish", reason: aborted ? "abort" : reason, usage });
+  } catch (error) {
+    // A failed step can leave llama.cpp's KV cache unlike our record of it: the next prompt is prefilled whole.
+    cached = [];
+    const message = error instanceof Error ? error.message : String(error);
+    port.postMessage({ error: { kind: null, message } } satisfies PartMessage);
+  } finally {
+    port.close();
+  }
 }
 
 async function answer(call: WorkerCall): Promise<unknown> {
@@ -273,39 +373,24 @@ async function answer(call: WorkerCall): Promise<unknown> {
       return tokenize(call.text, true, true);
     case "tokenize-pieces":
       return call.pieces.flatMap((piece) => tokenize(piece.text, false, piece.control));
-    case "forget":
-      return loaded()._wi_forget(call.keep) === 0;
-    case "decode":
-      return decode(call.tokens, call.first);
-    case "sampler":
-      return sampler(call);
-    case "step":
-      return step(call);
+    case "generate":
+      return generate(call);
     case "free":
+      cached = [];
       return module?._wi_free();
   }
 }
 
-function decodeDeferred(): void {
-  const deferred = decodeAfterReply;
-  decodeAfterReply = undefined;
-  try {
-    deferred?.();
-  } catch (error) {
-    decodeFailure = error;
-  }
-}
+/** Calls run in order, one at a time: a generation's waits between steps let no other call in. */
+let queue: Promise<void> = Promise.resolve();
 
 scope.onmessage = (event) => {
   const { id } = event.data;
-  const failure = decodeFailure;
-  decodeFailure = undefined;
-  (failure === undefined ? answer(event.data) : Promise.reject(failure)).then(
-    (value) => {
-      scope.postMessage({ id, ok: true, value });
-      decodeDeferred();
-    },
-    (error: unknown) =>
-      scope.postMessage({ id, ok: false, message: error instanceof Error ? error.message : String(error) }),
+  queue = queue.then(() =>
+    answer(event.data).then(
+      (value) => scope.postMessage({ id, ok: true, value }),
+      (error: unknown) =>
+        scope.postMessage({ id, ok: false, message: error instanceof Error ? error.message : String(error) }),
+    ),
   );
 };

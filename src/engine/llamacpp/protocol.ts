@@ -1,7 +1,9 @@
 /**
  * The messages between the llama.cpp adapter (in a page) and its dedicated Worker, which runs
- * our WebAssembly build of llama.cpp (`native/llamacpp/engine.cpp`). Each call is one step the
- * adapter drives (decode a batch, sample a token), so an abort lands between steps.
+ * our WebAssembly build of llama.cpp (`native/llamacpp/engine.cpp`). The adapter tokenizes and
+ * checks a prompt with one call, then hands the Worker the whole generation with another: the
+ * Worker prefills, samples and decodes in a loop of its own and posts each part to the port it
+ * was given, so no thread between it and the reader wakes for a token.
  */
 
 /** What the worker needs to start its WebAssembly: the build's script, its bytes, and the threads. */
@@ -22,8 +24,7 @@ interface LoadCall {
   threads: number;
 }
 
-interface SamplerCall {
-  call: "sampler";
+export interface SamplerSettings {
   temperature: number;
   topP: number;
   presencePenalty: number;
@@ -34,23 +35,29 @@ interface SamplerCall {
   grammar: string;
 }
 
+interface GenerateCall {
+  call: "generate";
+  /** The prompt's ids; what llama.cpp's KV cache holds of its start is reused. */
+  prompt: number[];
+  sampler: SamplerSettings;
+  maxTokens: number;
+  stop: string[];
+  /** Log probabilities: -1 for none, else the chosen token's and this many alternatives'. */
+  alternatives: number;
+  /** Where the parts go (src/engine/part-stream.ts); an `{abort: true}` on it lands between steps. */
+  parts: MessagePort;
+}
+
 export type WorkerCall =
   | StartCall
   | LoadCall
+  | GenerateCall
   /**
    * The prompt in the model's own vocabulary: a client's raw prompt (BOS first, control tokens
    * parsed), or our template's pieces (control tokens only where the template wrote them).
    */
   | { call: "tokenize"; text: string }
   | { call: "tokenize-pieces"; pieces: { text: string; control: boolean }[] }
-  | { call: "forget"; keep: number }
-  | { call: "decode"; tokens: number[]; first: number }
-  | SamplerCall
-  /**
-   * Samples a token; decodes it at `position` when `decode` (more may follow), so the next step
-   * has its logits: after the reply, so the token streams while it is decoded.
-   */
-  | { call: "step"; alternatives: number; position: number; decode: boolean }
   | { call: "free" };
 
 export interface LoadResult {
@@ -61,14 +68,6 @@ export interface LoadResult {
   batchSize: number;
   /** llama.cpp's system line: the kernels it was built with (`WASM_SIMD = 1`). */
   systemInfo: string;
-}
-
-export interface StepResult {
-  token: number;
-  bytes: Uint8Array;
-  end: boolean;
-  /** With `alternatives` ≥ 0: the token's log probability, then the most likely tokens'. */
-  logprobs?: { token: number; bytes: Uint8Array; logprob: number }[];
 }
 
 export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string };

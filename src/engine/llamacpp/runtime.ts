@@ -23,7 +23,7 @@ const buildFiles = {
 /**
  * The threads llama.cpp runs on: one where the page is not cross-origin isolated (the pthreads
  * build needs SharedArrayBuffer), else `wanted`, by default a thread per core, less one for the
- * page where there are more than two (the page only relays messages while llama.cpp computes).
+ * page where there are more than two (the page's thread is off a token's way: it only starts a generation).
  */
 export function usableThreads(wanted: number | undefined): number {
   const isolated = typeof globalThis.crossOriginIsolated === "boolean" && globalThis.crossOriginIsolated;
