@@ -8,6 +8,7 @@ import { startInference, type InferenceHandle, type StartInferenceOptions } from
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import { hostEngine } from "../../src/bridge/hosted-engine.js";
 import type { GenerationRequest } from "../../src/engine/contract.js";
 import { renderChat } from "../../src/prompt/templates.js";
 
@@ -47,8 +48,8 @@ export interface Bench {
   zero(tokens: number, stream: boolean): Promise<{ firstByteMs: number; totalMs: number; completionTokens: number }>;
   zeroDirect(tokens: number): Promise<{ firstPartMs: number; totalMs: number }>;
   /**
-   * The CPU benchmark: llama.cpp driven directly in this page (its own engine instance, with
-   * the threads `start` gave), on the chat `messages` rendered with Llama 3's template.
+   * The CPU benchmark: llama.cpp driven directly in this page, on the chat `messages` rendered
+   * with Llama 3's template: the very engine instance that serves /v1 (`start` with `llamacpp`).
    */
   llamaDirect(request: {
     model: string;
@@ -163,17 +164,26 @@ async function ours(request: Record<string, unknown>): Promise<Sample> {
 }
 
 let startOptions: StartInferenceOptions = {};
-/** The page's own llama.cpp, made on first use with the threads `start` was given. */
-let directEngine: LlamaCppEngine | undefined;
-
-const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTokens }) => {
-  const entry = Catalogue.create((startOptions.models ?? []) as Parameters<typeof Catalogue.create>[0]).get(model);
-  if (!entry) throw new Error(`no model ${model}`);
-  directEngine ??= new LlamaCppEngine({
+/**
+ * The page's llama.cpp, with the threads `start` was given: it serves /v1 (this page hosts it
+ * for the worker) and is driven directly too. One instance for both paths, because two differ
+ * by themselves: measured, two engines that had each loaded other files before ran the same
+ * file 3–4% apart at 2 threads, the same one ahead in every pair, which no alternation cancels.
+ */
+let pageEngine: LlamaCppEngine | undefined;
+function llamaEngine(): LlamaCppEngine {
+  pageEngine ??= new LlamaCppEngine({
     assetsUrl: new URL("llamacpp/", location.href).href,
     ggufBaseUrl: location.href,
     ...(startOptions.pageEngine?.threads !== undefined ? { threads: startOptions.pageEngine.threads } : {}),
   });
+  return pageEngine;
+}
+
+const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTokens }) => {
+  const entry = Catalogue.create((startOptions.models ?? []) as Parameters<typeof Catalogue.create>[0]).get(model);
+  if (!entry) throw new Error(`no model ${model}`);
+  const directEngine = llamaEngine();
   // The rendered chat less its BOS text: llama.cpp tokenizes a raw prompt with its own BOS.
   const renderedPrompt = messages ? renderChat("llama3", messages) : (text ?? "");
   const started = performance.now();
@@ -200,9 +210,9 @@ const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTok
 window.bench = {
   async start(options, llamacpp = false) {
     startOptions = options;
-    handle = await startInference(
-      llamacpp ? { ...options, pageEngine: { ...options.pageEngine, llamacpp: true } } : options,
-    );
+    // With llama.cpp, this page hosts its own instance rather than `pageEngine`'s, to drive it directly too.
+    handle = await startInference(llamacpp ? { ...options, pageEngine: undefined } : options);
+    if (llamacpp) hostEngine({ llamacpp: llamaEngine() });
     const created = await handle.admin.createAccount({ name: "bench", creditUsd: 1_000 });
     // High limits: the benchmark measures the policy, not its refusals.
     const key = await handle.admin.createKey({ accountId: created.id, rpm: 10_000_000, tpm: 1_000_000_000 });
