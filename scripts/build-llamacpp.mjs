@@ -9,9 +9,10 @@
  * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
  * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
  *
- * One kernel is ours: `native/llamacpp/q4_0-tiles.c`, Q4_0 weights two rows by up to six prompt
- * tokens at a time (ggml has no WebAssembly matrix kernel, so prompts ran a row by a token at a
- * time). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix product call it.
+ * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0 and Q8_0 weights two rows by up to six
+ * tokens at a time, for prompts and generation alike (ggml has no WebAssembly matrix kernel, so
+ * its products ran a row by a token at a time). `withTiledKernel` appends it to ggml's wasm
+ * kernels and has ggml's matrix product call it.
  *
  * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
@@ -50,16 +51,16 @@ function replaceOnce(file, text, from, to) {
 }
 
 /**
- * Our Q4_0 matrix kernel into ggml's source (the clone, never this repository): appended to its
+ * Our matrix kernel into ggml's source (the clone, never this repository): appended to its
  * WebAssembly kernels, and called first by ggml's matrix product for each chunk, which falls
- * back to ggml's own code where ours answers 0 (see native/llamacpp/q4_0-tiles.c). Idempotent.
+ * back to ggml's own code where ours answers 0 (see native/llamacpp/tiles.c). Idempotent.
  */
 function withTiledKernel(dir) {
-  const marker = "/* webgpu-inference: q4_0-tiles.c */";
+  const marker = "/* webgpu-inference: tiles.c */";
   const kernels = join(dir, "ggml/src/ggml-cpu/arch/wasm/quants.c");
   const text = readFileSync(kernels, "utf8");
   if (text.includes(marker)) return;
-  writeFileSync(kernels, [text, marker, `#include "${join(root, "native/llamacpp/q4_0-tiles.c")}"`, ""].join("\n"));
+  writeFileSync(kernels, [text, marker, `#include "${join(root, "native/llamacpp/tiles.c")}"`, ""].join("\n"));
   const product = join(dir, "ggml/src/ggml-cpu/ggml-cpu.c");
   let source = readFileSync(product, "utf8");
   const definition = "void ggml_compute_forward_mul_mat(";
@@ -68,8 +69,8 @@ function withTiledKernel(dir) {
     source,
     definition,
     [
-      "int wi_mul_mat_q4_0(const struct ggml_tensor *, const struct ggml_tensor *, struct ggml_tensor *,",
-      "                    const void *, int64_t, int64_t, int64_t, int64_t);",
+      "int wi_mul_mat_tiled(const struct ggml_tensor *, const struct ggml_tensor *, struct ggml_tensor *,",
+      "                     const void *, int64_t, int64_t, int64_t, int64_t);",
       "",
       definition,
     ].join("\n"),
@@ -80,7 +81,7 @@ function withTiledKernel(dir) {
     product,
     source,
     chunk,
-    `if (!wi_mul_mat_q4_0(src0, src1, dst, params->wdata, ir0_start, ir0_end, ir1_start, ir1_end)) ${chunk}`,
+    `if (!wi_mul_mat_tiled(src0, src1, dst, params->wdata, ir0_start, ir0_end, ir1_start, ir1_end)) ${chunk}`,
   );
   writeFileSync(product, source);
 }
@@ -125,7 +126,7 @@ function libraries(dir, variant, flags) {
 function kernelsOf(variant, configure) {
   if (!configure.includes("Wasm detected"))
     throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
-  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0 prompts in tiles (native/llamacpp/q4_0-tiles.c)";
+  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0 and Q8_0 products in tiles (native/llamacpp/tiles.c)";
   console.log(`${variant}: CMake selected ${kernels}`);
   return kernels;
 }
@@ -144,6 +145,7 @@ const exported = [
   "wi_decode",
   "wi_sampler",
   "wi_sample",
+  "wi_tiles",
   "malloc",
   "free",
 ].map((name) => `_${name}`);

@@ -110,8 +110,8 @@ describe("the llama.cpp build", () => {
 
   /** ggml's Q4_0 × Q8_0 dot product as linked: two blocks a turn, four dot products each. */
   const q4Dots = (file: string) => dotProducts(functionBody(wasm(file), "ggml_vec_dot_q4_0_q8_0"));
-  /** Our widest tile (native/llamacpp/q4_0-tiles.c): two rows by six tokens, unrolled. */
-  const tileDots = (file: string) => dotProducts(functionBody(wasm(file), "wi_tile_2_6"));
+  /** Our widest tiles (native/llamacpp/tiles.c): two rows by six tokens, unrolled. */
+  const tileDots = (file: string, type: string) => dotProducts(functionBody(wasm(file), `wi_tile_${type}_2_6`));
 
   it("was built with ggml's WebAssembly SIMD kernels, not its generic fallback", () => {
     expect(info.kernels.st).toContain("wasm");
@@ -119,13 +119,14 @@ describe("the llama.cpp build", () => {
     for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
   });
 
-  it("has our Q4_0 tiles for prompts beside ggml's kernel: the two-row, six-token tile unrolled", () => {
-    expect(info.kernels.st).toContain("q4_0-tiles.c");
-    expect(info.kernels.mt).toContain("q4_0-tiles.c");
+  it("has our Q4_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
+    expect(info.kernels.st).toContain("tiles.c");
+    expect(info.kernels.mt).toContain("tiles.c");
     // Four dot products a block for each of the tile's twelve (row, token) sums. A tile left in
     // loops would hold only four.
     for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"])
-      expect(tileDots(file), file).toBeGreaterThanOrEqual(4 * 12);
+      for (const type of ["Q4_0", "Q8_0"])
+        expect(tileDots(file, type), `${file} ${type}`).toBeGreaterThanOrEqual(4 * 12);
   });
 });
 
@@ -145,6 +146,7 @@ interface Module {
   _wi_sample(alternatives: number, ids: number, logprobs: number): number;
   _wi_piece(token: number, out: number, capacity: number): number;
   _wi_forget(keep: number): number;
+  _wi_tiles(on: number): number;
   _wi_tokenize(
     text: number,
     length: number,
@@ -264,34 +266,43 @@ describe("the one-thread build in Node, through our C API", () => {
     expect(error()).toContain("could not parse the grammar");
   });
 
-  it("evaluates a Q4_0 prompt in tiles (our kernel) as one token at a time (ggml's), at any length", () => {
-    const models = mkdtempSync(join(tmpdir(), "gguf-"));
-    llama.FS.writeFile("/models/q4_0.gguf", readFileSync(buildTestGguf(models, "test-q4_0")));
-    expect(llama._wi_load(text("/models/q4_0.gguf"), 512, 32, 1), error()).toBe(0);
-    const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
-    // 15 tokens: tiles of six, six and three tokens, each of two rows.
-    const prompt = words.slice(0, 15);
-    expect(prompt).toHaveLength(15);
-    const best = (batches: number[][]) => {
-      expect(llama._wi_forget(0)).toBe(0);
-      const out = scratch();
-      let position = 0;
-      for (const batch of batches) {
-        llama.HEAP32.set(batch, out / 4);
-        expect(llama._wi_decode(out, batch.length, position)).toBe(0);
-        position += batch.length;
-      }
-      expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
-      const ids = scratch();
-      llama._wi_sample(10, ids, ids + 11 * 4);
-      return {
-        ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
-        logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
+  // Our tiles against ggml's own kernels on the same batches: every logit bit for bit, for a
+  // 15-token prompt (tiles of six, six and three tokens, each of two rows) and then one token at
+  // a time. The Q4_0 file's feed-forward is 15 blocks wide: an odd last block on the scalar tail.
+  it.each(["test-q4_0", "test"] as const)(
+    "computes %s's products in tiles (our kernel) exactly as ggml's kernels do, prompt and generation",
+    (variant) => {
+      const models = mkdtempSync(join(tmpdir(), "gguf-"));
+      llama.FS.writeFile(`/models/${variant}.gguf`, readFileSync(buildTestGguf(models, variant)));
+      expect(llama._wi_load(text(`/models/${variant}.gguf`), 512, 32, 1), error()).toBe(0);
+      const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
+      const prompt = words.slice(0, 15);
+      expect(prompt).toHaveLength(15);
+      const generate = () => {
+        expect(llama._wi_forget(0)).toBe(0);
+        const out = scratch();
+        llama.HEAP32.set(prompt, out / 4);
+        expect(llama._wi_decode(out, prompt.length, 0)).toBe(0);
+        expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
+        const steps: { ids: number[]; logprobs: number[] }[] = [];
+        for (let position = prompt.length; steps.length < 4; position++) {
+          const ids = scratch();
+          const token = llama._wi_sample(10, ids, ids + 11 * 4);
+          steps.push({
+            ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
+            logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
+          });
+          llama.HEAP32[out / 4] = token;
+          expect(llama._wi_decode(out, 1, position)).toBe(0);
+        }
+        return steps;
       };
-    };
-    const tiled = best([prompt]);
-    const single = best(prompt.map((id) => [id]));
-    expect(tiled.ids).toEqual(single.ids);
-    tiled.logprobs.forEach((logprob, index) => expect(logprob).toBeCloseTo(single.logprobs[index]!, 4));
-  });
+      llama._wi_tiles(1);
+      const tiled = generate();
+      expect(llama._wi_tiles(0), "chunks the tiles computed").toBeGreaterThan(0);
+      const ggml = generate();
+      expect(llama._wi_tiles(1), "chunks the tiles computed while off").toBe(0);
+      expect(tiled).toEqual(ggml);
+    },
+  );
 });

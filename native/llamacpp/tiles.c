@@ -1,0 +1,260 @@
+// Q4_0 and Q8_0 weights × Q8_0 tokens in tiles of two rows by up to six tokens, for ggml's
+// WebAssembly CPU backend: the project's own matrix kernel, for prompts and for generation.
+// scripts/build-llamacpp.mjs appends this file to ggml's `arch/wasm/quants.c` and has ggml's
+// matrix product hand each chunk of a Q4_0 or Q8_0 product to `wi_mul_mat_tiled` before its own
+// code.
+//
+// Why: ggml has no WebAssembly matrix kernel. Its dot product takes one weight row and one token,
+// so every weight block was unpacked again for every token and every token block widened again
+// for every row. Here a chunk's tokens are widened to 16-bit lanes once, each weight block is
+// unpacked once for up to six tokens, and each token block is loaded once for two rows.
+//
+// A Q4_0 block is unpacked without widening: its bytes are first put in the order of ggml's
+// sums, then each 16-bit lane's four nibbles are shifted and masked out in place (six
+// instructions for 32 weights, where sign-extending takes ten). The nibbles stay unsigned
+// (0 to 15); ggml's `- 8` is taken off each sum afterwards as eight times the token's values in
+// that lane, computed once per token block.
+//
+// Invariants:
+// - Each (row, token) sum is ggml's kernel's, bit for bit: the same products summed into the same
+//   four lanes (integer sums, so their order within a lane is free), the same scales, the lanes
+//   summed as ggml sums them, and for Q4_0 an odd last block added afterwards in scalar code, as
+//   ggml adds it. `wi_tiles(0)` hands every product back to ggml, so a test can compare.
+// - Any tile shape is handled (odd rows, any number of tokens), so ggml's chunking needs no
+//   particular length.
+// - Nothing is changed outside the chunk's own part of the result.
+
+#if !defined(__wasm_simd128__)
+#error "the llama.cpp build compiles with WebAssembly SIMD (-msimd128)"
+#endif
+
+#include <emscripten/emscripten.h>
+
+// The most tokens a tile holds. Measured in V8 on x86-64: two rows by six tokens beat two by
+// four, two by eight and four rows by two or four (more sums than V8 keeps in registers).
+#define WI_TILE_TOKENS 6
+
+// ggml's four-lane sums of a block: lane i sums weights 8s + 2i and 8s + 2i + 1 for s = 0 to 3.
+// A token block widened: its 32 values as four vectors of 16-bit lanes in the order `wi_unpack`
+// gives the weights (i32x4.dot_i16x8 adds lanes 2i and 2i + 1 into lane i), and each lane's
+// eight values summed and times 8: what ggml's `- 8` on Q4_0 weights takes off that lane.
+typedef struct {
+    int16_t values[QK8_0];
+    int32_t offsets[4];
+} wi_widened_block;
+
+// The byte order a Q4_0 block is unpacked in: 16-bit lane 2i holds bytes 2i and 2i + 1, lane
+// 2i + 1 bytes 8 + 2i and 9 + 2i. Their low nibbles are weights 2i, 2i + 1, 8 + 2i, 9 + 2i, their
+// high nibbles those plus 16: lane i of ggml's sums, exactly.
+#define WI_Q4_ORDER 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15
+// The order a half block of 8-bit values is put in before widening, so the low half's lanes
+// hold values 2i, 8 + 2i and the high half's 2i + 1, 9 + 2i: the order `wi_unpack` gives.
+#define WI_WIDE_ORDER 0, 8, 2, 10, 4, 12, 6, 14, 1, 9, 3, 11, 5, 13, 7, 15
+// A vector's bytes in one of the orders above (the indirection expands the order's name first).
+#define WI_REORDER(vector, ...) wasm_i8x16_shuffle(vector, vector, __VA_ARGS__)
+
+static int wi_tiles_on = 1;
+static int wi_tiled_chunks = 0;
+
+// Hands every product back to ggml's own kernels (0) or takes them again (1), for the test that
+// compares the two bit for bit. Returns how many chunks the tiles computed since the last call,
+// so that test knows they ran.
+EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
+    wi_tiles_on = on;
+    return __atomic_exchange_n(&wi_tiled_chunks, 0, __ATOMIC_RELAXED);
+}
+
+// A weight block as four vectors of 16-bit lanes in the widened tokens' order.
+static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type type, const void * block,
+                                                            v128_t x[4]) {
+    if (type == GGML_TYPE_Q4_0) {
+        const v128_t packed = wasm_v128_load(((const block_q4_0 *) block)->qs);
+        const v128_t lanes = WI_REORDER(packed, WI_Q4_ORDER);
+        const v128_t nibble = wasm_i16x8_splat(0x000F);
+        x[0] = wasm_v128_and(lanes, nibble);
+        x[1] = wasm_v128_and(wasm_u16x8_shr(lanes, 8), nibble);
+        x[2] = wasm_v128_and(wasm_u16x8_shr(lanes, 4), nibble);
+        x[3] = wasm_u16x8_shr(lanes, 12);
+    } else {
+        const int8_t * values = ((const block_q8_0 *) block)->qs;
+        const v128_t low = wasm_v128_load(values), high = wasm_v128_load(values + 16);
+        const v128_t low_ordered = WI_REORDER(low, WI_WIDE_ORDER);
+        const v128_t high_ordered = WI_REORDER(high, WI_WIDE_ORDER);
+        x[0] = wasm_i16x8_extend_low_i8x16(low_ordered);
+        x[1] = wasm_i16x8_extend_high_i8x16(low_ordered);
+        x[2] = wasm_i16x8_extend_low_i8x16(high_ordered);
+        x[3] = wasm_i16x8_extend_high_i8x16(high_ordered);
+    }
+}
+
+static inline float wi_block_scale(const enum ggml_type type, const void * block) {
+    return GGML_CPU_FP16_TO_FP32(type == GGML_TYPE_Q4_0 ? ((const block_q4_0 *) block)->d
+                                                        : ((const block_q8_0 *) block)->d);
+}
+
+// ggml's four lane sums of one weight block by one token block.
+static inline __attribute__((always_inline)) v128_t wi_block_dot(const enum ggml_type type, const v128_t x[4],
+                                                                 const wi_widened_block * y) {
+    const v128_t sum = wasm_i32x4_add(
+        wasm_i32x4_add(wasm_i32x4_dot_i16x8(x[0], wasm_v128_load(y->values)),
+                       wasm_i32x4_dot_i16x8(x[1], wasm_v128_load(y->values + 8))),
+        wasm_i32x4_add(wasm_i32x4_dot_i16x8(x[2], wasm_v128_load(y->values + 16)),
+                       wasm_i32x4_dot_i16x8(x[3], wasm_v128_load(y->values + 24))));
+    return type == GGML_TYPE_Q4_0 ? wasm_i32x4_sub(sum, wasm_v128_load(y->offsets)) : sum;
+}
+
+// An odd last Q4_0 block, computed as ggml's kernel computes it.
+static inline float wi_scalar_block(const block_q4_0 * GGML_RESTRICT x, const block_q8_0 * GGML_RESTRICT y) {
+    int low = 0, high = 0;
+    for (int j = 0; j < QK8_0 / 2; j++) {
+        low += ((x->qs[j] & 0x0F) - 8) * y->qs[j];
+        high += ((x->qs[j] >> 4) - 8) * y->qs[j + QK8_0 / 2];
+    }
+    return (low + high) * GGML_CPU_FP16_TO_FP32(x->d) * GGML_CPU_FP16_TO_FP32(y->d);
+}
+
+// One tile: `rows` weight rows (`row_bytes` apart) by `tokens` widened tokens (`blocks` blocks
+// each, their scales in `scales`), into s[token * bs + row]. Called with constant shapes and
+// types only, so the compiler unrolls the loops over rows and tokens and keeps the sums in
+// registers.
+static inline __attribute__((always_inline)) void wi_tile(
+    const enum ggml_type type, const int rows, const int tokens, const int blocks, const char * GGML_RESTRICT weights,
+    const size_t row_bytes, const wi_widened_block * GGML_RESTRICT widened, const float * GGML_RESTRICT scales,
+    const block_q8_0 * const * GGML_RESTRICT quantized, float * GGML_RESTRICT s, const size_t bs) {
+    const size_t block_bytes = type == GGML_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    v128_t sums[2][WI_TILE_TOKENS];
+    for (int r = 0; r < rows; r++)
+        for (int t = 0; t < tokens; t++) sums[r][t] = wasm_f32x4_splat(0.0f);
+    // ggml's Q4_0 kernel takes blocks in twos and leaves an odd last one to scalar code.
+    const int simd_blocks = type == GGML_TYPE_Q4_0 ? blocks & ~1 : blocks;
+    for (int block = 0; block < simd_blocks; block++) {
+        v128_t x[2][4];
+        float row_scale[2];
+        for (int r = 0; r < rows; r++) {
+            const void * row_block = weights + r * row_bytes + block * block_bytes;
+            wi_unpack(type, row_block, x[r]);
+            row_scale[r] = wi_block_scale(type, row_block);
+        }
+        for (int t = 0; t < tokens; t++) {
+            const wi_widened_block * y = widened + t * blocks + block;
+            const float token_scale = scales[t * blocks + block];
+            for (int r = 0; r < rows; r++) {
+                const v128_t dot = wi_block_dot(type, x[r], y);
+                sums[r][t] = wasm_f32x4_add(
+                    sums[r][t],
+                    wasm_f32x4_mul(wasm_f32x4_convert_i32x4(dot), wasm_f32x4_splat(row_scale[r] * token_scale)));
+            }
+        }
+    }
+    for (int t = 0; t < tokens; t++) {
+        for (int r = 0; r < rows; r++) {
+            float sum = wasm_f32x4_extract_lane(sums[r][t], 0) + wasm_f32x4_extract_lane(sums[r][t], 1) +
+                        wasm_f32x4_extract_lane(sums[r][t], 2) + wasm_f32x4_extract_lane(sums[r][t], 3);
+            if (simd_blocks < blocks)
+                sum += wi_scalar_block((const block_q4_0 *) (weights + r * row_bytes) + simd_blocks,
+                                       quantized[t] + simd_blocks);
+            s[t * bs + r] = sum;
+        }
+    }
+}
+
+// Widens `tokens` Q8_0 tokens into `widened` (values in `wi_unpack`'s order, and Q4_0's
+// offsets) and their scales into `scales`.
+static void wi_widen(const int tokens, const int blocks, const block_q8_0 * const * GGML_RESTRICT quantized,
+                     wi_widened_block * GGML_RESTRICT widened, float * GGML_RESTRICT scales) {
+    const v128_t ones = wasm_i16x8_splat(1);
+    for (int t = 0; t < tokens; t++) {
+        for (int block = 0; block < blocks; block++) {
+            const block_q8_0 * y = quantized[t] + block;
+            wi_widened_block * out = widened + t * blocks + block;
+            const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_WIDE_ORDER);
+            const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_WIDE_ORDER);
+            const v128_t values[4] = {wasm_i16x8_extend_low_i8x16(low), wasm_i16x8_extend_high_i8x16(low),
+                                      wasm_i16x8_extend_low_i8x16(high), wasm_i16x8_extend_high_i8x16(high)};
+            v128_t lane_sums = wasm_i32x4_splat(0);
+            for (int k = 0; k < 4; k++) {
+                wasm_v128_store(out->values + 8 * k, values[k]);
+                lane_sums = wasm_i32x4_add(lane_sums, wasm_i32x4_dot_i16x8(values[k], ones));
+            }
+            wasm_v128_store(out->offsets, wasm_i32x4_shl(lane_sums, 3));
+            scales[t * blocks + block] = GGML_CPU_FP16_TO_FP32(y->d);
+        }
+    }
+}
+
+// Each (type, rows, tokens) shape as a function of its own, unrolled. Why not one function with
+// a case per shape: V8 then allocates registers for all of them at once and spills the sums
+// (about 1.2× slower in V8, measured).
+#define WI_TILE_SHAPE(TYPE, ROWS, TOKENS)                                                                   \
+    static __attribute__((noinline)) void wi_tile_##TYPE##_##ROWS##_##TOKENS(                               \
+        const int blocks, const char * weights, const size_t row_bytes, const wi_widened_block * widened,   \
+        const float * scales, const block_q8_0 * const * quantized, float * s, const size_t bs) {          \
+        wi_tile(GGML_TYPE_##TYPE, ROWS, TOKENS, blocks, weights, row_bytes, widened, scales, quantized, s, bs); \
+    }
+#define WI_TILE_SHAPES(TYPE)                                                                                \
+    WI_TILE_SHAPE(TYPE, 1, 1) WI_TILE_SHAPE(TYPE, 1, 2) WI_TILE_SHAPE(TYPE, 1, 3) WI_TILE_SHAPE(TYPE, 1, 4) \
+    WI_TILE_SHAPE(TYPE, 1, 5) WI_TILE_SHAPE(TYPE, 1, 6) WI_TILE_SHAPE(TYPE, 2, 1) WI_TILE_SHAPE(TYPE, 2, 2) \
+    WI_TILE_SHAPE(TYPE, 2, 3) WI_TILE_SHAPE(TYPE, 2, 4) WI_TILE_SHAPE(TYPE, 2, 5) WI_TILE_SHAPE(TYPE, 2, 6)
+WI_TILE_SHAPES(Q4_0)
+WI_TILE_SHAPES(Q8_0)
+
+typedef void (*wi_tile_shape)(int, const char *, size_t, const wi_widened_block *, const float *,
+                              const block_q8_0 * const *, float *, size_t);
+
+// The shapes by type (Q4_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS).
+#define WI_TILE_TABLE(TYPE)                                                                                 \
+    {{wi_tile_##TYPE##_1_1, wi_tile_##TYPE##_1_2, wi_tile_##TYPE##_1_3, wi_tile_##TYPE##_1_4,              \
+      wi_tile_##TYPE##_1_5, wi_tile_##TYPE##_1_6},                                                          \
+     {wi_tile_##TYPE##_2_1, wi_tile_##TYPE##_2_2, wi_tile_##TYPE##_2_3, wi_tile_##TYPE##_2_4,              \
+      wi_tile_##TYPE##_2_5, wi_tile_##TYPE##_2_6}}
+static const wi_tile_shape wi_tile_shapes[2][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q8_0)};
+
+// ggml's matrix product calls this for each chunk (rows [row_start, row_end) of the weights by
+// tokens [token_start, token_end)) once `quantized_tokens` holds the tokens as Q8_0. Returns 1
+// when it computed the chunk, 0 when the product is not ours (not Q4_0 or Q8_0 by F32 tokens, or
+// batched in more than two dimensions) and ggml's own code should.
+int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
+                     struct ggml_tensor * result, const void * quantized_tokens, int64_t row_start, int64_t row_end,
+                     int64_t token_start, int64_t token_end);
+
+int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
+                     struct ggml_tensor * result, const void * quantized_tokens, int64_t row_start, int64_t row_end,
+                     int64_t token_start, int64_t token_end) {
+    const enum ggml_type type = weights_tensor->type;
+    if (!wi_tiles_on || (type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q8_0) || tokens_tensor->type != GGML_TYPE_F32)
+        return 0;
+    if (weights_tensor->ne[2] != 1 || weights_tensor->ne[3] != 1 || tokens_tensor->ne[2] != 1 ||
+        tokens_tensor->ne[3] != 1)
+        return 0;
+    const int blocks = (int) (weights_tensor->ne[0] / QK8_0);
+    const size_t token_bytes = ggml_row_size(GGML_TYPE_Q8_0, weights_tensor->ne[0]);
+    const size_t row_bytes = weights_tensor->nb[1];
+    const size_t bs = result->nb[1] / sizeof(float);
+    // Each thread's scratch for a tile's widened tokens, sized for the widest rows seen and kept:
+    // one allocation per thread, not one per chunk (a product has about a hundred chunks).
+    static _Thread_local wi_widened_block * widened = NULL;
+    static _Thread_local int widened_blocks = 0;
+    if (blocks > widened_blocks) {
+        const size_t bytes = (size_t) WI_TILE_TOKENS * blocks * (sizeof(wi_widened_block) + sizeof(float));
+        wi_widened_block * grown = realloc(widened, bytes);
+        if (!grown) return 0;
+        widened = grown;
+        widened_blocks = blocks;
+    }
+    float * scales = (float *) (widened + WI_TILE_TOKENS * widened_blocks);
+    const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : 1];
+    __atomic_fetch_add(&wi_tiled_chunks, 1, __ATOMIC_RELAXED);
+    for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
+        const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
+        const block_q8_0 * quantized[WI_TILE_TOKENS];
+        for (int t = 0; t < tokens; t++)
+            quantized[t] = (const block_q8_0 *) ((const char *) quantized_tokens + (token + t) * token_bytes);
+        wi_widen(tokens, blocks, quantized, widened, scales);
+        for (int64_t row = row_start; row < row_end; row += 2) {
+            const int rows = (int) MIN(2, row_end - row);
+            shapes[rows - 1][tokens - 1](blocks, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
+                                         widened, scales, quantized, (float *) result->data + token * bs + row, bs);
+        }
+    }
+    return 1;
+}
