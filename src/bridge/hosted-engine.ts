@@ -39,8 +39,11 @@ const hostWaitMs = 2_000;
 const hostCheckMs = 1_000;
 
 /** Why a call or generation ended when its host page went away. */
-function hostClosedMessage(engine: string): string {
-  return `The page that ran ${engine} for this request was closed or reloaded before it finished. Keep a page of the app open while it serves; the next request goes to another open page that hosts ${engine}.`;
+function hostClosedError(engine: string): EngineError {
+  return new EngineError(
+    "device",
+    `The page that ran ${engine} for this request was closed or reloaded before it finished. Keep a page of the app open while it serves; the next request goes to another open page that hosts ${engine}.`,
+  );
 }
 
 type Call = { engine: string } & (
@@ -174,7 +177,7 @@ export class PageHostedEngine implements Engine {
     const reply = new Promise<Reply>((resolve) => {
       channel.port1.onmessage = (event: MessageEvent<Reply>) => resolve(event.data);
       stopWatching = this.#hosts.watch(host, () =>
-        resolve({ ok: false, error: { kind: "device", message: hostClosedMessage(this.#engine) } }),
+        resolve({ ok: false, error: toWireError(hostClosedError(this.#engine)) }),
       );
     });
     host.postMessage(call, [channel.port2]);
@@ -222,9 +225,7 @@ export class PageHostedEngine implements Engine {
     const inbox = new PartInbox().listen(parts.port1).listen(failures.port1);
     const abort = () => parts.port1.postMessage({ abort: true } satisfies AbortMessage);
     signal.addEventListener("abort", abort, { once: true });
-    const stopWatching = this.#hosts.watch(host, () =>
-      inbox.fail(new EngineError("device", hostClosedMessage(this.#engine))),
-    );
+    const stopWatching = this.#hosts.watch(host, () => inbox.fail(hostClosedError(this.#engine)));
     host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [
       parts.port2,
       failures.port2,
@@ -313,7 +314,8 @@ export function hostEngine(
 
 /**
  * A generation for the worker: handed whole to an engine that streams onto a port itself, or
- * relayed part by part. `failures` is absent where the worker is of a release before it.
+ * relayed part by part. `failures` is absent where the worker is of a release before it; once
+ * `port` is handed to the engine, a failure can only go there.
  */
 async function serveGeneration(
   engines: Readonly<Record<string, Engine>>,
@@ -321,28 +323,24 @@ async function serveGeneration(
   port: MessagePort,
   failures: MessagePort | undefined,
 ): Promise<void> {
-  const engine = Object.hasOwn(engines, call.engine) ? engines[call.engine] : undefined;
-  if (engine?.streamTo && failures) {
-    try {
-      await engine.streamTo(call.request, port);
-    } catch (error) {
-      failures.postMessage({ error: toWireError(error) } satisfies PartMessage);
-    } finally {
-      failures.close();
-    }
-    return;
-  }
   const controller = new AbortController();
-  port.onmessage = (event: MessageEvent<AbortMessage | null>) => {
-    if (event.data?.abort) controller.abort();
-  };
+  let errors = port;
   try {
-    for await (const part of engineFor(engines, call.engine).generate(call.request, controller.signal))
+    const engine = engineFor(engines, call.engine);
+    if (engine.streamTo && failures) {
+      errors = failures;
+      await engine.streamTo(call.request, port);
+      return;
+    }
+    port.onmessage = (event: MessageEvent<AbortMessage | null>) => {
+      if (event.data?.abort) controller.abort();
+    };
+    for await (const part of engine.generate(call.request, controller.signal))
       port.postMessage({ part } satisfies PartMessage);
   } catch (error) {
-    port.postMessage({ error: toWireError(error) } satisfies PartMessage);
+    errors.postMessage({ error: toWireError(error) } satisfies PartMessage);
   } finally {
-    port.close();
+    if (errors === port) port.close();
     failures?.close();
   }
 }
