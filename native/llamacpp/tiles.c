@@ -54,14 +54,18 @@ typedef struct {
 #define WI_REORDER(vector, ...) wasm_i8x16_shuffle(vector, vector, __VA_ARGS__)
 
 static int wi_tiles_on = 1;
-static int wi_tiled_chunks = 0;
+// Per thread, so counting costs the products no shared write: the calling thread computes chunks
+// of every product too, which is all the test asks.
+static _Thread_local int wi_tiled_chunks = 0;
 
 // Hands every product back to ggml's own kernels (0) or takes them again (1), for the test that
-// compares the two bit for bit. Returns how many chunks the tiles computed since the last call,
-// so that test knows they ran.
+// compares the two bit for bit. Returns how many chunks the calling thread's tiles computed since
+// its last call, so that test knows they ran.
 EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
     wi_tiles_on = on;
-    return __atomic_exchange_n(&wi_tiled_chunks, 0, __ATOMIC_RELAXED);
+    const int chunks = wi_tiled_chunks;
+    wi_tiled_chunks = 0;
+    return chunks;
 }
 
 // A weight block as four vectors of 16-bit lanes in the widened tokens' order.
@@ -243,7 +247,7 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
     }
     float * scales = (float *) (widened + WI_TILE_TOKENS * widened_blocks);
     const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : 1];
-    __atomic_fetch_add(&wi_tiled_chunks, 1, __ATOMIC_RELAXED);
+    wi_tiled_chunks++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
         const block_q8_0 * quantized[WI_TILE_TOKENS];
