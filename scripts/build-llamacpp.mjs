@@ -3,7 +3,10 @@
  * Builds llama.cpp for the browser with its WebAssembly SIMD kernels, into `wasm/llamacpp/`:
  * - `llamacpp-st.{js,wasm}`: one thread, for pages that are not cross-origin isolated;
  * - `llamacpp-mt.{js,wasm,worker.js}`: pthreads, a thread per core where the page is isolated;
- * - `build.json`: the source, the compiler, and the kernels CMake selected.
+ * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
+ *   SIMD's 8-bit dot product in our Q4_0 tiles, for browsers that have relaxed SIMD (Chromium
+ *   since 114). The pthreads one shares `llamacpp-mt.worker.js`, which the build checks is the same;
+ * - `build.json`: the source, the compilers, and the kernels CMake selected.
  *
  * Sources come from packages at build time, never copied into this repository: llama.cpp from
  * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
@@ -14,6 +17,15 @@
  * its products ran a row by a token at a time). `withTiledKernel` appends it to ggml's wasm
  * kernels and has ggml's matrix product call it.
  *
+ * Why a second compiler: Debian's Emscripten 3.1.6 brings LLVM 14, which has no relaxed dot
+ * product. Debian's clang 19 (apt-get install clang-19) compiles the one file our tiles are in,
+ * ggml's `arch/wasm/quants.c`, for the `-relaxed` builds, with Emscripten's own flags
+ * (`emcc --cflags`); everything else, and the link, stay Emscripten's. Only
+ * `i16x8.relaxed_dot_i8x16_i7x16_s` is used: its opcode is the same in clang 19, in the
+ * Emscripten's Binaryen (108) that rewrites the linked module, and in the final standard, where
+ * the other relaxed instructions' opcodes moved. Floating-point contraction is off, so clang 19
+ * emits no relaxed multiply-add either.
+ *
  * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
  * The build stops if CMake did not print "Wasm detected".
@@ -23,7 +35,7 @@
  *             and link our C API: for a change to native/llamacpp/engine.cpp alone.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { availableParallelism } from "node:os";
 import { llamaSource, llamaWork as work } from "./llama-source.mjs";
@@ -82,6 +94,24 @@ function withTiledKernel(dir) {
     source,
     chunk,
     `if (!wi_mul_mat_tiled(src0, src1, dst, params->wdata, ir0_start, ir0_end, ir1_start, ir1_end)) ${chunk}`,
+  );
+  // The chunk plan, once ggml has made it, goes to `wi_mul_mat_plan` (a prompt's chunks take all
+  // its tokens). The leading newline and indent pick the plain product, not the one by expert.
+  const plan = "\n    const int64_t dr0 = (nr0 + nchunk0 - 1) / nchunk0;";
+  source = replaceOnce(
+    product,
+    source,
+    plan,
+    `\n    wi_mul_mat_plan(src0, src1, nth, nr0, nr1, &nchunk0, &nchunk1);${plan}`,
+  );
+  source = replaceOnce(
+    product,
+    source,
+    definition,
+    [
+      "void wi_mul_mat_plan(const struct ggml_tensor *, const struct ggml_tensor *, int, int64_t, int64_t, int64_t *, int64_t *);",
+      definition,
+    ].join("\n"),
   );
   writeFileSync(product, source);
 }
@@ -150,7 +180,56 @@ const exported = [
   "free",
 ].map((name) => `_${name}`);
 
-function link(dir, build, variant, flags, extra) {
+/** Debian's clang 19, for the one file compiled with relaxed SIMD (see the top of this file). */
+const relaxedClang = "/usr/lib/llvm-19/bin/clang";
+const relaxedFile = "ggml-cpu/arch/wasm/quants.c";
+
+/**
+ * Compiles ggml's `arch/wasm/quants.c`, with our tiles in it, by clang 19 with relaxed SIMD, with
+ * the flags CMake gave Emscripten for it. Returns ggml-cpu's objects with that one in place of
+ * Emscripten's, for `link`.
+ */
+function relaxedObjects(build, variant, flags) {
+  if (!existsSync(relaxedClang))
+    throw new Error(
+      `${relaxedClang} is missing: the -relaxed builds need Debian's clang 19 (apt-get install clang-19)`,
+    );
+  const commands = JSON.parse(readFileSync(join(build, "compile_commands.json"), "utf8"));
+  const objects = [];
+  let compiled = "";
+  for (const entry of commands) {
+    const words = entry.command.split(/\s+/);
+    const output = join(entry.directory, words[words.indexOf("-o") + 1]);
+    if (!output.includes("/CMakeFiles/ggml-cpu.dir/")) continue;
+    if (!entry.file.endsWith(relaxedFile)) {
+      objects.push(output);
+      continue;
+    }
+    compiled = join(build, `quants-relaxed-${variant}.o`);
+    // Emscripten's own flags for clang, less WebAssembly exceptions: this C file throws none,
+    // and clang 19 would want reference types for them, which Emscripten 3.1.6 does not emit.
+    const ours = flags.split(" ").filter((flag) => flag && flag !== "-fwasm-exceptions");
+    const emscripten = run("emcc", [...ours, "--cflags"])
+      .trim()
+      .split(/\s+/);
+    const cmake = words.slice(1).filter((word, at, all) => {
+      const previous = all[at - 1];
+      return word !== "-fwasm-exceptions" && word !== "-o" && word !== "-c" && previous !== "-o" && previous !== "-c";
+    });
+    const relaxed = ["-mrelaxed-simd", "-ffp-contract=off", "-mno-multivalue", "-mno-reference-types"];
+    run(relaxedClang, [...emscripten, ...cmake, ...relaxed, "-c", entry.file, "-o", compiled], {
+      cwd: entry.directory,
+    });
+  }
+  if (!compiled) throw new Error(`${build}/compile_commands.json has no ${relaxedFile}`);
+  return [compiled, ...objects];
+}
+
+/**
+ * Links our C API with llama.cpp's libraries into `folder` as `llamacpp-${variant}`; with
+ * `cpuObjects`, those in place of ggml-cpu's library.
+ */
+function link(dir, build, variant, flags, extra, folder = out, cpuObjects = undefined) {
   const name = `llamacpp-${variant}`;
   run("em++", [
     join(root, "native/llamacpp/engine.cpp"),
@@ -161,7 +240,7 @@ function link(dir, build, variant, flags, extra) {
     `-I${join(dir, "ggml/include")}`,
     join(build, "src/libllama.a"),
     join(build, "ggml/src/libggml.a"),
-    join(build, "ggml/src/libggml-cpu.a"),
+    ...(cpuObjects ?? [join(build, "ggml/src/libggml-cpu.a")]),
     join(build, "ggml/src/libggml-base.a"),
     // Function names stay in the binary: the build check finds the dot-product kernel by name.
     "--profiling-funcs",
@@ -178,8 +257,46 @@ function link(dir, build, variant, flags, extra) {
     "-sEXPORTED_RUNTIME_METHODS=FS,WORKERFS,UTF8ToString,stringToUTF8,lengthBytesUTF8,HEAPU8,HEAP32,HEAPF32",
     ...extra,
     "-o",
-    join(out, `${name}.js`),
+    join(folder, `${name}.js`),
   ]);
+}
+
+/**
+ * The relaxed instructions in a module, by Binaryen's name, counted. Binaryen 108 names a final
+ * opcode it knows under an earlier draft's name, so any relaxed instruction but the dot product
+ * stops the build (see the top of this file).
+ */
+function relaxedInstructions(file) {
+  const text = run("wasm-dis", ["--all-features", file], { maxBuffer: 1 << 30 });
+  const counts = {};
+  for (const [name] of text.matchAll(/\b[a-z0-9]+x[0-9]+\.[a-z0-9_]*(?:relaxed|laneselect|i7x16)[a-z0-9_]*/g))
+    counts[name] = (counts[name] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * The `-relaxed` build of a variant: linked as the variant is, into a scratch folder under the
+ * same name (its script then loads the same pthread worker script, which must be the same), and
+ * moved beside it. Its script is its own: the pthreads one holds addresses in the module's memory.
+ */
+function linkRelaxed(dir, build, variant, flags, extra) {
+  const scratch = join(build, "relaxed");
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch, { recursive: true });
+  link(dir, build, variant, flags, extra, scratch, relaxedObjects(build, variant, flags));
+  for (const file of readdirSync(scratch).filter((name) => name.endsWith(".worker.js")))
+    if (!readFileSync(join(scratch, file)).equals(readFileSync(join(out, file))))
+      throw new Error(`${file}: the relaxed build's pthread script differs from the plain build's`);
+  const counts = relaxedInstructions(join(scratch, `llamacpp-${variant}.wasm`));
+  const names = Object.keys(counts);
+  if (names.length !== 1 || names[0] !== "i16x8.dot_i8x16_i7x16_s")
+    throw new Error(`${variant}-relaxed: expected only i16x8.dot_i8x16_i7x16_s, found ${JSON.stringify(counts)}`);
+  console.log(`${variant}-relaxed: ${counts[names[0]]} relaxed dot products, no other relaxed instruction`);
+  for (const extension of ["js", "wasm"])
+    renameSync(
+      join(scratch, `llamacpp-${variant}.${extension}`),
+      join(out, `llamacpp-${variant}-relaxed.${extension}`),
+    );
 }
 
 const { dir, description } = llamaSource({ reuse: relink });
@@ -188,16 +305,23 @@ mkdirSync(out, { recursive: true });
 // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
 const single = libraries(dir, "st", "-fwasm-exceptions");
 link(dir, single.build, "st", "-fwasm-exceptions", []);
+linkRelaxed(dir, single.build, "st", "-fwasm-exceptions", []);
 const threaded = libraries(dir, "mt", "-fwasm-exceptions -pthread");
 // The pool is filled before the program starts: ggml's threads must exist before its first
 // decode, since a worker started mid-call would never run while the caller waits for it.
-link(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", [
-  "-sUSE_PTHREADS=1",
-  "-sPTHREAD_POOL_SIZE=Module.threads",
-]);
+const pool = ["-sUSE_PTHREADS=1", "-sPTHREAD_POOL_SIZE=Module.threads"];
+link(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", pool);
+linkRelaxed(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", pool);
 const emscripten = run("emcc", ["--version"]).split("\n")[0];
-writeFileSync(
-  join(out, "build.json"),
-  `${JSON.stringify({ source: description, compiler: emscripten, kernels: { st: single.kernels, mt: threaded.kernels }, memory: "wasm32 (4 GB)" }, null, 2)}\n`,
-);
+const clang = run(relaxedClang, ["--version"]).split("\n")[0];
+const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 tiles";
+console.log(`st-relaxed, mt-relaxed: ${relaxedKernels}`);
+const build = {
+  source: description,
+  compiler: emscripten,
+  relaxedCompiler: `${clang}, for ${relaxedFile} in the -relaxed builds`,
+  kernels: { st: single.kernels, mt: threaded.kernels, "st-relaxed": relaxedKernels, "mt-relaxed": relaxedKernels },
+  memory: "wasm32 (4 GB)",
+};
+writeFileSync(join(out, "build.json"), `${JSON.stringify(build, null, 2)}\n`);
 console.log(`wrote ${out}`);

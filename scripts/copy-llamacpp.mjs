@@ -13,7 +13,17 @@ if (!folder) throw new Error("usage: node scripts/copy-llamacpp.mjs <folder>");
 const root = resolve(import.meta.dirname, "..");
 const target = resolve(folder);
 mkdirSync(target, { recursive: true });
-const built = ["llamacpp-st.js", "llamacpp-st.wasm", "llamacpp-mt.js", "llamacpp-mt.wasm", "llamacpp-mt.worker.js"];
+const built = [
+  "llamacpp-st.js",
+  "llamacpp-st.wasm",
+  "llamacpp-st-relaxed.js",
+  "llamacpp-st-relaxed.wasm",
+  "llamacpp-mt.js",
+  "llamacpp-mt.wasm",
+  "llamacpp-mt-relaxed.js",
+  "llamacpp-mt-relaxed.wasm",
+  "llamacpp-mt.worker.js",
+];
 for (const name of built) copyFileSync(join(root, "wasm/llamacpp", name), join(target, name));
 const worker = join(root, "dist/llamacpp/llamacpp-worker.js");
 if (resolve(worker) !== join(target, "llamacpp-worker.js")) copyFileSync(worker, join(target, "llamacpp-worker.js"));

@@ -1,8 +1,8 @@
 // Q4_0 and Q8_0 weights × Q8_0 tokens in tiles of two rows by up to six tokens, for ggml's
 // WebAssembly CPU backend: the project's own matrix kernel, for prompts and for generation.
 // scripts/build-llamacpp.mjs appends this file to ggml's `arch/wasm/quants.c` and has ggml's
-// matrix product hand each chunk of a Q4_0 or Q8_0 product to `wi_mul_mat_tiled` before its own
-// code.
+// matrix product pass its chunk plan to `wi_mul_mat_plan` and hand each chunk of a Q4_0 or Q8_0
+// product to `wi_mul_mat_tiled` before its own code.
 //
 // Why: ggml has no WebAssembly matrix kernel. Its dot product takes one weight row and one token,
 // so every weight block was unpacked again for every token and every token block widened again
@@ -14,6 +14,10 @@
 // instructions for 32 weights, where sign-extending takes ten). The nibbles stay unsigned
 // (0 to 15); ggml's `- 8` is taken off each sum afterwards as eight times the token's values in
 // that lane, computed once per token block.
+//
+// With relaxed SIMD (the `-relaxed` builds, compiled by clang 19), a Q4_0 block is not widened
+// at all: its nibbles stay bytes, and an 8-bit dot product multiplies them by the token's bytes
+// (see WI_RELAXED_Q4_0). That halves the vectors a tile holds and the instructions a sum takes.
 //
 // Invariants:
 // - Each (row, token) sum is ggml's kernel's, bit for bit: the same products summed into the same
@@ -43,6 +47,21 @@ typedef struct {
     int32_t offsets[4];
 } wi_widened_block;
 
+// Where relaxed SIMD's 8-bit dot product is compiled in (the `-relaxed` builds), a Q4_0 product
+// takes its nibbles as 8-bit lanes, unwidened: `i16x8.relaxed_dot_i8x16_i7x16_s` multiplies a
+// token's signed bytes by the nibbles (0 to 15, so the instruction's 7-bit operand, whose result
+// is then exact on every machine) and adds each pair, one x86 `pmaddubsw`. A token block is kept
+// as its 32 bytes, in the order the nibbles are unpacked in, and the same offsets.
+#if defined(__wasm_relaxed_simd__)
+#define WI_RELAXED_Q4_0 1
+#else
+#define WI_RELAXED_Q4_0 0
+#endif
+typedef struct {
+    int8_t values[QK8_0];
+    int32_t offsets[4];
+} wi_narrow_block;
+
 // The byte order a Q4_0 block is unpacked in: 16-bit lane 2i holds bytes 2i and 2i + 1, lane
 // 2i + 1 bytes 8 + 2i and 9 + 2i. Their low nibbles are weights 2i, 2i + 1, 8 + 2i, 9 + 2i, their
 // high nibbles those plus 16: lane i of ggml's sums, exactly.
@@ -71,7 +90,12 @@ EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
 // A weight block as four vectors of 16-bit lanes in the widened tokens' order.
 static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type type, const void * block,
                                                             v128_t x[4]) {
-    if (type == GGML_TYPE_Q4_0) {
+    if (type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0) {
+        // Bytes 4i to 4i + 3 of each vector are weights of ggml's lane i (see WI_Q4_ORDER).
+        const v128_t lanes = WI_REORDER(wasm_v128_load(((const block_q4_0 *) block)->qs), WI_Q4_ORDER);
+        x[0] = wasm_v128_and(lanes, wasm_i8x16_splat(0x0F));
+        x[1] = wasm_u8x16_shr(lanes, 4);
+    } else if (type == GGML_TYPE_Q4_0) {
         const v128_t packed = wasm_v128_load(((const block_q4_0 *) block)->qs);
         const v128_t lanes = WI_REORDER(packed, WI_Q4_ORDER);
         const v128_t nibble = wasm_i16x8_splat(0x000F);
@@ -96,9 +120,25 @@ static inline float wi_block_scale(const enum ggml_type type, const void * block
                                                         : ((const block_q8_0 *) block)->d);
 }
 
-// ggml's four lane sums of one weight block by one token block.
+// The bytes a token block takes in the scratch: narrow for relaxed Q4_0 products, else widened.
+static inline size_t wi_token_block_bytes(const enum ggml_type type) {
+    return type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0 ? sizeof(wi_narrow_block) : sizeof(wi_widened_block);
+}
+
+// ggml's four lane sums of one weight block by one token block (a wi_narrow_block for relaxed
+// Q4_0 products, else a wi_widened_block).
 static inline __attribute__((always_inline)) v128_t wi_block_dot(const enum ggml_type type, const v128_t x[4],
-                                                                 const wi_widened_block * y) {
+                                                                 const void * token) {
+#if WI_RELAXED_Q4_0
+    if (type == GGML_TYPE_Q4_0) {
+        // A pair's sum is at most 2 × 128 × 15 in size, and two pairs' at most 7,680: 16 bits hold it.
+        const wi_narrow_block * y = token;
+        const v128_t pairs = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values), x[0]),
+                                            wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values + 16), x[1]));
+        return wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(pairs), wasm_v128_load(y->offsets));
+    }
+#endif
+    const wi_widened_block * y = token;
     const v128_t sum = wasm_i32x4_add(
         wasm_i32x4_add(wasm_i32x4_dot_i16x8(x[0], wasm_v128_load(y->values)),
                        wasm_i32x4_dot_i16x8(x[1], wasm_v128_load(y->values + 8))),
@@ -123,8 +163,9 @@ static inline float wi_scalar_block(const block_q4_0 * GGML_RESTRICT x, const bl
 // registers.
 static inline __attribute__((always_inline)) void wi_tile(
     const enum ggml_type type, const int rows, const int tokens, const int blocks, const char * GGML_RESTRICT weights,
-    const size_t row_bytes, const wi_widened_block * GGML_RESTRICT widened, const float * GGML_RESTRICT scales,
+    const size_t row_bytes, const char * GGML_RESTRICT widened, const float * GGML_RESTRICT scales,
     const block_q8_0 * const * GGML_RESTRICT quantized, float * GGML_RESTRICT s, const size_t bs) {
+    const size_t token_block_bytes = wi_token_block_bytes(type);
     const size_t block_bytes = type == GGML_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     v128_t sums[2][WI_TILE_TOKENS];
     for (int r = 0; r < rows; r++)
@@ -140,7 +181,7 @@ static inline __attribute__((always_inline)) void wi_tile(
             row_scale[r] = wi_block_scale(type, row_block);
         }
         for (int t = 0; t < tokens; t++) {
-            const wi_widened_block * y = widened + t * blocks + block;
+            const void * y = widened + (t * blocks + block) * token_block_bytes;
             const float token_scale = scales[t * blocks + block];
             for (int r = 0; r < rows; r++) {
                 const v128_t dot = wi_block_dot(type, x[r], y);
@@ -162,25 +203,46 @@ static inline __attribute__((always_inline)) void wi_tile(
     }
 }
 
-// Widens `tokens` Q8_0 tokens into `widened` (values in `wi_unpack`'s order, and Q4_0's
-// offsets) and their scales into `scales`.
-static void wi_widen(const int tokens, const int blocks, const block_q8_0 * const * GGML_RESTRICT quantized,
-                     wi_widened_block * GGML_RESTRICT widened, float * GGML_RESTRICT scales) {
+// A token block for relaxed Q4_0 products: its bytes in the order `wi_unpack` gives the nibbles,
+// and each lane's eight values summed and times 8.
+static inline void wi_narrow(const block_q8_0 * GGML_RESTRICT y, wi_narrow_block * GGML_RESTRICT out) {
+    const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_Q4_ORDER);
+    const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_Q4_ORDER);
+    wasm_v128_store(out->values, low);
+    wasm_v128_store(out->values + 16, high);
+    const v128_t pairs = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(low), wasm_i16x8_extadd_pairwise_i8x16(high));
+    wasm_v128_store(out->offsets, wasm_i32x4_shl(wasm_i32x4_extadd_pairwise_i16x8(pairs), 3));
+}
+
+// A token block widened (values in `wi_unpack`'s order, and Q4_0's offsets).
+static inline void wi_widen_block(const block_q8_0 * GGML_RESTRICT y, wi_widened_block * GGML_RESTRICT out) {
     const v128_t ones = wasm_i16x8_splat(1);
+    const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_WIDE_ORDER);
+    const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_WIDE_ORDER);
+    const v128_t values[4] = {wasm_i16x8_extend_low_i8x16(low), wasm_i16x8_extend_high_i8x16(low),
+                              wasm_i16x8_extend_low_i8x16(high), wasm_i16x8_extend_high_i8x16(high)};
+    v128_t lane_sums = wasm_i32x4_splat(0);
+    for (int k = 0; k < 4; k++) {
+        wasm_v128_store(out->values + 8 * k, values[k]);
+        lane_sums = wasm_i32x4_add(lane_sums, wasm_i32x4_dot_i16x8(values[k], ones));
+    }
+    wasm_v128_store(out->offsets, wasm_i32x4_shl(lane_sums, 3));
+}
+
+// Prepares `tokens` Q8_0 tokens for a `type` product: their blocks into `widened`, as
+// `wi_block_dot` takes them, and their scales into `scales`.
+static void wi_widen(const enum ggml_type type, const int tokens, const int blocks,
+                     const block_q8_0 * const * GGML_RESTRICT quantized, char * GGML_RESTRICT widened,
+                     float * GGML_RESTRICT scales) {
+    const size_t token_block_bytes = wi_token_block_bytes(type);
     for (int t = 0; t < tokens; t++) {
         for (int block = 0; block < blocks; block++) {
             const block_q8_0 * y = quantized[t] + block;
-            wi_widened_block * out = widened + t * blocks + block;
-            const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_WIDE_ORDER);
-            const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_WIDE_ORDER);
-            const v128_t values[4] = {wasm_i16x8_extend_low_i8x16(low), wasm_i16x8_extend_high_i8x16(low),
-                                      wasm_i16x8_extend_low_i8x16(high), wasm_i16x8_extend_high_i8x16(high)};
-            v128_t lane_sums = wasm_i32x4_splat(0);
-            for (int k = 0; k < 4; k++) {
-                wasm_v128_store(out->values + 8 * k, values[k]);
-                lane_sums = wasm_i32x4_add(lane_sums, wasm_i32x4_dot_i16x8(values[k], ones));
-            }
-            wasm_v128_store(out->offsets, wasm_i32x4_shl(lane_sums, 3));
+            void * out = widened + (t * blocks + block) * token_block_bytes;
+            if (type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0)
+                wi_narrow(y, out);
+            else
+                wi_widen_block(y, out);
             scales[t * blocks + block] = GGML_CPU_FP16_TO_FP32(y->d);
         }
     }
@@ -191,7 +253,7 @@ static void wi_widen(const int tokens, const int blocks, const block_q8_0 * cons
 // (about 1.2× slower in V8, measured).
 #define WI_TILE_SHAPE(TYPE, ROWS, TOKENS)                                                                   \
     static __attribute__((noinline)) void wi_tile_##TYPE##_##ROWS##_##TOKENS(                               \
-        const int blocks, const char * weights, const size_t row_bytes, const wi_widened_block * widened,   \
+        const int blocks, const char * weights, const size_t row_bytes, const char * widened,               \
         const float * scales, const block_q8_0 * const * quantized, float * s, const size_t bs) {          \
         wi_tile(GGML_TYPE_##TYPE, ROWS, TOKENS, blocks, weights, row_bytes, widened, scales, quantized, s, bs); \
     }
@@ -202,7 +264,7 @@ static void wi_widen(const int tokens, const int blocks, const block_q8_0 * cons
 WI_TILE_SHAPES(Q4_0)
 WI_TILE_SHAPES(Q8_0)
 
-typedef void (*wi_tile_shape)(int, const char *, size_t, const wi_widened_block *, const float *,
+typedef void (*wi_tile_shape)(int, const char *, size_t, const char *, const float *,
                               const block_q8_0 * const *, float *, size_t);
 
 // The shapes by type (Q4_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS).
@@ -213,10 +275,36 @@ typedef void (*wi_tile_shape)(int, const char *, size_t, const wi_widened_block 
       wi_tile_##TYPE##_2_5, wi_tile_##TYPE##_2_6}}
 static const wi_tile_shape wi_tile_shapes[2][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q8_0)};
 
+// Whether the tiles take a product: Q4_0 or Q8_0 weights by F32 tokens, in two dimensions.
+static int wi_takes(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor) {
+    const enum ggml_type type = weights_tensor->type;
+    return wi_tiles_on && (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q8_0) && tokens_tensor->type == GGML_TYPE_F32 &&
+           weights_tensor->ne[2] == 1 && weights_tensor->ne[3] == 1 && tokens_tensor->ne[2] == 1 &&
+           tokens_tensor->ne[3] == 1;
+}
+
+// ggml's matrix product calls this once it has planned a product's chunks (`chunks0` of the
+// weights' `rows` by `chunks1` of the `tokens`, for `threads` threads), to change the plan for a
+// prompt's products that the tiles take: every chunk takes all the tokens, so tiles stay six
+// tokens wide (ggml cuts 29 tokens into 15 and 14, tiles of 6, 6 and 3 or 2), and a chunk's
+// tokens are widened once for 32 rows where each thread still gets four chunks, else for 16.
+// Generation (one token) keeps ggml's plan.
+void wi_mul_mat_plan(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
+                     int threads, int64_t rows, int64_t tokens, int64_t * chunks0, int64_t * chunks1);
+
+void wi_mul_mat_plan(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
+                     int threads, int64_t rows, int64_t tokens, int64_t * chunks0, int64_t * chunks1) {
+    if (tokens < 2 || !wi_takes(weights_tensor, tokens_tensor)) return;
+    const int64_t chunk_rows = (rows + 31) / 32 >= 4 * threads ? 32 : 16;
+    if ((rows + chunk_rows - 1) / chunk_rows < 4 * threads) return;
+    *chunks0 = (rows + chunk_rows - 1) / chunk_rows;
+    *chunks1 = 1;
+}
+
 // ggml's matrix product calls this for each chunk (rows [row_start, row_end) of the weights by
 // tokens [token_start, token_end)) once `quantized_tokens` holds the tokens as Q8_0. Returns 1
-// when it computed the chunk, 0 when the product is not ours (not Q4_0 or Q8_0 by F32 tokens, or
-// batched in more than two dimensions) and ggml's own code should.
+// when it computed the chunk, 0 when the product is not ours (see `wi_takes`) and ggml's own
+// code should.
 int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
                      struct ggml_tensor * result, const void * quantized_tokens, int64_t row_start, int64_t row_end,
                      int64_t token_start, int64_t token_end);
@@ -224,28 +312,24 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
 int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
                      struct ggml_tensor * result, const void * quantized_tokens, int64_t row_start, int64_t row_end,
                      int64_t token_start, int64_t token_end) {
+    if (!wi_takes(weights_tensor, tokens_tensor)) return 0;
     const enum ggml_type type = weights_tensor->type;
-    if (!wi_tiles_on || (type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q8_0) || tokens_tensor->type != GGML_TYPE_F32)
-        return 0;
-    if (weights_tensor->ne[2] != 1 || weights_tensor->ne[3] != 1 || tokens_tensor->ne[2] != 1 ||
-        tokens_tensor->ne[3] != 1)
-        return 0;
     const int blocks = (int) (weights_tensor->ne[0] / QK8_0);
     const size_t token_bytes = ggml_row_size(GGML_TYPE_Q8_0, weights_tensor->ne[0]);
     const size_t row_bytes = weights_tensor->nb[1];
     const size_t bs = result->nb[1] / sizeof(float);
     // Each thread's scratch for a tile's widened tokens, sized for the widest rows seen and kept:
     // one allocation per thread, not one per chunk (a product has about a hundred chunks).
-    static _Thread_local wi_widened_block * widened = NULL;
+    static _Thread_local char * widened = NULL;
     static _Thread_local int widened_blocks = 0;
     if (blocks > widened_blocks) {
         const size_t bytes = (size_t) WI_TILE_TOKENS * blocks * (sizeof(wi_widened_block) + sizeof(float));
-        wi_widened_block * grown = realloc(widened, bytes);
+        char * grown = realloc(widened, bytes);
         if (!grown) return 0;
         widened = grown;
         widened_blocks = blocks;
     }
-    float * scales = (float *) (widened + WI_TILE_TOKENS * widened_blocks);
+    float * scales = (float *) (widened + (size_t) WI_TILE_TOKENS * widened_blocks * sizeof(wi_widened_block));
     const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : 1];
     wi_tiled_chunks++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
@@ -253,7 +337,7 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
         const block_q8_0 * quantized[WI_TILE_TOKENS];
         for (int t = 0; t < tokens; t++)
             quantized[t] = (const block_q8_0 *) ((const char *) quantized_tokens + (token + t) * token_bytes);
-        wi_widen(tokens, blocks, quantized, widened, scales);
+        wi_widen(type, tokens, blocks, quantized, widened, scales);
         for (int64_t row = row_start; row < row_end; row += 2) {
             const int rows = (int) MIN(2, row_end - row);
             shapes[rows - 1][tokens - 1](blocks, (const char *) weights_tensor->data + row * row_bytes, row_bytes,

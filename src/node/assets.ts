@@ -29,14 +29,21 @@ export interface Asset {
 
 const workerPath = "inference-sw.js";
 const tokenizerFolder = "tokenizers";
-/** The llama.cpp build: its Worker, and the one-thread and pthreads WebAssembly with their scripts. */
+/**
+ * The llama.cpp build: its Worker, and the one-thread and pthreads WebAssembly with their scripts,
+ * each WebAssembly also with relaxed SIMD (`-relaxed`), which browsers that have it load.
+ */
 const llamacppFolder = "llamacpp";
 const llamacppFiles = [
   "llamacpp-worker.js",
   "llamacpp-st.js",
   "llamacpp-st.wasm",
+  "llamacpp-st-relaxed.js",
+  "llamacpp-st-relaxed.wasm",
   "llamacpp-mt.js",
   "llamacpp-mt.wasm",
+  "llamacpp-mt-relaxed.js",
+  "llamacpp-mt-relaxed.wasm",
   "llamacpp-mt.worker.js",
 ];
 

@@ -201,9 +201,13 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
     run(`npx webgpu-inference copy-assets ${target}`, directory);
     // The llama.cpp build ships with the package and is copied unless --no-llamacpp.
     const llamacpp = [
+      "llamacpp/llamacpp-mt-relaxed.js",
+      "llamacpp/llamacpp-mt-relaxed.wasm",
       "llamacpp/llamacpp-mt.js",
       "llamacpp/llamacpp-mt.wasm",
       "llamacpp/llamacpp-mt.worker.js",
+      "llamacpp/llamacpp-st-relaxed.js",
+      "llamacpp/llamacpp-st-relaxed.wasm",
       "llamacpp/llamacpp-st.js",
       "llamacpp/llamacpp-st.wasm",
       "llamacpp/llamacpp-worker.js",

@@ -7,8 +7,10 @@
 import { readFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { createRequire } from "node:module";
+import { spawnSync } from "node:child_process";
+import { setFlagsFromString } from "node:v8";
 import { beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript build script
 import { buildTestGguf } from "../../scripts/test-gguf.mjs";
@@ -96,12 +98,26 @@ function nameIndex(wasm: Uint8Array, at: number, end: number, wanted: string): n
   return -1;
 }
 
-/** i32x4.dot_i16x8_s (0xFD 186): ggml's wasm kernel for Q4_0 × Q8_0 uses it; its generic C code does not. */
-function dotProducts(body: Uint8Array): number {
+/** How often `opcode`'s three bytes occur in `body`. */
+function occurrences(body: Uint8Array, opcode: readonly [number, number, number]): number {
   let count = 0;
   for (let at = 0; at + 2 < body.length; at++)
-    if (body[at] === 0xfd && body[at + 1] === 0xba && body[at + 2] === 0x01) count++;
+    if (body[at] === opcode[0] && body[at + 1] === opcode[1] && body[at + 2] === opcode[2]) count++;
   return count;
+}
+
+/** i32x4.dot_i16x8_s (0xFD 186): ggml's wasm kernel for Q4_0 × Q8_0 uses it; its generic C code does not. */
+const dotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0xba, 0x01]);
+/** i16x8.relaxed_dot_i8x16_i7x16_s (0xFD 274): relaxed SIMD's 8-bit dot product. */
+const relaxedDotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0x92, 0x02]);
+
+/**
+ * Whether a fresh Node validates the module. Node 20's V8 has relaxed SIMD behind a flag, so
+ * there a module with any relaxed instruction fails, as in a browser without relaxed SIMD.
+ */
+function validatesWithoutRelaxedSimd(file: string): boolean {
+  const script = `process.exit(WebAssembly.validate(require("node:fs").readFileSync(${JSON.stringify(file)})) ? 0 : 1)`;
+  return spawnSync(process.execPath, ["-e", script]).status === 0;
 }
 
 describe("the llama.cpp build", () => {
@@ -113,10 +129,24 @@ describe("the llama.cpp build", () => {
   /** Our widest tiles (native/llamacpp/tiles.c): two rows by six tokens, unrolled. */
   const tileDots = (file: string, type: string) => dotProducts(functionBody(wasm(file), `wi_tile_${type}_2_6`));
 
+  const builds = ["llamacpp-st.wasm", "llamacpp-mt.wasm", "llamacpp-st-relaxed.wasm", "llamacpp-mt-relaxed.wasm"];
+
   it("was built with ggml's WebAssembly SIMD kernels, not its generic fallback", () => {
     expect(info.kernels.st).toContain("wasm");
     expect(info.kernels.mt).toContain("wasm");
-    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
+    for (const file of builds) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
+  });
+
+  it("has relaxed SIMD's 8-bit dot product in the -relaxed builds' Q4_0 tiles, and nowhere in the others", () => {
+    expect(info.kernels["st-relaxed"]).toContain("relaxed_dot_i8x16_i7x16_s");
+    // Two a block for each of the widest tile's twelve (row, token) sums.
+    for (const file of ["llamacpp-st-relaxed.wasm", "llamacpp-mt-relaxed.wasm"])
+      expect(relaxedDotProducts(functionBody(wasm(file), "wi_tile_Q4_0_2_6")), file).toBeGreaterThanOrEqual(2 * 12);
+    // A browser without relaxed SIMD would refuse the whole module: the plain builds have none.
+    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"]) {
+      expect(relaxedDotProducts(functionBody(wasm(file), "wi_tile_Q4_0_2_6")), file).toBe(0);
+      expect(validatesWithoutRelaxedSimd(join(folder, file)), file).toBe(true);
+    }
   });
 
   it("has our Q4_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
@@ -124,9 +154,12 @@ describe("the llama.cpp build", () => {
     expect(info.kernels.mt).toContain("tiles.c");
     // Four dot products a block for each of the tile's twelve (row, token) sums. A tile left in
     // loops would hold only four.
-    for (const file of ["llamacpp-st.wasm", "llamacpp-mt.wasm"])
-      for (const type of ["Q4_0", "Q8_0"])
+    for (const file of builds)
+      for (const type of ["Q4_0", "Q8_0"]) {
+        // The relaxed builds' Q4_0 tiles take relaxed dot products instead (the test above).
+        if (file.includes("relaxed") && type === "Q4_0") continue;
         expect(tileDots(file, type), `${file} ${type}`).toBeGreaterThanOrEqual(4 * 12);
+      }
   });
 });
 
@@ -157,6 +190,22 @@ interface Module {
   ): number;
 }
 
+/** A one-thread build, `llamacpp-st` or `llamacpp-st-relaxed`: its script, running its WebAssembly. */
+async function oneThreadBuild(name: string): Promise<Module> {
+  // A CommonJS script inside an ESM package: evaluated as the browser's importScripts would, with a module object.
+  const script = join(folder, `${name}.js`);
+  const holder = { exports: {} as unknown };
+  new Function("module", "exports", "require", "__filename", "__dirname", readFileSync(script, "utf8"))(
+    holder,
+    holder.exports,
+    createRequire(import.meta.url),
+    script,
+    folder,
+  );
+  const create = holder.exports as (options: Record<string, unknown>) => Promise<Module>;
+  return create({ wasmBinary: readFileSync(join(folder, `${name}.wasm`)), print: () => {}, printErr: () => {} });
+}
+
 describe("the one-thread build in Node, through our C API", () => {
   let llama: Module;
   const text = (value: string) => {
@@ -181,22 +230,7 @@ describe("the one-thread build in Node, through our C API", () => {
   };
 
   beforeAll(async () => {
-    // A CommonJS script inside an ESM package: evaluated as the browser's importScripts would, with a module object.
-    const script = join(folder, "llamacpp-st.js");
-    const holder = { exports: {} as unknown };
-    new Function("module", "exports", "require", "__filename", "__dirname", readFileSync(script, "utf8"))(
-      holder,
-      holder.exports,
-      createRequire(import.meta.url),
-      script,
-      folder,
-    );
-    const create = holder.exports as (options: Record<string, unknown>) => Promise<Module>;
-    llama = await create({
-      wasmBinary: readFileSync(join(folder, "llamacpp-st.wasm")),
-      print: () => {},
-      printErr: () => {},
-    });
+    llama = await oneThreadBuild("llamacpp-st");
     const models = mkdtempSync(join(tmpdir(), "gguf-"));
     buildTestGguf(models);
     llama.FS.mkdir("/models");
@@ -305,4 +339,57 @@ describe("the one-thread build in Node, through our C API", () => {
       expect(tiled).toEqual(ggml);
     },
   );
+});
+
+// The relaxed build's tiles against the plain build's ggml kernels (compiled by the other
+// compiler, with no relaxed instruction): the same 15-token prompt and four generated tokens,
+// every top-10 id and log probability equal, on a Q4_0 file (the relaxed tiles) and a Q8_0 one.
+describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
+  let plain: Module;
+  let relaxed: Module;
+  const models = mkdtempSync(join(tmpdir(), "gguf-"));
+
+  beforeAll(async () => {
+    // Node 20's V8 has relaxed SIMD behind this flag, Chromium's since 114 without one.
+    setFlagsFromString("--experimental-wasm-relaxed-simd");
+    [plain, relaxed] = await Promise.all([oneThreadBuild("llamacpp-st"), oneThreadBuild("llamacpp-st-relaxed")]);
+  });
+
+  /** The top ten after a 15-token prompt and after each of four greedy tokens, with `tiles` on or off. */
+  function topTens(llama: Module, file: string, tiles: boolean) {
+    const text = (value: string) => {
+      const length = llama.lengthBytesUTF8(value);
+      const pointer = llama._malloc(length + 1);
+      llama.stringToUTF8(value, pointer, length + 1);
+      return pointer;
+    };
+    const path = `/${basename(file)}`;
+    llama.FS.writeFile(path, readFileSync(file));
+    expect(llama._wi_load(text(path), 512, 32, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
+    llama._wi_tiles(tiles ? 1 : 0);
+    const out = llama._malloc(4096);
+    const prompt = Array.from({ length: 15 }, (_, at) => 1000 + 37 * at);
+    llama.HEAP32.set(prompt, out / 4);
+    expect(llama._wi_decode(out, prompt.length, 0)).toBe(0);
+    expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
+    const steps: { ids: number[]; logprobs: number[] }[] = [];
+    for (let position = prompt.length; steps.length < 4; position++) {
+      const ids = llama._malloc(4096);
+      const token = llama._wi_sample(10, ids, ids + 11 * 4);
+      steps.push({
+        ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
+        logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
+      });
+      llama.HEAP32[out / 4] = token;
+      expect(llama._wi_decode(out, 1, position)).toBe(0);
+    }
+    const chunks = llama._wi_tiles(1);
+    expect(chunks > 0, "whether the tiles computed chunks").toBe(tiles);
+    return steps;
+  }
+
+  it.each(["test-q4_0", "test"] as const)("computes %s exactly as the plain build's ggml kernels do", (variant) => {
+    const file = buildTestGguf(models, variant);
+    expect(topTens(relaxed, file, true)).toEqual(topTens(plain, file, false));
+  });
 });

@@ -11,6 +11,8 @@ import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
 import { toGbnf } from "../../src/grammar/gbnf.js";
 import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import { prefillBatches } from "../../src/engine/llamacpp/prefill.js";
+import { hasRelaxedDot } from "../../src/engine/llamacpp/runtime.js";
+import { setFlagsFromString } from "node:v8";
 import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { toolGrammar } from "../../src/http/structured.js";
@@ -282,5 +284,16 @@ describe("engine choice", () => {
     expect(
       await new ChoosingEngine({ engines: { webllm: engines.webllm }, policy: "llamacpp" }).choose(both),
     ).toMatchObject({ engine: null });
+  });
+});
+
+describe("which llama.cpp WebAssembly a browser gets", () => {
+  it("is the relaxed SIMD build only where WebAssembly validates relaxed SIMD's dot product", () => {
+    const before = hasRelaxedDot();
+    // Node 20's V8 keeps relaxed SIMD behind this flag, where a browser without it would refuse
+    // the relaxed build; later Node has it on, as Chromium has since 114.
+    setFlagsFromString("--experimental-wasm-relaxed-simd");
+    expect(hasRelaxedDot()).toBe(true);
+    if (Number(process.versions.node.split(".")[0]) < 22) expect(before).toBe(false);
   });
 });

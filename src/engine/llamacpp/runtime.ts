@@ -13,12 +13,43 @@ const assetFix =
 /** The fix as a sentence of its own, for the end of an error message. */
 const assetFixSentence = `${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}`;
 
-/** The files of our llama.cpp build, relative to its folder. */
+/**
+ * The files of our llama.cpp build, relative to its folder. Each build comes twice: `relaxed`
+ * has relaxed SIMD's 8-bit dot product in the Q4_0 kernel, for browsers that have relaxed SIMD;
+ * `plain` has no relaxed instruction, for the rest. The pthreads ones share `pthread`.
+ */
 const buildFiles = {
   worker: "llamacpp-worker.js",
-  single: { script: "llamacpp-st.js", wasm: "llamacpp-st.wasm" },
-  threaded: { script: "llamacpp-mt.js", wasm: "llamacpp-mt.wasm", pthread: "llamacpp-mt.worker.js" },
+  single: {
+    plain: { script: "llamacpp-st.js", wasm: "llamacpp-st.wasm" },
+    relaxed: { script: "llamacpp-st-relaxed.js", wasm: "llamacpp-st-relaxed.wasm" },
+  },
+  threaded: {
+    plain: { script: "llamacpp-mt.js", wasm: "llamacpp-mt.wasm" },
+    relaxed: { script: "llamacpp-mt-relaxed.js", wasm: "llamacpp-mt-relaxed.wasm" },
+    pthread: "llamacpp-mt.worker.js",
+  },
 } as const;
+
+/**
+ * Whether this browser's WebAssembly has relaxed SIMD's `i16x8.relaxed_dot_i8x16_i7x16_s`, the
+ * one relaxed instruction our build uses: a module whose one function returns it validates.
+ */
+export function hasRelaxedDot(): boolean {
+  const zero = (): number[] => [0xfd, 0x0c, ...new Array<number>(16).fill(0)];
+  const body = [0x00, ...zero(), ...zero(), 0xfd, 0x92, 0x02, 0x0b];
+  const module = [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...[0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b], // one type: () -> v128
+    ...[0x03, 0x02, 0x01, 0x00], // one function of that type
+    ...[0x0a, body.length + 2, 0x01, body.length, ...body],
+  ];
+  try {
+    return WebAssembly.validate(new Uint8Array(module));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The threads llama.cpp runs on: one where the page is not cross-origin isolated (the pthreads
@@ -77,7 +108,8 @@ export class LlamaWorker {
   /** Starts the Worker and its WebAssembly: `threads` > 1 takes the pthreads build. */
   static async start(folder: string, threads: number, fetcher?: typeof fetch): Promise<LlamaWorker> {
     const threaded = threads > 1;
-    const files = threaded ? buildFiles.threaded : buildFiles.single;
+    const builds = threaded ? buildFiles.threaded : buildFiles.single;
+    const files = hasRelaxedDot() ? builds.relaxed : builds.plain;
     const workerUrl = new URL(buildFiles.worker, folder).href;
     const wasm = await wasmBytes(new URL(files.wasm, folder).href, fetcher);
     // A missing Worker script only says "error": fetch it first, so the 503 can name it.
