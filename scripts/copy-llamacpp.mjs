@@ -5,7 +5,7 @@
  * the Worker script that Vite built into dist/llamacpp/.
  * Usage: node scripts/copy-llamacpp.mjs <folder>
  */
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const folder = process.argv[2];
@@ -13,17 +13,8 @@ if (!folder) throw new Error("usage: node scripts/copy-llamacpp.mjs <folder>");
 const root = resolve(import.meta.dirname, "..");
 const target = resolve(folder);
 mkdirSync(target, { recursive: true });
-const built = [
-  "llamacpp-st.js",
-  "llamacpp-st.wasm",
-  "llamacpp-st-relaxed.js",
-  "llamacpp-st-relaxed.wasm",
-  "llamacpp-mt.js",
-  "llamacpp-mt.wasm",
-  "llamacpp-mt-relaxed.js",
-  "llamacpp-mt-relaxed.wasm",
-  "llamacpp-mt.worker.js",
-];
+// Every file the build wrote but its record (build.json): the WebAssembly and their scripts.
+const built = readdirSync(join(root, "wasm/llamacpp")).filter((name) => /\.(js|wasm)$/.test(name));
 for (const name of built) copyFileSync(join(root, "wasm/llamacpp", name), join(target, name));
 const worker = join(root, "dist/llamacpp/llamacpp-worker.js");
 if (resolve(worker) !== join(target, "llamacpp-worker.js")) copyFileSync(worker, join(target, "llamacpp-worker.js"));

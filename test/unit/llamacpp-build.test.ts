@@ -190,6 +190,38 @@ interface Module {
   ): number;
 }
 
+/** `value` as a C string in the module's memory. */
+function cString(llama: Module, value: string): number {
+  const length = llama.lengthBytesUTF8(value);
+  const pointer = llama._malloc(length + 1);
+  llama.stringToUTF8(value, pointer, length + 1);
+  return pointer;
+}
+
+/**
+ * The top ten ids and log probabilities after `prompt` (decoded in one batch from an empty
+ * context) and after each of four greedy tokens decoded one at a time.
+ */
+function greedyTopTens(llama: Module, prompt: number[]): { ids: number[]; logprobs: number[] }[] {
+  expect(llama._wi_forget(0)).toBe(0);
+  const out = llama._malloc(4096);
+  llama.HEAP32.set(prompt, out / 4);
+  expect(llama._wi_decode(out, prompt.length, 0)).toBe(0);
+  expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, cString(llama, ""))).toBe(0);
+  const steps: { ids: number[]; logprobs: number[] }[] = [];
+  for (let position = prompt.length; steps.length < 4; position++) {
+    const ids = llama._malloc(4096);
+    const token = llama._wi_sample(10, ids, ids + 11 * 4);
+    steps.push({
+      ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
+      logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
+    });
+    llama.HEAP32[out / 4] = token;
+    expect(llama._wi_decode(out, 1, position)).toBe(0);
+  }
+  return steps;
+}
+
 /** A one-thread build, `llamacpp-st` or `llamacpp-st-relaxed`: its script, running its WebAssembly. */
 async function oneThreadBuild(name: string): Promise<Module> {
   // A CommonJS script inside an ESM package: evaluated as the browser's importScripts would, with a module object.
@@ -312,29 +344,10 @@ describe("the one-thread build in Node, through our C API", () => {
       const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
       const prompt = words.slice(0, 15);
       expect(prompt).toHaveLength(15);
-      const generate = () => {
-        expect(llama._wi_forget(0)).toBe(0);
-        const out = scratch();
-        llama.HEAP32.set(prompt, out / 4);
-        expect(llama._wi_decode(out, prompt.length, 0)).toBe(0);
-        expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
-        const steps: { ids: number[]; logprobs: number[] }[] = [];
-        for (let position = prompt.length; steps.length < 4; position++) {
-          const ids = scratch();
-          const token = llama._wi_sample(10, ids, ids + 11 * 4);
-          steps.push({
-            ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
-            logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
-          });
-          llama.HEAP32[out / 4] = token;
-          expect(llama._wi_decode(out, 1, position)).toBe(0);
-        }
-        return steps;
-      };
       llama._wi_tiles(1);
-      const tiled = generate();
+      const tiled = greedyTopTens(llama, prompt);
       expect(llama._wi_tiles(0), "chunks the tiles computed").toBeGreaterThan(0);
-      const ggml = generate();
+      const ggml = greedyTopTens(llama, prompt);
       expect(llama._wi_tiles(1), "chunks the tiles computed while off").toBe(0);
       expect(tiled).toEqual(ggml);
     },
@@ -355,34 +368,16 @@ describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
     [plain, relaxed] = await Promise.all([oneThreadBuild("llamacpp-st"), oneThreadBuild("llamacpp-st-relaxed")]);
   });
 
-  /** The top ten after a 15-token prompt and after each of four greedy tokens, with `tiles` on or off. */
+  /** `greedyTopTens` of a 15-token prompt on `file`, with `tiles` on or off. */
   function topTens(llama: Module, file: string, tiles: boolean) {
-    const text = (value: string) => {
-      const length = llama.lengthBytesUTF8(value);
-      const pointer = llama._malloc(length + 1);
-      llama.stringToUTF8(value, pointer, length + 1);
-      return pointer;
-    };
     const path = `/${basename(file)}`;
     llama.FS.writeFile(path, readFileSync(file));
-    expect(llama._wi_load(text(path), 512, 32, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
+    expect(llama._wi_load(cString(llama, path), 512, 32, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
     llama._wi_tiles(tiles ? 1 : 0);
-    const out = llama._malloc(4096);
-    const prompt = Array.from({ length: 15 }, (_, at) => 1000 + 37 * at);
-    llama.HEAP32.set(prompt, out / 4);
-    expect(llama._wi_decode(out, prompt.length, 0)).toBe(0);
-    expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
-    const steps: { ids: number[]; logprobs: number[] }[] = [];
-    for (let position = prompt.length; steps.length < 4; position++) {
-      const ids = llama._malloc(4096);
-      const token = llama._wi_sample(10, ids, ids + 11 * 4);
-      steps.push({
-        ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
-        logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
-      });
-      llama.HEAP32[out / 4] = token;
-      expect(llama._wi_decode(out, 1, position)).toBe(0);
-    }
+    const steps = greedyTopTens(
+      llama,
+      Array.from({ length: 15 }, (_, at) => 1000 + 37 * at),
+    );
     const chunks = llama._wi_tiles(1);
     expect(chunks > 0, "whether the tiles computed chunks").toBe(tiles);
     return steps;
