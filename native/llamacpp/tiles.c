@@ -87,7 +87,8 @@ EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
     return chunks;
 }
 
-// A weight block as four vectors of 16-bit lanes in the widened tokens' order.
+// A weight block in the order its token blocks take: four vectors of 16-bit lanes, or for relaxed
+// Q4_0 products two of bytes (its low nibbles, then its high ones).
 static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type type, const void * block,
                                                             v128_t x[4]) {
     if (type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0) {
