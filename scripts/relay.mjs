@@ -14,8 +14,13 @@
  * answers only requests whose Host is a loopback name (a DNS-rebinding page cannot reach it); it
  * takes WebSockets from its own origin only; it relays the fixed API path `/openai/` and nothing
  * else (never the page's own files); a request's answer is taken only from the socket it was
- * sent to; the newest tab answers, and each response names it (`x-webgpu-inference-relay-tab`);
- * frames and bodies are bounded, and a malformed frame is dropped.
+ * sent to; the first tab to connect answers until it closes, each response names it
+ * (`x-webgpu-inference-relay-tab`) and the server's log says when a tab starts answering; frames
+ * and bodies are bounded, and a malformed frame is dropped.
+ *
+ * What it cannot tell apart: a local process can send any Origin and pose as a tab. Answering
+ * from the first tab means one that connects while the demo's tab is open gets nothing; the log
+ * line and the header show anyone who got there first.
  */
 import { WebSocketServer } from "ws";
 
@@ -62,15 +67,19 @@ function fail(response, status, code, message) {
 class Relay {
   #origin;
   #sockets = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes });
-  /** @type {Tab[]} Tabs that said hello, newest last: the newest one answers. */
+  /** @type {Tab[]} Tabs that said hello, oldest first: the oldest one answers. */
   #tabs = [];
   /** @type {Map<number, { response: import("node:http").ServerResponse, tab: Tab }>} */
   #pending = new Map();
   #nextId = 1;
   #tabNumber = 1;
 
-  constructor(origin) {
+  #log;
+
+  /** @param {string} origin @param {(line: string) => void} log */
+  constructor(origin, log) {
     this.#origin = origin;
+    this.#log = log;
     this.#sockets.on("connection", (socket) => {
       const tab = { socket, basePath: "", number: this.#tabNumber++ };
       socket.on("message", (data, isBinary) => {
@@ -104,7 +113,7 @@ class Relay {
     );
   }
 
-  /** Relays a request under the API's path to the newest tab; false for any other path (the page's files). */
+  /** Relays a request under the API's path to the answering tab; false for any other path (the page's files). */
   handle(request, response) {
     if (!this.#fromLoopback(request)) {
       sendError(
@@ -117,7 +126,7 @@ class Relay {
     }
     const url = new URL(request.url ?? "/", this.#origin);
     if (url.pathname !== apiPath && !url.pathname.startsWith(`${apiPath}/`)) return false;
-    const tab = this.#tabs.at(-1);
+    const tab = this.#tabs[0];
     if (!tab) {
       sendError(
         response,
@@ -185,7 +194,9 @@ class Relay {
         return;
       }
       tab.basePath = apiPath;
-      if (!this.#tabs.includes(tab)) this.#tabs.push(tab);
+      if (this.#tabs.includes(tab)) return;
+      this.#tabs.push(tab);
+      if (this.#tabs[0] === tab) this.#announce(tab);
       return;
     }
     const entry = this.#pending.get(message?.id);
@@ -210,9 +221,19 @@ class Relay {
     else fail(entry.response, 502, "relay_failed", `The demo tab could not fetch this request: ${message.message}`);
   }
 
+  /** Says which socket answers from now on: one the user did not open is a process posing as a tab. */
+  #announce(tab) {
+    this.#log(`relay: tab ${tab.number} answers ${apiPath}/ from now on.`);
+  }
+
   /** A tab that closed: it answers nothing more, and what it was answering ends. */
   #drop(tab) {
+    const answering = this.#tabs[0] === tab;
     this.#tabs = this.#tabs.filter((candidate) => candidate !== tab);
+    if (answering) {
+      this.#log(`relay: tab ${tab.number} closed.`);
+      if (this.#tabs[0]) this.#announce(this.#tabs[0]);
+    }
     for (const [id, entry] of this.#pending) {
       if (entry.tab !== tab) continue;
       this.#pending.delete(id);
@@ -226,7 +247,7 @@ class Relay {
   }
 }
 
-/** @param {{ origin: string }} options */
-export function createRelay({ origin }) {
-  return new Relay(origin);
+/** @param {{ origin: string, log?: (line: string) => void }} options `log` hears which tab answers (default: none). */
+export function createRelay({ origin, log = () => {} }) {
+  return new Relay(origin, log);
 }

@@ -20,7 +20,7 @@ for (const required of ["dist/demo/index.html", "dist/demo/sw.js"]) {
 const port = Number(process.env.PORT ?? 5173);
 const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], {
   port,
-  extend: (origin) => createRelay({ origin }),
+  extend: (origin) => createRelay({ origin, log: (line) => console.log(line) }),
   headers: demoHeaders,
 });
 console.log(`webgpu-inference demo: ${server.origin}/`);

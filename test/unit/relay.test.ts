@@ -21,6 +21,8 @@ interface Server {
 
 let server: Server | undefined;
 const sockets: WebSocket[] = [];
+/** What the latest server's relay logged, as `npm start` prints it. */
+let logged: string[] = [];
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.terminate();
@@ -32,8 +34,9 @@ async function start(): Promise<Server> {
   mkdirSync(join(root, "demo"));
   writeFileSync(join(root, "demo", "index.html"), "<p>demo</p>");
   writeFileSync(join(root, "demo-secrets.txt"), "secret");
+  const log: string[] = (logged = []);
   server = (await startStaticServer([{ prefix: "/", directory: join(root, "demo") }], {
-    extend: (origin: string) => createRelay({ origin }),
+    extend: (origin: string) => createRelay({ origin, log: (line: string) => log.push(line) }),
   })) as Server;
   return server;
 }
@@ -111,23 +114,55 @@ describe("the demo server and its relay", () => {
     const { origin } = await start();
     const first = await tab(origin);
     const second = await tab(origin);
-    const asked = nextRequest(second);
+    const asked = nextRequest(first);
     const answer = raw(origin, "/openai/v1/models", { authorization: "Bearer sk-test" });
     const { id, headers } = await asked;
     expect(headers.authorization).toBe("Bearer sk-test");
     // The other socket tries to answer, and sends garbage.
-    first.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "text/plain" } }));
-    first.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from("forged")]));
-    first.send(JSON.stringify({ type: "end", id }));
-    first.send("{not json");
-    first.send(Buffer.from([1]));
-    second.send("null");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    second.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "application/json" } }));
-    second.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from('{"object":"list"}')]));
+    second.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "text/plain" } }));
+    second.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from("forged")]));
     second.send(JSON.stringify({ type: "end", id }));
+    second.send("{not json");
+    second.send(Buffer.from([1]));
+    first.send("null");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    first.send(JSON.stringify({ type: "head", id, status: 200, headers: { "content-type": "application/json" } }));
+    first.send(Buffer.concat([Buffer.from([0, 0, 0, id]), Buffer.from('{"object":"list"}')]));
+    first.send(JSON.stringify({ type: "end", id }));
     const response = await answer;
     expect(response).toMatchObject({ status: 200, body: '{"object":"list"}' });
-    expect(response.headers["x-webgpu-inference-relay-tab"]).toBe("2");
+    expect(response.headers["x-webgpu-inference-relay-tab"]).toBe("1");
+  });
+
+  it("keeps the first tab answering while it is open, so a later socket posing as a tab hears nothing; the log says which tab answers", async () => {
+    const { origin } = await start();
+    const first = await tab(origin);
+    const heardByLater: unknown[] = [];
+    const later = await tab(origin);
+    later.on("message", (data) => heardByLater.push(String(data)));
+    const asked = nextRequest(first);
+    const answer = raw(origin, "/openai/v1/models", { authorization: "Bearer sk-first" });
+    const { id } = await asked;
+    first.send(JSON.stringify({ type: "head", id, status: 200, headers: {} }));
+    first.send(JSON.stringify({ type: "end", id }));
+    expect((await answer).headers["x-webgpu-inference-relay-tab"]).toBe("1");
+    expect(heardByLater).toEqual([]);
+    expect(logged).toEqual(["relay: tab 1 answers /openai/ from now on."]);
+    // The first tab closes: the next one answers, and the log says so.
+    first.close();
+    await new Promise((resolve) => first.once("close", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(logged).toEqual([
+      "relay: tab 1 answers /openai/ from now on.",
+      "relay: tab 1 closed.",
+      "relay: tab 2 answers /openai/ from now on.",
+    ]);
+    const handed = nextRequest(later);
+    const handedAnswer = raw(origin, "/openai/v1/models");
+    const request = await handed;
+    expect(request.path).toBe("/openai/v1/models");
+    later.send(JSON.stringify({ type: "head", id: request.id, status: 200, headers: {} }));
+    later.send(JSON.stringify({ type: "end", id: request.id }));
+    expect((await handedAnswer).headers["x-webgpu-inference-relay-tab"]).toBe("2");
   });
 });
