@@ -11,10 +11,11 @@ import type { Generation } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { completionRequestSchema, type CompletionRequest } from "../wire/completion-request.js";
 import { type TextCompletion } from "../wire/text-completion.js";
+import { legacyLogprobsOf } from "../wire/shared.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { collect, samplingOf, toWireFinishReason, wireUsage } from "./convert.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { legacyLogprobsOption, logitBiasOption, toLegacyLogprobs } from "./logprobs.js";
+import { legacyLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
@@ -43,7 +44,7 @@ async function* chunks(
     if (part.type === "text-delta") {
       const offset = lengths.get(choice) ?? 0;
       lengths.set(choice, offset + prefix.length + part.text.length);
-      const logprobs = logprobsAsked ? toLegacyLogprobs(part.logprobs ?? [], offset + prefix.length) : null;
+      const logprobs = logprobsAsked ? legacyLogprobsOf(part.logprobs ?? [], offset + prefix.length) : null;
       yield {
         ...base,
         choices: [{ index: choice, text: prefix + part.text, logprobs, finish_reason: null }],
@@ -102,7 +103,7 @@ async function complete(
     choices: chosen.map((candidate, index) => ({
       index,
       text: texts[candidate] ?? "",
-      logprobs: logprobsAsked ? toLegacyLogprobs(logprobs[candidate] ?? [], echo(index).length) : null,
+      logprobs: logprobsAsked ? legacyLogprobsOf(logprobs[candidate] ?? [], echo(index).length) : null,
       finish_reason: reasons[candidate] ?? "stop",
     })),
     usage,
@@ -184,12 +185,15 @@ function forwardCompletion(
   call: CompletionCall,
 ): Promise<Outcome> {
   const { request, prompts, maxTokens } = call;
+  // Prompt tokens are not scored upstream either: `echo` is done here, from the text.
+  legacyLogprobsOption(request);
   return forwardRemotely(dependencies, context, route, {
     model: call.model,
     endpoint: "completions",
     // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
     body: { ...call.json, max_tokens: maxTokens },
     ...(prompts.length > 1 ? { prompts } : {}),
+    ...(request.echo ? { echo: prompts } : {}),
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,
     promptTokens: call.counted.reduce((sum, prompt) => sum + prompt.promptTokens, 0),

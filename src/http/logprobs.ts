@@ -6,7 +6,7 @@
 import type { TokenLogprob } from "../engine/contract.js";
 import { BadRequestError } from "../errors/api.js";
 import type { Tokenizer } from "../model/tokenizer.js";
-import type { LegacyLogprobs, TokenLogprobWire } from "../wire/shared.js";
+import type { TokenLogprobWire } from "../wire/shared.js";
 
 /** web-llm computes at most 5 alternatives per token; OpenAI allows 20 on chat. */
 const maxAlternatives = 5;
@@ -41,7 +41,7 @@ export function legacyLogprobsOption(request: {
   if (typeof request.logprobs !== "number") return undefined;
   if (request.echo) {
     throw new BadRequestError(
-      "'echo' together with 'logprobs' is not supported: the on-device engines score generated tokens only, not the prompt's.",
+      "'echo' together with 'logprobs' is not supported: generated tokens are scored, the prompt's are not.",
       {
         param: "echo",
         code: "unsupported_parameter",
@@ -82,22 +82,4 @@ export function toWireLogprobs(tokens: readonly TokenLogprob[]): TokenLogprobWir
       bytes: alternative.bytes,
     })),
   }));
-}
-
-/** The legacy form; `offset` is where the choice's text starts (after an echoed prompt). */
-export function toLegacyLogprobs(tokens: readonly TokenLogprob[], offset = 0): LegacyLogprobs {
-  const textOffset: number[] = [];
-  let position = offset;
-  for (const token of tokens) {
-    textOffset.push(position);
-    position += token.token.length;
-  }
-  return {
-    tokens: tokens.map((token) => token.token),
-    token_logprobs: tokens.map((token) => token.logprob),
-    top_logprobs: tokens.map((token) =>
-      Object.fromEntries(token.alternatives.map((alternative) => [alternative.token, alternative.logprob])),
-    ),
-    text_offset: textOffset,
-  };
 }

@@ -80,6 +80,30 @@ export const legacyLogprobsSchema = z.strictObject({
   text_offset: z.array(z.number().int()),
 });
 
+/**
+ * Tokens in the legacy form; `offset` is where their text starts in the choice's text (after an
+ * echoed prompt, after the pieces streamed before).
+ */
+export function legacyLogprobsOf(
+  tokens: readonly { token: string; logprob: number; alternatives: readonly { token: string; logprob: number }[] }[],
+  offset: number,
+): LegacyLogprobs {
+  const textOffset: number[] = [];
+  let position = offset;
+  for (const token of tokens) {
+    textOffset.push(position);
+    position += token.token.length;
+  }
+  return {
+    tokens: tokens.map((token) => token.token),
+    token_logprobs: tokens.map((token) => token.logprob),
+    top_logprobs: tokens.map((token) =>
+      Object.fromEntries(token.alternatives.map((alternative) => [alternative.token, alternative.logprob])),
+    ),
+    text_offset: textOffset,
+  };
+}
+
 /** What every generation response and chunk carries besides its choices. */
 export const envelope = {
   id: z.string(),

@@ -38,5 +38,18 @@ export const upstreamCompletionSchema = z.looseObject({
   choices: z.array(upstreamChoiceSchema),
   usage: upstreamUsageSchema.nullish(),
 });
+/**
+ * A legacy completion's `logprobs` in the chat form, as llama-server sends them: read to be
+ * written in the legacy form. Only the tokens and their log probabilities are read.
+ */
+export const upstreamChatLogprobsSchema = z.looseObject({
+  content: z.array(
+    z.looseObject({
+      token: z.string(),
+      logprob: z.number(),
+      top_logprobs: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).default([]),
+    }),
+  ),
+});
 export type UpstreamChoice = z.infer<typeof upstreamChoiceSchema>;
 export type UpstreamUsage = z.infer<typeof upstreamUsageSchema>;

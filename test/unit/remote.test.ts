@@ -497,6 +497,85 @@ describe("forwarding to upstreams", () => {
     });
   });
 
+  it("llama-server's legacy completions as OpenAI sends them: `echo` done here, log probabilities in the legacy form", async () => {
+    // llama-server ignores `echo`, and writes a legacy completion's logprobs in the chat form.
+    const token = (text: string, logprob: number) => ({
+      id: 7,
+      token: text,
+      logprob,
+      bytes: [...Buffer.from(text)],
+      top_logprobs: [
+        { id: 7, token: text, logprob, bytes: [] },
+        { id: 8, token: "?", logprob: logprob - 1, bytes: [] },
+      ],
+    });
+    const piece = (text: string, logprob: number, finish: string | null = null) => ({
+      id: "chatcmpl-up",
+      object: "text_completion",
+      created: 1,
+      model: "m",
+      choices: [{ index: 0, text, logprobs: { content: [token(text, logprob)] }, finish_reason: finish }],
+    });
+    const answer = (call: Call) => {
+      const n = Number(call.body.n ?? 1);
+      const choices = Array.from({ length: n }, (_, index) => ({
+        ...piece(` x${index}`, -1).choices[0]!,
+        index,
+        logprobs: { content: [token(" x", -1), token(`${index}`, -2)] },
+      }));
+      if (call.body.stream)
+        return new Response(sseBody([piece(" x", -1), piece("0", -2, "length")]), {
+          headers: { "content-type": "text/event-stream" },
+        });
+      return Response.json({ ...piece("", 0), choices, usage: { prompt_tokens: 2, completion_tokens: 2 * n } });
+    };
+    const { app, post, calls } = await remoteApp({ "https://a.example/v1/completions": answer });
+
+    const whole = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: ["Hello", "Hi"], n: 2, max_tokens: 2, echo: true }),
+    );
+    expect(whole.status).toBe(200);
+    expect(calls.every((call) => !("echo" in call.body))).toBe(true);
+    const body = textCompletionSchema.parse(await whole.json());
+    expect(body.choices.map((choice) => choice.text)).toEqual(["Hello x0", "Hello x1", "Hi x0", "Hi x1"]);
+
+    const scored = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: "Hello", logprobs: 1 }));
+    expect(textCompletionSchema.parse(await scored.json()).choices[0]!.logprobs).toEqual({
+      tokens: [" x", "0"],
+      token_logprobs: [-1, -2],
+      top_logprobs: [
+        { " x": -1, "?": -2 },
+        { "0": -2, "?": -3 },
+      ],
+      text_offset: [0, 2],
+    });
+
+    const streamed = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: "Hello", stream: true, echo: true }),
+    );
+    const chunks = sseEvents(await streamed.text())
+      .slice(0, -1)
+      .map((event) => textCompletionSchema.parse(JSON.parse(event)));
+    expect(chunks.map((chunk) => chunk.choices[0]!.text)).toEqual(["Hello x", "0"]);
+    const streamedScores = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: "Hello", stream: true, logprobs: 1 }),
+    );
+    const offsets = sseEvents(await streamedScores.text())
+      .slice(0, -1)
+      .map((event) => textCompletionSchema.parse(JSON.parse(event)).choices[0]!.logprobs);
+    expect(offsets.map((logprobs) => [logprobs?.tokens, logprobs?.text_offset])).toEqual([
+      [[" x"], [0]],
+      [["0"], [2]],
+    ]);
+
+    // Prompt tokens are scored nowhere: `echo` with `logprobs` is refused, as on this device.
+    const refused = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: "Hello", echo: true, logprobs: 1 }),
+    );
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { param: "echo", code: "unsupported_parameter" } });
+  });
+
   it("several prompts: a later prompt's failure fails the request, charging nothing", async () => {
     let count = 0;
     const { app, post, admin } = await remoteApp({

@@ -14,6 +14,11 @@ export interface ForwardPlan {
    * prompt order and the usages summed into the request's one bill.
    */
   prompts?: string[];
+  /**
+   * A legacy completion's `echo`, done here for every upstream (llama-server and Ollama ignore
+   * it): each prompt, in order, put before the text of its choices. The upstream is not asked.
+   */
+  echo?: string[];
   stream: boolean;
   includeUsage: boolean;
   /** Counted here with the family tokenizer: what is admitted, and the estimate's prompt. */

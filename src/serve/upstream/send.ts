@@ -50,8 +50,10 @@ export function send(
   prompt: string | undefined,
   signal: AbortSignal,
 ): Promise<Response> {
+  const { echo: _echo, ...asked } = plan.body;
   const body = {
-    ...plan.body,
+    // `echo` is done here (plan.echo), so every upstream's answer starts the same way.
+    ...(plan.echo ? asked : plan.body),
     model: upstream.model,
     ...(prompt !== undefined ? { prompt } : {}),
     // A stream always asks for usage, so the bill uses the upstream's own counts.

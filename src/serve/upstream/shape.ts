@@ -3,8 +3,8 @@
  * several answers merged into one, and the usage as billed. Upstream objects are re-framed, not
  * rebuilt: whatever else they carry passes through.
  */
-import type { UpstreamChoice, UpstreamUsage } from "../../wire/upstream.js";
-import type { Usage as WireUsage } from "../../wire/shared.js";
+import { upstreamChatLogprobsSchema, type UpstreamChoice, type UpstreamUsage } from "../../wire/upstream.js";
+import { legacyLogprobsOf, type Usage as WireUsage } from "../../wire/shared.js";
 import type { Usage } from "../metering.js";
 import type { ForwardPlan } from "./plan.js";
 
@@ -85,4 +85,28 @@ export function withRoles(choices: UpstreamChoice[], started: Set<number>): Upst
     started.add(index);
     return { ...choice, delta: { role: "assistant", ...choice.delta } };
   });
+}
+
+/** The prompt to put before choice `index` of a legacy completion, when `echo` asked: choices come `n` per prompt. */
+export function echoOf(plan: ForwardPlan, index: number): string {
+  const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
+  return plan.echo?.[Math.floor(index / perPrompt)] ?? "";
+}
+
+/**
+ * A legacy completion's choice as OpenAI sends it: `echoed` (its prompt, on its first chunk) put
+ * before its text, and log probabilities in the legacy form. `offset` is where this piece starts
+ * in the client's text of the choice; the tokens' `text_offset` count from after `echoed`.
+ */
+export function asLegacyChoice(choice: UpstreamChoice, echoed: string, offset: number): UpstreamChoice {
+  const logprobs = choice.logprobs == null ? choice.logprobs : legacyLogprobs(choice.logprobs, offset + echoed.length);
+  return { ...choice, text: echoed + (choice.text ?? ""), logprobs };
+}
+
+/** The chat form (llama-server's) in the legacy form; any other form (vLLM's is the legacy one) as sent. */
+function legacyLogprobs(logprobs: unknown, offset: number): unknown {
+  const chat = upstreamChatLogprobsSchema.safeParse(logprobs);
+  if (!chat.success || (logprobs as { tokens?: unknown }).tokens !== undefined) return logprobs;
+  const tokens = chat.data.content.map((token) => ({ ...token, alternatives: token.top_logprobs }));
+  return legacyLogprobsOf(tokens, offset);
 }

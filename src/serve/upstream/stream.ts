@@ -6,19 +6,28 @@
 import { ServiceUnavailableError } from "../../errors/api.js";
 import type { Upstream } from "../../model/entry.js";
 import type { LedgerEntry } from "../../policy/store.js";
-import { upstreamChunkSchema, type UpstreamUsage } from "../../wire/upstream.js";
+import { upstreamChunkSchema, type UpstreamChoice, type UpstreamUsage } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
 import { readSse } from "./read-sse.js";
-import { billed, producedText, sumUsage, wireUsageOf, withOpenAiDefaults, withRoles } from "./shape.js";
+import {
+  asLegacyChoice,
+  billed,
+  echoOf,
+  producedText,
+  sumUsage,
+  wireUsageOf,
+  withOpenAiDefaults,
+  withRoles,
+} from "./shape.js";
 
 type ChunkHead = { id?: string; object?: string; created?: number; system_fingerprint?: string | null };
 
 /** What one upstream stream yields: its chunks, then its usage (null when it sent none). */
 type StreamEvent = { chunk: ChunkHead } | { usage: UpstreamUsage | null };
 
-/** Per stream: each choice's text so far (for counting) and the chat choices whose role was sent. */
+/** Per stream: each choice's text so far (for counting and offsets) and the choices whose first chunk was sent. */
 interface StreamState {
   produced: string[];
   started: Set<number>;
@@ -87,6 +96,12 @@ async function* eventsOf(
       choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })),
     };
     if (chunk.usage) usage = chunk.usage;
+    // Legacy choices are re-written before their text is added: the offsets count the text before.
+    const { usage: _usage, ...rest } = chunk;
+    const choices =
+      plan.endpoint === "chat/completions"
+        ? withRoles(rest.choices, state.started)
+        : legacyChoices(rest.choices, plan, state);
     for (const choice of chunk.choices) {
       const text = producedText(choice);
       if (!text) continue;
@@ -96,8 +111,6 @@ async function* eventsOf(
     // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
     // a choice chunk instead, or send it unasked.
     if (chunk.choices.length === 0) continue;
-    const { usage: _usage, ...rest } = chunk;
-    const choices = plan.endpoint === "chat/completions" ? withRoles(rest.choices, state.started) : rest.choices;
     yield {
       chunk: {
         ...withOpenAiDefaults({ ...rest, choices }, plan.model.id),
@@ -106,6 +119,19 @@ async function* eventsOf(
     };
   }
   yield { usage };
+}
+
+/** A legacy chunk's choices as OpenAI sends them: the echoed prompt on each choice's first chunk, logprobs in the legacy form. */
+function legacyChoices(choices: UpstreamChoice[], plan: ForwardPlan, state: StreamState): UpstreamChoice[] {
+  return choices.map((choice) => {
+    const index = choice.index ?? 0;
+    const prompt = echoOf(plan, index);
+    const first = !state.started.has(index);
+    state.started.add(index);
+    // The client's text so far: the echoed prompt (sent on the first chunk), then what streamed.
+    const before = (first ? 0 : prompt.length) + (state.produced[index]?.length ?? 0);
+    return asLegacyChoice(choice, first ? prompt : "", before);
+  });
 }
 
 /** An event's JSON; an event that is not JSON, or that reports an error, fails the stream (503 in its body). */

@@ -4,7 +4,15 @@ import { upstreamCompletionSchema } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
-import { billed, mergeCompletions, producedText, wireUsageOf, withOpenAiDefaults } from "./shape.js";
+import {
+  asLegacyChoice,
+  billed,
+  echoOf,
+  mergeCompletions,
+  producedText,
+  wireUsageOf,
+  withOpenAiDefaults,
+} from "./shape.js";
 
 /** Every answer's JSON, an array answer's objects one by one, as one completion object. */
 async function readWhole(responses: AsyncGenerator<Response>): Promise<unknown> {
@@ -54,5 +62,9 @@ export async function wholeAnswer(
   meter.firstToken();
   const bill = { ...billed(plan, parsed.data.usage, parsed.data.choices.map(producedText)), upstream: upstream.name };
   await meter.settle("completed", bill);
-  return { ...withOpenAiDefaults(parsed.data, plan.model.id), usage: wireUsageOf(bill) };
+  const choices =
+    plan.endpoint === "completions"
+      ? parsed.data.choices.map((choice, index) => asLegacyChoice(choice, echoOf(plan, index), 0))
+      : parsed.data.choices;
+  return { ...withOpenAiDefaults({ ...parsed.data, choices }, plan.model.id), usage: wireUsageOf(bill) };
 }
