@@ -689,6 +689,72 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("an upstream's reply is input too: linear to read however it is cut, bounded in size, and checked", async () => {
+    /** A body that never ends: `piece` again and again, until the reader cancels. */
+    const endless = (first: string, piece: string) => {
+      let cancelled = false;
+      let sentFirst = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.enqueue(new TextEncoder().encode(sentFirst ? piece : first));
+          sentFirst = true;
+        },
+        cancel() {
+          cancelled = true;
+        },
+      });
+      return { body, cancelled: () => cancelled };
+    };
+    // One 4 MiB event sent 1 KiB at a time: re-scanning the line so far on each piece is quadratic.
+    const piece = "a".repeat(1_024);
+    const cut = [`data: "`, ...Array.from({ length: 4_096 }, () => piece), `"\n\n`];
+    const started = performance.now();
+    expect(await collectSse(bytes(...cut))).toEqual([`"${"a".repeat(4 * 2 ** 20)}"`]);
+    expect(performance.now() - started).toBeLessThan(1_000);
+
+    const streamed = endless(`data: {"choices":[{"index":0,"delta":{"content":"`, "a".repeat(64 * 1_024));
+    const oversized = endless(`{"choices":[{"index":0,"message":{"content":"`, "a".repeat(64 * 1_024));
+    const failing = endless("", "all work and no play ".repeat(1_000));
+    const replies: Record<string, () => Response> = {
+      stream: () => new Response(streamed.body, { headers: { "content-type": "text/event-stream" } }),
+      whole: () => new Response(oversized.body, { headers: { "content-type": "application/json" } }),
+      failing: () => new Response(failing.body, { status: 500 }),
+      shapeless: () =>
+        new Response(sseBody([{ choices: "not a list" }]), { headers: { "content-type": "text/event-stream" } }),
+    };
+    let reply = "stream";
+    const { app, post, admin, database } = await remoteApp({ "https://a.example/": () => replies[reply]!() });
+    const ask = (stream: boolean) =>
+      app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream, max_tokens: 5 }));
+
+    const stream = await (await ask(true)).text();
+    expect(stream).toContain('"code":"upstream_invalid_response"');
+    expect(stream).toContain("a sent a streamed event over");
+    expect(streamed.cancelled()).toBe(true);
+
+    reply = "whole";
+    const whole = await ask(false);
+    expect(whole.status).toBe(503);
+    expect((await whole.json()).error).toMatchObject({ code: "upstream_invalid_response" });
+    expect(oversized.cancelled()).toBe(true);
+
+    reply = "failing";
+    const failed = await ask(false);
+    expect(failed.status).toBe(503);
+    expect((await failed.json()).error.message).toContain("a: HTTP 500: all work and no play");
+    expect(failing.cancelled()).toBe(true);
+
+    reply = "shapeless";
+    const shapeless = await (await ask(true)).text();
+    expect(shapeless).toContain('"code":"upstream_invalid_response"');
+    expect(shapeless).toContain("not a completion chunk");
+
+    expect(
+      (await admin.ledger()).filter((entry) => entry.kind === "charge").map((entry) => entry.amountNanoUsd),
+    ).toEqual([0, 0, 0, 0]);
+    await checkLedgerInvariant(database);
+  });
+
   it("answers an upstream's 401 or 403 in our words, and never passes on text that quotes the credential", async () => {
     for (const [status, text] of [
       [401, '{"error": {"message": "Incorrect API key provided: sk-upstre****cret"}}'],

@@ -5,6 +5,7 @@
 import type { Upstream } from "../../model/entry.js";
 import type { Policy } from "../../policy/policy.js";
 import type { ForwardPlan } from "./plan.js";
+import { readBounded } from "./read-body.js";
 
 /** How to call an upstream: the headers (with its credential) and the secret, to keep out of reasons. */
 export interface Authorised {
@@ -110,9 +111,12 @@ export async function safeReason(response: Response, upstream: Upstream, secret:
     : reason;
 }
 
+/** An error body's reason is a sentence: more than this is not read. */
+const maxReasonBytes = 64 * 2 ** 10;
+
 /** The reason an upstream gives in its error body, in any of the shapes these servers use. */
 async function upstreamReason(response: Response): Promise<Reason> {
-  const text = (await response.text().catch(() => "")).trim();
+  const text = (await readBounded(response, maxReasonBytes).catch(() => ({ text: "" }))).text.trim();
   try {
     const body = JSON.parse(text) as {
       error?: string | { message?: string; code?: string | number | null; param?: string | null };

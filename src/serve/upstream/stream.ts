@@ -88,9 +88,9 @@ async function* eventsOf(
   state: StreamState,
 ): AsyncGenerator<StreamEvent> {
   let usage: UpstreamUsage | null = null;
-  for await (const data of readSse(response.body!)) {
+  for await (const data of readSse(response.body!, { sender: upstream.name })) {
     if (data.trim() === "[DONE]") break;
-    const parsed = upstreamChunkSchema.parse(eventJson(data, upstream));
+    const parsed = chunkOf(data, upstream);
     const chunk = {
       ...parsed,
       choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })),
@@ -132,6 +132,16 @@ function legacyChoices(choices: UpstreamChoice[], plan: ForwardPlan, state: Stre
     const before = (first ? 0 : prompt.length) + (state.produced[index]?.length ?? 0);
     return asLegacyChoice(choice, first ? prompt : "", before);
   });
+}
+
+/** An event as a chunk; one that is not a chunk fails the stream (503 in its body), as one that is not JSON does. */
+function chunkOf(data: string, upstream: Upstream) {
+  const parsed = upstreamChunkSchema.safeParse(eventJson(data, upstream));
+  if (parsed.success) return parsed.data;
+  throw new ServiceUnavailableError(
+    `${upstream.name} sent an event that is not a completion chunk: ${parsed.error.issues[0]?.message ?? "unknown shape"}`,
+    { code: "upstream_invalid_response" },
+  );
 }
 
 /** An event's JSON; an event that is not JSON, or that reports an error, fails the stream (503 in its body). */

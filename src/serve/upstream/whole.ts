@@ -1,9 +1,11 @@
 /** A whole (non-streamed) answer from an upstream: read, checked, re-framed and billed. */
 import { ServiceUnavailableError } from "../../errors/api.js";
+import type { Upstream } from "../../model/entry.js";
 import { upstreamCompletionSchema } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
+import { readBounded } from "./read-body.js";
 import {
   asLegacyChoice,
   billed,
@@ -14,11 +16,20 @@ import {
   withOpenAiDefaults,
 } from "./shape.js";
 
+/** Far above any completion's JSON (its text is bounded by the model's window and `n`). */
+const maxReplyBytes = 64 * 2 ** 20;
+
 /** Every answer's JSON, an array answer's objects one by one, as one completion object. */
-async function readWhole(responses: AsyncGenerator<Response>): Promise<unknown> {
+async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>): Promise<unknown> {
   const parts: unknown[] = [];
   for await (const response of responses) {
-    const body = (await response.json()) as unknown;
+    const { text, cut } = await readBounded(response, maxReplyBytes);
+    if (cut)
+      throw new ServiceUnavailableError(
+        `${upstream.name} sent a reply over ${maxReplyBytes} bytes, far more than any completion: it was not read further`,
+        { code: "upstream_invalid_response" },
+      );
+    const body = JSON.parse(text) as unknown;
     parts.push(...(Array.isArray(body) ? body : [body]));
   }
   return parts.length === 1 ? parts[0] : mergeCompletions(parts);
@@ -34,7 +45,7 @@ export async function wholeAnswer(
   const nothing = { promptTokens: 0, completionTokens: 0, upstream: upstream.name };
   let json: unknown;
   try {
-    json = await readWhole(responses);
+    json = await readWhole(upstream, responses);
   } catch (error) {
     if (error instanceof ServiceUnavailableError) {
       await meter.settle("failed", nothing);
