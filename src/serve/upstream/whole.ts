@@ -75,7 +75,7 @@ export async function wholeAnswer(
   await meter.settle("completed", bill);
   const choices =
     plan.endpoint === "completions"
-      ? parsed.data.choices.map((choice, index) => asLegacyChoice(choice, echoOf(plan, index), 0))
+      ? parsed.data.choices.map((choice, index) => asLegacyChoice(choice, echoOf(plan, choice.index ?? index), 0))
       : parsed.data.choices;
   return { ...withOpenAiDefaults({ ...parsed.data, choices }, plan.model.id), usage: wireUsageOf(bill) };
 }
