@@ -17,7 +17,7 @@ import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { samplingOf } from "./convert.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { fromLegacyFunctions, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
+import { fromLegacyFunctions, legacyReshape, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally } from "./serving.js";
@@ -73,7 +73,7 @@ async function forwardChat(
   dependencies: HttpDependencies,
   context: RequestContext,
   route: Route,
-  { request, json, model }: ChatCall,
+  { request, json, model, legacy }: ChatCall,
 ): Promise<Outcome> {
   const messages = toEngineMessages(request.messages);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
@@ -88,16 +88,23 @@ async function forwardChat(
     request.max_completion_tokens ?? request.max_tokens,
     "messages",
   );
-  return forwardRemotely(dependencies, context, route, {
-    model,
-    endpoint: "chat/completions",
-    body: boundedBody(json, maxTokens),
-    stream: request.stream === true,
-    includeUsage: request.stream_options?.include_usage === true,
-    promptTokens,
-    maxCompletionTokens: maxTokens * (request.n ?? 1),
-    countTokens: (text) => tokenizer.encode(text).length,
-  });
+  // The upstream is sent tools (`functions` were rewritten as such); its answer is written back in the old shape.
+  return forwardRemotely(
+    dependencies,
+    context,
+    route,
+    {
+      model,
+      endpoint: "chat/completions",
+      body: boundedBody(json, maxTokens),
+      stream: request.stream === true,
+      includeUsage: request.stream_options?.include_usage === true,
+      promptTokens,
+      maxCompletionTokens: maxTokens * (request.n ?? 1),
+      countTokens: (text) => tokenizer.encode(text).length,
+    },
+    legacy ? legacyReshape : undefined,
+  );
 }
 
 /** Each segment's ids; a prompt left whole (a first turn) has the ids already counted, so it is not tokenized twice. */

@@ -78,11 +78,16 @@ export function fromLegacyFunctions(json: unknown): { json: unknown; legacy: boo
   };
 }
 
-/** A completion in the old shape: the call as `function_call`. */
+/**
+ * A completion in the old shape: the call as `function_call`. An upstream's completion is read as
+ * one too: its choices are checked only loosely (src/wire/upstream.ts), so one without a message
+ * passes as it is.
+ */
 export function toLegacyCompletion(completion: ChatCompletion): ChatCompletion {
   return {
     ...completion,
     choices: completion.choices.map((choice) => {
+      if (!isObject(choice.message)) return choice;
       const { tool_calls: calls, ...message } = choice.message;
       const call = calls?.[0];
       return {
@@ -100,6 +105,7 @@ export async function* toLegacyChunks(chunks: AsyncIterable<ChatCompletionChunk>
     yield {
       ...chunk,
       choices: chunk.choices.map((choice) => {
+        if (!isObject(choice.delta)) return choice;
         const { tool_calls: calls, ...delta } = choice.delta;
         const call = calls?.[0]?.function;
         return {
@@ -111,3 +117,10 @@ export async function* toLegacyChunks(chunks: AsyncIterable<ChatCompletionChunk>
     };
   }
 }
+
+/** An upstream's answer in the old shape, for a request that used `functions`. */
+export const legacyReshape = {
+  whole: (body: unknown): unknown => toLegacyCompletion(body as ChatCompletion),
+  chunks: (events: AsyncGenerator<unknown>): AsyncGenerator<unknown> =>
+    toLegacyChunks(events as AsyncGenerator<ChatCompletionChunk>),
+};

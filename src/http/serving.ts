@@ -8,7 +8,7 @@ import { admit } from "../serve/metering.js";
 import { admittedTokens, startGeneration, type Generation, type GenerationPlan } from "../serve/generation.js";
 import type { ServeRequest } from "../serve/request.js";
 import { chosenEngine, type Route } from "../serve/route-decision.js";
-import { forward } from "../serve/upstream/forward.js";
+import { forward, type Forwarded } from "../serve/upstream/forward.js";
 import type { ForwardPlan } from "../serve/upstream/plan.js";
 import type { RequestContext } from "./context.js";
 import type { HttpDependencies } from "./dependencies.js";
@@ -73,12 +73,19 @@ export async function generateLocally<Event>(
   });
 }
 
+/** How the http layer writes an upstream's answer for the client (the deprecated `functions` shape). */
+export interface Reshape {
+  whole(body: unknown): unknown;
+  chunks(events: AsyncGenerator<unknown>): AsyncGenerator<unknown>;
+}
+
 /** Forwards to the model's upstreams, which generate; the answer is re-framed and billed here. */
 export async function forwardRemotely(
   dependencies: HttpDependencies,
   context: RequestContext,
   route: Route,
   plan: Omit<ForwardPlan, "decision">,
+  reshape?: Reshape,
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);
@@ -87,7 +94,12 @@ export async function forwardRemotely(
     maxCompletionTokens: plan.maxCompletionTokens,
   });
   return admitted(meter, route, async () => {
-    const forwarded = await forward(dependencies, request, { ...plan, decision: route.decision }, meter);
+    const answer = await forward(dependencies, request, { ...plan, decision: route.decision }, meter);
+    const forwarded: Forwarded = !reshape
+      ? answer
+      : answer.kind === "whole"
+        ? { ...answer, body: reshape.whole(answer.body) }
+        : { ...answer, events: reshape.chunks(answer.events) };
     return { response: respondForwarded(forwarded, context.requestId, controller), upstream: forwarded.upstream };
   });
 }

@@ -689,6 +689,73 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("the deprecated functions: the upstream is sent tools, and its tool call reaches the client as function_call", async () => {
+    const call = { name: "get_weather", arguments: '{"city":"Paris"}' };
+    const answer = (request: Call) =>
+      request.body.stream
+        ? new Response(
+            sseBody([
+              chunk(null),
+              {
+                ...chunk(null),
+                choices: [
+                  {
+                    index: 0,
+                    delta: { tool_calls: [{ index: 0, id: "call_up", type: "function", function: call }] },
+                    finish_reason: null,
+                  },
+                ],
+              },
+              chunk(null, "tool_calls"),
+            ]),
+            { headers: { "content-type": "text/event-stream" } },
+          )
+        : Response.json({
+            id: "chatcmpl-up",
+            object: "chat.completion",
+            created: 1,
+            model: "llama-3-8b",
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: "assistant",
+                  content: null,
+                  tool_calls: [{ id: "call_up", type: "function", function: call }],
+                },
+                finish_reason: "tool_calls",
+              },
+            ],
+            usage: { prompt_tokens: 20, completion_tokens: 8, total_tokens: 28 },
+          });
+    const { app, post, calls } = await remoteApp({ "https://a.example/v1/chat/completions": answer });
+    const legacy = {
+      model: "remote-llama",
+      messages: [{ role: "user", content: "Weather in Paris?" }],
+      functions: [{ name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } }],
+      function_call: { name: "get_weather" },
+    };
+    const whole = await app.handle(post("/v1/chat/completions", legacy));
+    expect(whole.status).toBe(200);
+    expect(calls[0]!.body).toMatchObject({
+      tools: [{ type: "function", function: { name: "get_weather" } }],
+      tool_choice: { type: "function", function: { name: "get_weather" } },
+      parallel_tool_calls: false,
+    });
+    expect(calls[0]!.body).not.toHaveProperty("functions");
+    const [choice] = chatCompletionSchema.parse(await whole.json()).choices;
+    expect(choice).toMatchObject({ message: { function_call: call }, finish_reason: "function_call" });
+    expect(choice!.message).not.toHaveProperty("tool_calls");
+
+    const streamed = await app.handle(post("/v1/chat/completions", { ...legacy, stream: true }));
+    const deltas = sseEvents(await streamed.text())
+      .slice(0, -1)
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)).choices[0]!);
+    expect(deltas.map((delta) => delta.delta.function_call).filter(Boolean)).toEqual([call]);
+    expect(deltas.some((delta) => delta.delta.tool_calls)).toBe(false);
+    expect(deltas.at(-1)!.finish_reason).toBe("function_call");
+  });
+
   it("an upstream's reply is input too: linear to read however it is cut, bounded in size, and checked", async () => {
     /** A body that never ends: `piece` again and again, until the reader cancels. */
     const endless = (first: string, piece: string) => {
