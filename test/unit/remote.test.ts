@@ -347,6 +347,24 @@ describe("forwarding to upstreams", () => {
     expect(calls).toHaveLength(1);
   });
 
+  it("passes a code only when it is a name, as OpenAI's are: llama-server's numeric code (the status again) is not", async () => {
+    // llama-server's refusal of an n over its slots, as it writes it.
+    const refusal = {
+      error: {
+        code: 400,
+        message: "Field 'n': Value must be between 1 <= value <= 2, but got 3",
+        type: "invalid_request_error",
+      },
+    };
+    const { app, post } = await remoteApp({ "https://a.example/": () => Response.json(refusal, { status: 400 }) });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, n: 3 }));
+    expect(response.status).toBe(400);
+    expect(errorBodySchema.parse(await response.json()).error).toMatchObject({
+      code: "upstream_rejected",
+      message: "a refused the request: Field 'n': Value must be between 1 <= value <= 2, but got 3",
+    });
+  });
+
   it("skips an upstream whose credential was never stored", async () => {
     const net = network({ "http://127.0.0.1:9/": () => new Response(sseBody([chunk("ok"), chunk(null, "stop")])) });
     const { app, post } = await makeApp({ models: [remoteModel], fetch: net.fetch });

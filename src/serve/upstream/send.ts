@@ -127,7 +127,8 @@ async function upstreamReason(response: Response): Promise<Reason> {
     if (body.error?.message)
       return {
         message: body.error.message,
-        code: body.error.code == null ? null : String(body.error.code),
+        // OpenAI's codes are names; llama-server's is the HTTP status again, which says nothing more.
+        code: typeof body.error.code === "string" ? body.error.code : null,
         param: body.error.param ?? null,
       };
     if (body.message ?? body.detail) return { message: String(body.message ?? body.detail), code: null, param: null };
