@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { ApiError, BadRequestError } from "../errors/api.js";
+import { readBounded } from "../serve/read-bounded.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
 export function formatParam(path: readonly PropertyKey[]): string {
@@ -110,24 +111,9 @@ function tooLarge(): ApiError {
 /** The body as text, refused (413) once it passes `maxBodyBytes`, by its Content-Length or as it streams in. */
 async function readBody(request: Request): Promise<string> {
   if (Number(request.headers.get("content-length") ?? 0) > maxBodyBytes) throw tooLarge();
-  if (!request.body) return "";
-  const reader = request.body.getReader();
-  // Decoded as it streams: a Blob to join the chunks would cost a round trip to the browser's
-  // blob store on every request.
-  const decoder = new TextDecoder();
-  let text = "";
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBodyBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge();
-    }
-    text += decoder.decode(value, { stream: true });
-  }
-  return text + decoder.decode();
+  const { text, cut } = await readBounded(request.body, maxBodyBytes);
+  if (cut) throw tooLarge();
+  return text;
 }
 
 /**

@@ -4,8 +4,8 @@
  */
 import type { Upstream } from "../../model/entry.js";
 import type { Policy } from "../../policy/policy.js";
+import { readBounded } from "../read-bounded.js";
 import type { ForwardPlan } from "./plan.js";
-import { readBounded } from "./read-body.js";
 
 /** How to call an upstream: the headers (with its credential) and the secret, to keep out of reasons. */
 export interface Authorised {
@@ -116,7 +116,7 @@ const maxReasonBytes = 64 * 2 ** 10;
 
 /** The reason an upstream gives in its error body, in any of the shapes these servers use. */
 async function upstreamReason(response: Response): Promise<Reason> {
-  const text = (await readBounded(response, maxReasonBytes).catch(() => ({ text: "" }))).text.trim();
+  const text = (await readBounded(response.body, maxReasonBytes).catch(() => ({ text: "" }))).text.trim();
   try {
     const body = JSON.parse(text) as {
       error?: string | { message?: string; code?: string | number | null; param?: string | null };

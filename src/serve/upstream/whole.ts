@@ -3,9 +3,9 @@ import { ServiceUnavailableError } from "../../errors/api.js";
 import type { Upstream } from "../../model/entry.js";
 import { upstreamCompletionSchema } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
+import { readBounded } from "../read-bounded.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
-import { readBounded } from "./read-body.js";
 import {
   asLegacyChoice,
   billed,
@@ -23,7 +23,7 @@ const maxReplyBytes = 64 * 2 ** 20;
 async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>): Promise<unknown> {
   const parts: unknown[] = [];
   for await (const response of responses) {
-    const { text, cut } = await readBounded(response, maxReplyBytes);
+    const { text, cut } = await readBounded(response.body, maxReplyBytes);
     if (cut)
       throw new ServiceUnavailableError(
         `${upstream.name} sent a reply over ${maxReplyBytes} bytes, far more than any completion: it was not read further`,

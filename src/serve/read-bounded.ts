@@ -1,12 +1,16 @@
 /**
- * An upstream's body, read up to a bound: a reply is input like any other, and one that never
- * ends must not fill the worker's memory.
+ * A body read up to a bound: a client's request or an upstream's reply is input like any other,
+ * and one that never ends must not fill the worker's memory. Decoded as it streams: a Blob to
+ * join the chunks would cost a round trip to the browser's blob store on every request.
  */
 
 /** The body's text, its first `limit` bytes at most; `cut` when there was more (the rest is not read). */
-export async function readBounded(response: Response, limit: number): Promise<{ text: string; cut: boolean }> {
-  if (!response.body) return { text: "", cut: false };
-  const reader = response.body.getReader();
+export async function readBounded(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<{ text: string; cut: boolean }> {
+  if (!body) return { text: "", cut: false };
+  const reader = body.getReader();
   const decoder = new TextDecoder();
   let text = "";
   let size = 0;
