@@ -5,10 +5,11 @@
  * Schemas and tool calls (in the family's own syntax), so every layer above it behaves exactly
  * as it does over WebLLM.
  */
-import { firstStop, safeLength } from "./stop-text.js";
+import { StopScanner } from "./stop-text.js";
+import { TokenText } from "./token-text.js";
 import type { DeviceFeatures } from "../model/builds.js";
 import type { ModelEntry } from "../model/entry.js";
-import { sampleSchema } from "../grammar/sample.js";
+import { SampleBudget, sampleSchema } from "../grammar/sample.js";
 import type { JsonSchema } from "../grammar/schema.js";
 import { toolSyntax } from "../prompt/templates.js";
 import type { Tokenizer, Tokenizers } from "../model/tokenizer.js";
@@ -28,6 +29,12 @@ export interface DeterministicEngineOptions {
   /** Pause between tokens, so streaming and aborts can be seen; 0 for none. */
   tokenDelayMs?: number;
 }
+
+/**
+ * More characters than a token of JSON ever spells on average: a schema's instance written to
+ * this many per token allowed holds every token the reply may have.
+ */
+const charactersPerToken = 16;
 
 const lexicon = (
   "the a local model answers every request on this device without any server while keys limits and ledgers " +
@@ -131,7 +138,7 @@ export class DeterministicEngine implements Engine {
    * With tools it calls one (two when parallel calls are allowed and required), with arguments
    * drawn from the tool's schema; under `auto` it answers in text once a tool result is in.
    */
-  compose(request: GenerationRequest, prompt: string): string {
+  compose(request: GenerationRequest, prompt: string, budget: SampleBudget): string {
     const random = seededRandom(hash(`${request.sampling.seed ?? 0}\u0000${prompt}`));
     const prose = composeProse(random);
     const constraint = request.constraint;
@@ -141,7 +148,7 @@ export class DeterministicEngine implements Engine {
       case "json":
         return constraint.schema === undefined
           ? JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 })
-          : JSON.stringify(sampleSchema(JSON.parse(constraint.schema) as JsonSchema, random));
+          : JSON.stringify(sampleSchema(JSON.parse(constraint.schema) as JsonSchema, random, budget));
       case "grammar":
         throw new EngineError("unsupported", "The deterministic engine cannot follow an arbitrary grammar.");
       case "tools": {
@@ -157,7 +164,10 @@ export class DeterministicEngine implements Engine {
             ? [first, tools.find((tool) => tool !== first)!]
             : [first];
         return toolSyntax[request.model.family].write(
-          chosen.map((tool) => ({ name: tool.name, arguments: sampleSchema(tool.parameters as JsonSchema, random) })),
+          chosen.map((tool) => ({
+            name: tool.name,
+            arguments: sampleSchema(tool.parameters as JsonSchema, random, budget),
+          })),
         );
       }
     }
@@ -167,10 +177,8 @@ export class DeterministicEngine implements Engine {
     // logit_bias is accepted and not applied: the reply is composed, not sampled from logits.
     const tokenizer = await this.#tokenizers.forFamily(request.model.family);
     const { prompt, promptTokens } = promptOf(request.input, tokenizer);
-    const ids = tokenizer.encode(this.compose(request, prompt));
-    const { maxTokens, stop } = request.sampling;
-
-    const alternatives = request.sampling.logprobs;
+    const { maxTokens, stop, logprobs: alternatives } = request.sampling;
+    const { ids, cut } = this.#reply(request, prompt, tokenizer);
     let pending: TokenLogprob[] = [];
     /** The log probabilities of the tokens a delta completes, when asked for. */
     const flush = () => {
@@ -178,58 +186,42 @@ export class DeterministicEngine implements Engine {
       pending = [];
       return alternatives === undefined ? {} : { logprobs };
     };
-    let sent = "";
+    const text = new TokenText(tokenizer);
+    const scanner = new StopScanner(stop);
     let produced = 0;
     let stopped = false;
     let reason: FinishReason = "stop";
-    for (;;) {
-      const ended = signal.aborted
-        ? "abort"
-        : produced >= ids.length
-          ? "stop"
-          : produced >= maxTokens
-            ? "length"
-            : null;
-      if (ended) {
-        reason = ended;
+    while (!stopped) {
+      if (!signal.aborted && produced < Math.min(ids.length, maxTokens)) await sleep(this.#tokenDelayMs, signal);
+      if (signal.aborted || produced >= Math.min(ids.length, maxTokens)) {
+        reason = signal.aborted ? "abort" : produced < ids.length || cut ? "length" : "stop";
         break;
       }
-      await sleep(this.#tokenDelayMs, signal);
-      if (signal.aborted) {
-        reason = "abort";
-        break;
-      }
-      produced++;
-      if (alternatives !== undefined)
-        pending.push(tokenLogprob(tokenizer, ids[produced - 1] ?? 0, produced, alternatives));
-      const text = tokenizer.decode(ids.slice(0, produced));
-      const stopAt = firstStop(text, stop);
-      const visible = visibleText(text, sent, stop, stopAt);
-      if (visible.length > sent.length && visible.startsWith(sent)) {
-        yield { type: "text-delta", text: visible.slice(sent.length), ...flush() };
-        sent = visible;
-      }
-      if (stopAt >= 0) {
-        stopped = true;
-        break;
-      }
+      const id = ids[produced++]!;
+      if (alternatives !== undefined) pending.push(tokenLogprob(tokenizer, id, produced, alternatives));
+      const piece = scanner.push(text.push(id));
+      stopped = piece.stopped;
+      if (piece.text) yield { type: "text-delta", text: piece.text, ...flush() };
     }
     if (reason !== "abort" && !stopped) {
-      // What was held back as a possible stop prefix turned out not to be one.
-      const rest = tokenizer.decode(ids.slice(0, produced)).slice(sent.length);
+      // A character cut short, and what was held back as a possible stop prefix.
+      const last = scanner.push(text.finish());
+      if (last.stopped) reason = "stop";
+      const rest = last.stopped ? last.text : last.text + scanner.flush();
       if (rest) yield { type: "text-delta", text: rest, ...flush() };
     }
     yield { type: "finish", reason, usage: { promptTokens, completionTokens: produced } };
   }
-}
 
-/**
- * What of the decoded text may be sent: the text before a stop sequence, holding back a trailing
- * partial UTF-8 sequence or a possible start of a stop sequence.
- */
-function visibleText(text: string, sent: string, stop: readonly string[], stopAt: number): string {
-  if (stopAt >= 0) return text.slice(0, stopAt);
-  return text.endsWith("\uFFFD") ? sent : text.slice(0, safeLength(text, stop));
+  /**
+   * The reply's tokens. A schema's instance is written to about `charactersPerToken` characters
+   * a token allowed; one cut there (`cut`) ends as a model would that ran out of tokens.
+   */
+  #reply(request: GenerationRequest, prompt: string, tokenizer: Tokenizer): { ids: number[]; cut: boolean } {
+    const budget = new SampleBudget(request.sampling.maxTokens * charactersPerToken + 1024);
+    const ids = tokenizer.encode(this.compose(request, prompt, budget));
+    return { ids, cut: budget.cut };
+  }
 }
 
 /** The prompt's text, and its count: our rendering's ids where the request has them (a message's text is text), else the raw prompt's. */

@@ -5,7 +5,7 @@
  */
 
 /** How many leading characters of `text` can be sent without revealing the start of a stop sequence. */
-export function safeLength(text: string, stops: readonly string[]): number {
+function safeLength(text: string, stops: readonly string[]): number {
   let holdBack = 0;
   for (const stop of stops) {
     for (let length = Math.min(stop.length - 1, text.length); length > holdBack; length--) {
@@ -18,7 +18,7 @@ export function safeLength(text: string, stops: readonly string[]): number {
   return text.length - holdBack;
 }
 
-export function firstStop(text: string, stops: readonly string[]): number {
+function firstStop(text: string, stops: readonly string[]): number {
   let first = -1;
   for (const stop of stops) {
     const at = text.indexOf(stop);

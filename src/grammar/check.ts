@@ -4,7 +4,7 @@
  * its place, never silently dropped.
  */
 import { formatNames, knownFormat } from "./formats.js";
-import { parsePattern, PatternError } from "./regex.js";
+import { parsePattern, PatternError, PatternLimitError } from "./regex.js";
 import {
   isAnnotation,
   arrayParts,
@@ -134,6 +134,8 @@ function checkStringKeywords(schema: SchemaObject, pointer: string): void {
     parsePattern(schema.pattern);
   } catch (error) {
     if (!(error instanceof PatternError)) throw error;
+    if (error instanceof PatternLimitError)
+      throw new UnsupportedSchemaError(`'pattern' has ${error.message}`, `${pointer}/pattern`);
     // Beside a format we write, the format's grammar writes the value and the pattern checks it after.
     if (typeof format !== "string" || !knownFormat(format))
       throw new UnsupportedSchemaError(

@@ -94,7 +94,9 @@ export function checkFinite(root: JsonSchema): void {
   checkLeftRecursion(root, references);
   // Least fixed point: a reference is writable once its target is, given those already known.
   const known = new Map<string, boolean>();
-  for (let round = 0, changed = true; changed && round < maxRounds; round++) {
+  let changed = true;
+  // One round past the limit: a chain of exactly `maxRounds` still settles, a longer one does not.
+  for (let round = 0; changed && round <= maxRounds; round++) {
     changed = false;
     for (const reference of references) {
       if (known.get(reference)) continue;
@@ -104,6 +106,12 @@ export function checkFinite(root: JsonSchema): void {
       }
     }
   }
+  // Still learning after the last round: a chain of more definitions than we follow, not a loop.
+  if (changed)
+    throw new UnsupportedSchemaError(
+      `'$ref' chains run through more than ${maxRounds} definitions; shorten them by writing the inner definitions in place`,
+      "",
+    );
   if (!writable(root, known))
     throw new UnsupportedSchemaError(
       "the schema has no finite value to write: a '$ref' recurses with no way out (every declared property is written); make the recursive property nullable or a list, or leave it out",

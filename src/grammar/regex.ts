@@ -28,9 +28,23 @@ export interface RegexBranch {
 
 export class PatternError extends Error {}
 
+/**
+ * A pattern past our size limits: refused whatever stands beside it, since matching it (in a
+ * reply's check) and sampling it cost time and memory in proportion to its spelled-out size.
+ */
+export class PatternLimitError extends PatternError {}
+
 const maxCodePoint = 0x10ffff;
 /** The largest bound a quantifier may have: each repetition is spelled out in the grammar. */
 const maxRepetition = 1000;
+/**
+ * The most characters a pattern may spell out once its repetitions are expanded: `(a{100}){100}`
+ * spells out 10,000. Nested quantifiers multiply, so a short pattern could otherwise ask for
+ * billions of automaton states; checking a reply's value costs up to this many steps per character.
+ */
+const maxPatternSize = 2_000;
+/** Groups nest no deeper than this; the parser recurses once per level. */
+const maxGroupDepth = 32;
 
 function normalizeRanges(ranges: Iterable<readonly [number, number]>): CharRanges {
   const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
@@ -93,6 +107,7 @@ const controlEscapes: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 1
 class PatternParser {
   readonly #characters: string[];
   #position = 0;
+  #depth = 0;
 
   constructor(source: string) {
     this.#characters = [...source];
@@ -107,6 +122,11 @@ class PatternParser {
       branches.push({ node, anchoredStart, anchoredEnd });
     } while (this.#eat("|"));
     if (this.#position < this.#characters.length) throw new PatternError("an unmatched ')'");
+    const size = branches.reduce((sum, branch) => sum + expandedSize(branch.node), 0);
+    if (size > maxPatternSize)
+      throw new PatternLimitError(
+        `repetitions that spell out ${size > 1e15 ? "more than 10^15" : size} characters (at most ${maxPatternSize} in all); lower its quantifiers' bounds`,
+      );
     return branches;
   }
 
@@ -171,7 +191,10 @@ class PatternParser {
         this.#position++;
       } else if (kind !== ":") throw new PatternError(`the group '(?${kind ?? ""}'`);
     }
+    if (++this.#depth > maxGroupDepth)
+      throw new PatternLimitError(`groups nested deeper than ${maxGroupDepth} levels; flatten them`);
     const inner = this.#choice();
+    this.#depth--;
     if (!this.#eat(")")) throw new PatternError("an unclosed group '('");
     return inner;
   }
@@ -273,6 +296,27 @@ class PatternParser {
       return 0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00);
     }
     return high;
+  }
+}
+
+/** How many repetitions past its minimum a sample of an open-ended quantifier (`*`, `+`, `{n,}`) may have. */
+const openEndedExtra = 3;
+
+/**
+ * How many characters `node` spells out with every repetition expanded (an open-ended one as a
+ * sample may have it): a bound on both the size of its automaton and a sample's length.
+ */
+function expandedSize(node: RegexNode): number {
+  switch (node.kind) {
+    case "set":
+      return 1;
+    case "sequence":
+    case "choice": {
+      const children = node.kind === "sequence" ? node.items : node.options;
+      return children.reduce((sum, child) => sum + expandedSize(child), 0);
+    }
+    case "repeat":
+      return expandedSize(node.item) * Math.max(node.max ?? node.min + openEndedExtra, 1);
   }
 }
 
@@ -423,7 +467,7 @@ function sampleNode(node: RegexNode, random: () => number): string {
     case "choice":
       return sampleNode(node.options[Math.floor(random() * node.options.length)]!, random);
     case "repeat": {
-      const most = Math.min(node.max ?? node.min + 3, node.min + 3);
+      const most = Math.min(node.max ?? node.min + openEndedExtra, node.min + openEndedExtra);
       const count = node.min + Math.floor(random() * (most - node.min + 1));
       return Array.from({ length: count }, () => sampleNode(node.item, random)).join("");
     }
@@ -481,15 +525,20 @@ class Automaton {
     return start;
   }
 
-  /** The states reached from `from` without reading a character, added to `into`. */
-  close(from: number, into: Set<number>): void {
+  /**
+   * Adds to `into` the states reached from `from` without reading a character. A state is in a
+   * step's list at most once (`seen` holds the step that last added it), so a step costs at most
+   * the automaton's size.
+   */
+  close(from: number, into: number[], seen: Int32Array, step: number): void {
     const pending = [from];
     while (pending.length > 0) {
       const index = pending.pop()!;
-      if (into.has(index)) continue;
-      into.add(index);
+      if (seen[index] === step) continue;
+      seen[index] = step;
+      into.push(index);
       const state = this.states[index]!;
-      if (state.kind === "fork") pending.push(...state.next);
+      if (state.kind === "fork") for (const next of state.next) pending.push(next);
     }
   }
 }
@@ -510,20 +559,24 @@ function inRanges(ranges: CharRanges, code: number): boolean {
 function branchMatches(branch: RegexBranch, value: string): boolean {
   const automaton = new Automaton();
   const start = automaton.build(branch.node, 0);
-  let live = new Set<number>();
-  automaton.close(start, live);
+  const seen = new Int32Array(automaton.states.length).fill(-1);
+  let step = 0;
+  let live: number[] = [];
+  automaton.close(start, live, seen, step);
   for (const character of value) {
-    if (!branch.anchoredEnd && live.has(0)) return true;
+    if (!branch.anchoredEnd && seen[0] === step) return true;
     const code = character.codePointAt(0)!;
-    const next = new Set<number>();
+    const next: number[] = [];
+    step++;
     for (const index of live) {
       const state = automaton.states[index]!;
-      if (state.kind === "set" && inRanges(state.ranges, code)) automaton.close(state.next, next);
+      if (state.kind === "set" && inRanges(state.ranges, code)) automaton.close(state.next, next, seen, step);
     }
-    if (!branch.anchoredStart) automaton.close(start, next);
+    if (!branch.anchoredStart) automaton.close(start, next, seen, step);
+    else if (next.length === 0) return false; // nothing left alive, and nothing starts again
     live = next;
   }
-  return live.has(0);
+  return seen[0] === step;
 }
 
 /** Whether the pattern matches somewhere in `value` (or all of it, as its anchors say), in linear time. */

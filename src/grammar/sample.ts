@@ -23,12 +23,53 @@ const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", 
 
 const pick = <T>(list: readonly T[], random: Random): T => list[Math.floor(random() * list.length)]!;
 
-/** A valid instance of `schema`, chosen by `random` (in [0, 1)). */
-export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchema = schema, depth = 0): unknown {
+/**
+ * How much JSON text a sample may still spell out. A schema's smallest instance can be
+ * exponential in its size (each level's `$ref` to the next, twice), so writing stops once the
+ * budget is spent: every array and object then closes early, and `cut` says the instance is not
+ * whole. The deterministic engine reports that as running out of tokens.
+ */
+export class SampleBudget {
+  #left: number;
+  cut = false;
+  constructor(characters: number) {
+    this.#left = characters;
+  }
+  /** Spends `characters`; false, and `cut` set, once nothing is left. */
+  spend(characters: number): boolean {
+    this.#left -= characters;
+    if (this.#left < 0) this.cut = true;
+    return !this.cut;
+  }
+}
+
+/**
+ * A valid instance of `schema`, chosen by `random` (in [0, 1)): whole unless `budget` ran out
+ * (then `budget.cut` is set).
+ */
+export function sampleSchema(schema: JsonSchema, random: Random, budget = new SampleBudget(Infinity)): unknown {
+  return sampleChild(schema, { random, budget, root: schema }, 0);
+}
+
+interface Sampling {
+  random: Random;
+  budget: SampleBudget;
+  root: JsonSchema;
+}
+
+/** A value and what it spends: containers spend as they fill, a leaf its own length. */
+function sampleChild(schema: JsonSchema, sampling: Sampling, depth: number): unknown {
+  const value = sampleValue(schema, sampling, depth);
+  if (value === null || typeof value !== "object") sampling.budget.spend(JSON.stringify(value)?.length ?? 4);
+  return value;
+}
+
+function sampleValue(schema: JsonSchema, sampling: Sampling, depth: number): unknown {
+  const { random, root } = sampling;
   if (schema === true || !isObject(schema)) return depth > 3 ? null : { note: "any" };
   const current = effective(schema, "");
   if (typeof current.$ref === "string")
-    return sampleSchema(resolveReference(root, current.$ref, ""), random, root, depth + 1);
+    return sampleValue(resolveReference(root, current.$ref, ""), sampling, depth + 1);
   if (current.const !== undefined) return current.const;
   if (Array.isArray(current.enum)) return pick(current.enum, random);
   if (Array.isArray(current.anyOf)) {
@@ -38,7 +79,7 @@ export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchem
       branches.find((branch) => isObject(branch) && branch.type === "null") ??
       branches.find((branch) => !(isObject(branch) && typeof branch.$ref === "string"));
     const branch = depth > 4 && ending ? ending : pick(branches, random);
-    return sampleSchema(branch, random, root, depth + 1);
+    return sampleValue(branch, sampling, depth + 1);
   }
   const listed = typesOf(current);
   // Prefer a non-null type, so optional-looking values still say something.
@@ -54,9 +95,9 @@ export function sampleSchema(schema: JsonSchema, random: Random, root: JsonSchem
     case "null":
       return null;
     case "array":
-      return sampleArray(current, random, root, depth);
+      return sampleArray(current, sampling, depth);
     default:
-      return sampleObject(current, random, root, depth);
+      return sampleObject(current, sampling, depth);
   }
 }
 
@@ -105,11 +146,11 @@ function sampleNumber(schema: SchemaObject, integer: boolean, random: Random): n
   return candidates.find(fits) ?? candidates[0]!;
 }
 
-function sampleArray(schema: SchemaObject, random: Random, root: JsonSchema, depth: number): unknown[] {
+function sampleArray(schema: SchemaObject, sampling: Sampling, depth: number): unknown[] {
   const { prefix, rest } = arrayParts(schema);
   const min = numberKeyword(schema, "minItems") ?? 0;
   const max = Math.min(numberKeyword(schema, "maxItems") ?? Infinity, longestWritten.items);
-  const wanted = depth > 4 ? min : min + Math.floor(random() * 3) + (min === 0 ? 1 : 0);
+  const wanted = depth > 4 ? min : min + Math.floor(sampling.random() * 3) + (min === 0 ? 1 : 0);
   const count = Math.min(
     Math.max(wanted, Math.min(prefix.length, max)),
     max,
@@ -117,12 +158,12 @@ function sampleArray(schema: SchemaObject, random: Random, root: JsonSchema, dep
   );
   const items: unknown[] = [];
   const seen = new Set<string>();
-  for (let index = 0; index < count; index++) {
+  for (let index = 0; index < count && sampling.budget.spend(1); index++) {
     const itemSchema = (index < prefix.length ? prefix[index] : rest) as JsonSchema;
-    let item = sampleSchema(itemSchema, random, root, depth + 1);
+    let item = sampleChild(itemSchema, sampling, depth + 1);
     // Unique items: draw again a few times; past a handful of tries, stop at the minimum.
     for (let attempt = 0; schema.uniqueItems === true && seen.has(JSON.stringify(item)) && attempt < 20; attempt++)
-      item = sampleSchema(itemSchema, random, root, depth + 1);
+      item = sampleChild(itemSchema, sampling, depth + 1);
     if (schema.uniqueItems === true && seen.has(JSON.stringify(item))) {
       if (items.length >= min) break;
     }
@@ -132,14 +173,18 @@ function sampleArray(schema: SchemaObject, random: Random, root: JsonSchema, dep
   return items;
 }
 
-function sampleObject(schema: SchemaObject, random: Random, root: JsonSchema, depth: number): Record<string, unknown> {
+function sampleObject(schema: SchemaObject, sampling: Sampling, depth: number): Record<string, unknown> {
+  const { random, budget } = sampling;
   const result: Record<string, unknown> = {};
   const declared = isObject(schema.properties) ? Object.entries(schema.properties) : [];
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   let optionalRoom = (numberKeyword(schema, "maxProperties") ?? Infinity) - required.size;
+  // Deep down, optional properties are left out as arrays keep to their minimum: each level of a
+  // schema that nests itself would otherwise multiply the instance.
+  if (depth > 4 && numberKeyword(schema, "minProperties") === undefined) optionalRoom = 0;
   for (const [property, child] of declared)
-    if (required.has(property) || optionalRoom-- > 0)
-      result[property] = sampleSchema(child as JsonSchema, random, root, depth + 1);
+    if ((required.has(property) || optionalRoom-- > 0) && budget.spend(property.length + 4))
+      result[property] = sampleChild(child as JsonSchema, sampling, depth + 1);
   const additional = schema.additionalProperties;
   const valueSchema = isObject(additional)
     ? additional
@@ -152,12 +197,14 @@ function sampleObject(schema: SchemaObject, random: Random, root: JsonSchema, de
   const max = Math.max(0, (numberKeyword(schema, "maxProperties") ?? Infinity) - have);
   const count = Math.min(depth > 4 ? min : min + 1 + Math.floor(random() * 2), max);
   const names = isObject(schema.propertyNames) ? schema.propertyNames : null;
-  for (let index = 0, attempts = 0; Object.keys(result).length < have + count && attempts < 50; attempts++) {
+  let added = 0;
+  for (let index = 0, attempts = 0; added < count && attempts < 50 && !budget.cut; attempts++) {
     const key = names
-      ? String(sampleSchema({ type: "string", ...names }, random, root, depth + 1))
+      ? String(sampleValue({ type: "string", ...names }, sampling, depth + 1))
       : `${pick(words, random)}_${++index}`;
-    if (Object.hasOwn(result, key)) continue;
-    result[key] = valueSchema === null ? pick(words, random) : sampleSchema(valueSchema, random, root, depth + 1);
+    if (Object.hasOwn(result, key) || !budget.spend(key.length + 4)) continue;
+    result[key] = valueSchema === null ? pick(words, random) : sampleChild(valueSchema, sampling, depth + 1);
+    added++;
   }
   return result;
 }

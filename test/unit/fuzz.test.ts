@@ -297,6 +297,117 @@ describe("malformed requests", () => {
  * a 5xx) within `answerBound`, and meanwhile another tab's requests keep being answered within
  * the same bound. The worker is one thread: a request that blocked it would hold them all.
  */
+/**
+ * Schemas whose size explodes once expanded: quantifiers that multiply, groups nested deep,
+ * `$ref`s that fan out or chain. A short request must not hold the worker: each is refused by
+ * name or answered, within the bound, as a response_format and as a tool's parameters.
+ */
+describe("adversarial schemas: expansion is bounded", () => {
+  const answerBound = 2_000;
+  const fan = (levels: number, required: boolean) => ({
+    $defs: Object.fromEntries(
+      Array.from({ length: levels + 1 }, (_, level) => [
+        `d${level}`,
+        level === levels
+          ? { type: "string" }
+          : {
+              type: "object",
+              properties: { a: { $ref: `#/$defs/d${level + 1}` }, b: { $ref: `#/$defs/d${level + 1}` } },
+              ...(required ? { required: ["a", "b"] } : {}),
+            },
+      ]),
+    ),
+    type: "object",
+    properties: { v: { $ref: "#/$defs/d0" } },
+    required: ["v"],
+  });
+  const chain = (links: number) => ({
+    $defs: Object.fromEntries(
+      Array.from({ length: links + 1 }, (_, link) => [
+        `d${link}`,
+        link === links ? { type: "string" } : { $ref: `#/$defs/d${link + 1}` },
+      ]),
+    ),
+    type: "object",
+    properties: { v: { $ref: "#/$defs/d0" } },
+    required: ["v"],
+  });
+  const withPattern = (pattern: string) => ({
+    type: "object",
+    properties: { v: { type: "string", pattern } },
+    required: ["v"],
+  });
+  /**
+   * Each schema, and what answers it: a refusal naming the limit, or a reply. Every instance of
+   * the required fan-out is 2^40 strings long, so its reply is cut at max_tokens; the optional
+   * one has a short instance, which is written whole.
+   */
+  const cases: Record<string, { schema: unknown; refused?: RegExp; finish?: "length" | "stop" }> = {
+    "quantifiers that multiply": { schema: withPattern("^((((a{100}){100}){100}){100})$"), refused: /spell out/ },
+    "stars in stars": { schema: withPattern(`^${"(".repeat(12)}a*${")*".repeat(12)}$`), refused: /spell out/ },
+    "groups nested deep": {
+      schema: withPattern(`${"(".repeat(10_000)}a${")".repeat(10_000)}`),
+      refused: /nested deeper/,
+    },
+    "a $ref chain": { schema: chain(500), refused: /chains run through more than 64 definitions/ },
+    "$refs fanning out, required": { schema: fan(40, true), finish: "length" },
+    "$refs fanning out, optional": { schema: fan(40, false), finish: "stop" },
+  };
+
+  it(`each is refused by name or answered within ${answerBound} ms, and another tab is served meanwhile`, async () => {
+    const test = await makeApp({ rpm: 1_000_000, tpm: 1_000_000_000, creditUsd: 1_000 });
+    let probing = true;
+    let slowestProbe = 0;
+    const probe = (async () => {
+      while (probing) {
+        const started = performance.now();
+        await test.app.handle(test.get("/v1/models"));
+        slowestProbe = Math.max(slowestProbe, performance.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    for (const [name, { schema, refused, finish }] of Object.entries(cases)) {
+      const bodies = {
+        response_format: { response_format: { type: "json_schema", json_schema: { name: "s", schema } } },
+        tool: {
+          tools: [{ type: "function", function: { name: "f", parameters: schema } }],
+          tool_choice: "required",
+        },
+      };
+      for (const [where, extra] of Object.entries(bodies)) {
+        const label = `${name} as ${where}`;
+        const started = performance.now();
+        const response = await test.app.handle(
+          test.post("/v1/chat/completions", {
+            model,
+            messages: [{ role: "user", content: "Hi" }],
+            max_tokens: 64,
+            ...extra,
+          }),
+        );
+        const body = await response.json();
+        expect(performance.now() - started, label).toBeLessThan(answerBound);
+        if (refused) {
+          expect(response.status, label).toBe(400);
+          expect(body.error.code, label).toBe("invalid_schema");
+          expect(body.error.message, label).toMatch(refused);
+        } else {
+          expect(response.status, label).toBe(200);
+          const choice = body.choices[0];
+          if (finish === "length") {
+            expect(choice.finish_reason, label).toBe("length");
+            expect(body.usage.completion_tokens, label).toBe(64);
+          } else expect(choice.finish_reason, label).toBe(where === "tool" ? "tool_calls" : "stop");
+        }
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+    }
+    probing = false;
+    await probe;
+    expect(slowestProbe).toBeLessThan(answerBound);
+  }, 120_000);
+});
+
 describe("adversarial input: linear time on every path", () => {
   const answerBound = 2_000;
   const size = 200_000;
