@@ -156,7 +156,7 @@ async function parseCompletion(dependencies: HttpDependencies, body: Promise<str
     input: { kind: "text" as const, prompt },
     promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt"),
   }));
-  const longest = Math.max(...counted.map((prompt) => prompt.promptTokens));
+  const longest = counted.reduce((most, prompt) => Math.max(most, prompt.promptTokens), 0);
   const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
   const counts = { prompts: prompts.length, perPrompt: request.n ?? 1, bestOf };
   return { request, json: json as Record<string, unknown>, model, tokenizer, prompts, counted, counts, maxTokens };

@@ -28,6 +28,23 @@ function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
+/** A value as an error message quotes it: its JSON, cut short past 100 characters (a message never echoes a body). */
+function shown(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 100 ? `${json.slice(0, 100)}…` : json;
+}
+
+/** OpenAI's words for an array or a string over its maximum length. */
+function tooLong(param: string, value: string | unknown[], maximum: number): BadRequestError {
+  const [kind, code] = Array.isArray(value)
+    ? ["array", "array_above_max_length"]
+    : ["string", "string_above_max_length"];
+  return new BadRequestError(
+    `Invalid '${param}': ${kind} too long. Expected ${kind === "array" ? "an array" : "a string"} with maximum length ${maximum}, but got ${kind === "array" ? "an array" : "a string"} with length ${value.length} instead.`,
+    { param, code },
+  );
+}
+
 /** Turns the first zod issue into OpenAI's 400, with `param` naming the offending field. */
 function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
   const issue = error.issues[0];
@@ -35,7 +52,7 @@ function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
   const at = issue.path;
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0] ?? "";
-    const param = formatParam([...at, key]);
+    const param = formatParam([...at, key.length > 100 ? `${key.slice(0, 100)}…` : key]);
     return new BadRequestError(`Unrecognized request argument supplied: ${param}`, {
       param,
       code: "unknown_parameter",
@@ -49,38 +66,40 @@ function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
       code: "missing_required_parameter",
     });
   }
+  return valueIssue(issue, param, value);
+}
+
+/** The 400 for a value present but wrong. */
+function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): BadRequestError {
+  const invalid = (message: string) => new BadRequestError(message, { param, code: "invalid_value" });
+  const measured = Array.isArray(value) || typeof value === "string";
   switch (issue.code) {
     case "invalid_type":
       return new BadRequestError(
         `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)} instead.`,
-        {
-          param,
-          code: "invalid_type",
-        },
+        { param, code: "invalid_type" },
       );
     case "too_big":
-      return new BadRequestError(
-        `Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${JSON.stringify(value)} instead.`,
-        {
-          param,
-          code: "invalid_value",
-        },
+      if (measured) return tooLong(param, value, Number(issue.maximum));
+      return invalid(
+        `Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${shown(value)} instead.`,
       );
     case "too_small":
-      return new BadRequestError(
-        Array.isArray(value) || typeof value === "string"
+      return invalid(
+        measured
           ? `Invalid '${param}': expected at least ${String(issue.minimum)} item(s) or character(s).`
-          : `Invalid '${param}': expected a value >= ${String(issue.minimum)}, but got ${JSON.stringify(value)} instead.`,
-        { param, code: "invalid_value" },
+          : `Invalid '${param}': expected a value >= ${String(issue.minimum)}, but got ${shown(value)} instead.`,
       );
-    case "invalid_union":
+    case "invalid_union": {
+      // The branch of the value's own type, refused only for its length (a prompt array too long).
+      const length = issue.errors.flat().find((inner) => inner.code === "too_big" && inner.path.length === 0);
+      if (length?.code === "too_big" && measured) return tooLong(param, value, Number(length.maximum));
+      return invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
+    }
     case "invalid_value":
-      return new BadRequestError(`Invalid value for '${param}': ${JSON.stringify(value)} is not supported here.`, {
-        param,
-        code: "invalid_value",
-      });
+      return invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
     default:
-      return new BadRequestError(`Invalid '${param}': ${issue.message}.`, { param, code: "invalid_value" });
+      return invalid(`Invalid '${param}': ${issue.message}.`);
   }
 }
 

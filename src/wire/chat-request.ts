@@ -67,7 +67,8 @@ export const chatCompletionRequestSchema = z.strictObject({
   max_tokens: z.number().int().min(1).nullish(),
   max_completion_tokens: z.number().int().min(1).nullish(),
   response_format: responseFormatSchema.nullish(),
-  tools: z.array(toolSchema).nullish(),
+  // OpenAI's limit: 128 functions.
+  tools: z.array(toolSchema).max(128).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   logprobs: z.boolean().nullish(),

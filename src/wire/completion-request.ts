@@ -4,9 +4,13 @@
 import { z } from "zod";
 import { sampling } from "./shared.js";
 
+/** The most prompts one request may batch. */
+const maxPrompts = 2048;
+
 export const completionRequestSchema = z.strictObject({
   model: z.string().min(1),
-  prompt: z.union([z.string(), z.array(z.string()).min(1)]),
+  // Each prompt is a generation (times n, or best_of); OpenAI's batch bound for arrays of inputs.
+  prompt: z.union([z.string(), z.array(z.string()).min(1).max(maxPrompts)]),
   max_tokens: z.number().int().min(1).nullish(),
   echo: z.boolean().nullish(),
   // Known to OpenAI, refused for these models in OpenAI's words by the handler (insertion needs a fill-in-the-middle model).

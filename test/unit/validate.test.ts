@@ -63,7 +63,16 @@ describe("request schemas", () => {
       [{ model: "m", messages: user, presence_penalty: 3 }, "presence_penalty", "invalid_value"],
       [{ model: "m", messages: user, max_tokens: 0 }, "max_tokens", "invalid_value"],
       [{ model: "m", messages: user, n: 0 }, "n", "invalid_value"],
-      [{ model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] }, "stop", "invalid_value"],
+      [{ model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] }, "stop", "array_above_max_length"],
+      [
+        {
+          model: "m",
+          messages: user,
+          tools: Array.from({ length: 129 }, () => ({ type: "function", function: { name: "f" } })),
+        },
+        "tools",
+        "array_above_max_length",
+      ],
       [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content", "missing_required_parameter"],
       [{ model: "m", messages: [{ role: "robot", content: "x" }] }, "messages[0].role", "invalid_value"],
       [
@@ -96,6 +105,28 @@ describe("request schemas", () => {
         type: "invalid_request_error",
       });
     }
+  });
+
+  it("say an array is too long in OpenAI's words, and never echo a long value back", () => {
+    const stop = failure(chatCompletionRequestSchema, { model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] });
+    expect(stop.message).toBe(
+      "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length 5 instead.",
+    );
+    // A batch past 2,048 prompts: refused by its length, before any prompt is counted.
+    const prompts = failure(completionRequestSchema, {
+      model: "m",
+      prompt: Array.from({ length: 300_000 }, () => "a"),
+    });
+    expect(prompts).toMatchObject({ param: "prompt", code: "array_above_max_length" });
+    expect(prompts.message).toBe(
+      "Invalid 'prompt': array too long. Expected an array with maximum length 2048, but got an array with length 300000 instead.",
+    );
+    const wrong = failure(completionRequestSchema, { model: "m", prompt: [["x".repeat(1_000_000)]] });
+    expect(wrong.param).toBe("prompt");
+    expect(wrong.message.length).toBeLessThan(300);
+    const key = failure(chatCompletionRequestSchema, { model: "m", messages: user, ["k".repeat(1_000_000)]: 1 });
+    expect(key.code).toBe("unknown_parameter");
+    expect(key.message.length).toBeLessThan(300);
   });
 
   it("validate the legacy completions request", () => {
