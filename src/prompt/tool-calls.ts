@@ -20,95 +20,101 @@ export interface ParsedCall {
   complete: boolean;
 }
 
+/**
+ * The longest text a name's value may take while still open: a function name is at most 64
+ * characters, each at most a 6-character escape, with room for blanks around its colon.
+ */
+const longestNameText = 512;
+
 const primitivePattern = /^(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;
 const whitespace = (character: string) =>
   character === " " || character === "\n" || character === "\r" || character === "\t";
 
 /**
- * Where one JSON value ends, found as its text grows: each character is read once however often
- * `advance` is called, so a reply streamed a token at a time is scanned in linear time.
+ * Where one JSON value ends, read a piece at a time: each character is read once, and no piece is
+ * kept but a primitive's own text, so a reply streamed a token at a time is scanned in linear time.
  */
 class JsonValueEnd {
-  #index: number;
   #kind: "pending" | "nested" | "primitive" | "invalid" = "pending";
-  #start = 0;
+  #primitive = "";
   #depth = 0;
   #inString = false;
   #escaped = false;
 
-  constructor(start: number) {
-    this.#index = start;
-  }
-
-  /** The index just past the value in `text` (which only grows), or -1 if it is not complete yet. */
-  advance(text: string): number {
-    for (; this.#index < text.length; this.#index++) {
-      const character = text[this.#index]!;
+  /** How much of `piece` the value takes (all of it while the value goes on), and whether it ended there. */
+  advance(piece: string): { taken: number; complete: boolean } {
+    /** Where the primitive's text starts in this piece. */
+    let from = 0;
+    for (let index = 0; index < piece.length; index++) {
+      const character = piece[index]!;
       if (this.#kind === "pending") {
         if (whitespace(character)) continue;
-        this.#start = this.#index;
+        from = index;
         this.#kind = character === "{" || character === "[" || character === '"' ? "nested" : "primitive";
       }
-      if (this.#kind === "invalid") return -1;
+      if (this.#kind === "invalid") break;
       if (this.#kind === "primitive") {
         if (!(whitespace(character) || character === "," || character === "}" || character === "]")) continue;
-        if (primitivePattern.test(text.slice(this.#start, this.#index))) return this.#index;
+        this.#primitive += piece.slice(from, index);
+        if (primitivePattern.test(this.#primitive)) return { taken: index, complete: true };
         this.#kind = "invalid";
-        return -1;
+        break;
       }
       if (this.#inString) {
         if (this.#escaped) this.#escaped = false;
         else if (character === "\\") this.#escaped = true;
         else if (character === '"') {
           this.#inString = false;
-          if (this.#depth === 0) return ++this.#index;
+          if (this.#depth === 0) return { taken: index + 1, complete: true };
         }
       } else if (character === '"') this.#inString = true;
       else if (character === "{" || character === "[") this.#depth++;
       else if (character === "}" || character === "]") {
         this.#depth--;
-        if (this.#depth === 0) return ++this.#index;
+        if (this.#depth === 0) return { taken: index + 1, complete: true };
       }
     }
-    return -1;
+    if (this.#kind === "primitive") this.#primitive += piece.slice(from);
+    return { taken: piece.length, complete: false };
   }
 }
 
-/** A call found in the reply: its name, and where its arguments start (null until their key has come) and end (-1: not yet). */
-interface FoundCall {
+/** A call read from the reply: its name, and its arguments as far as they have come. */
+interface OpenCall {
   name: string;
-  /** Just past the name: where its arguments' key is looked for. */
-  nameEnd: number;
-  start: number | null;
-  end: number;
-  scanner: JsonValueEnd | null;
-  /** How much of the arguments has been reported. */
-  sent: number;
+  arguments: string;
+  complete: boolean;
 }
+
+/**
+ * What the reader waits for next: a call's name, its arguments' key, the colon after the key,
+ * or the arguments' value.
+ */
+type Phase =
+  { kind: "name" } | { kind: "key" } | { kind: "colon"; colon: boolean } | { kind: "value"; scanner: JsonValueEnd };
 
 export class ToolCallParser {
   readonly #syntax: ToolSyntax;
-  readonly #argumentsPattern: RegExp;
-  #buffer = "";
+  readonly #key: string;
   #mode: "undecided" | "text" | "calls" = "undecided";
-  /** Where the reply's first non-blank character is, while undecided: blanks are read once. */
-  #leading = 0;
-  /** Where the next call's search starts: past the last complete call. */
-  #from = 0;
-  readonly #found: FoundCall[] = [];
+  /** While undecided: the leading blanks (only ever appended to), then what follows them. */
+  #blanks = "";
+  #start = "";
+  /**
+   * The text received and not yet read past. It stays short: each phase drops what it has read
+   * (a value's text goes to its call), so no character is searched twice.
+   */
+  #pending = "";
+  #phase: Phase = { kind: "name" };
+  readonly #found: OpenCall[] = [];
 
   constructor(syntax: ToolSyntax) {
     this.#syntax = syntax;
-    this.#argumentsPattern = new RegExp(`"${syntax.argumentsKey}"\\s*:\\s*`, "y");
+    this.#key = `"${syntax.argumentsKey}"`;
   }
 
   get calls(): readonly ParsedCall[] {
-    return this.#found.map((call) => ({
-      name: call.name,
-      arguments:
-        call.start === null ? "" : this.#buffer.slice(call.start, call.end === -1 ? this.#buffer.length : call.end),
-      complete: call.end !== -1,
-    }));
+    return this.#found.map((call) => ({ ...call }));
   }
 
   get mode(): "undecided" | "text" | "calls" {
@@ -117,91 +123,123 @@ export class ToolCallParser {
 
   push(delta: string): ToolEvent[] {
     if (this.#mode === "text") return delta ? [{ type: "text", text: delta }] : [];
-    this.#buffer += delta;
-    if (this.#mode === "undecided") {
-      while (this.#leading < this.#buffer.length && /\s/.test(this.#buffer[this.#leading]!)) this.#leading++;
-      if (this.#leading === this.#buffer.length) return [];
-      // Undecided, the text past the blanks is never longer than the longest opener.
-      const trimmed = this.#buffer.slice(this.#leading);
-      const openers = this.#syntax.openers;
-      if (openers.some((opener) => trimmed.startsWith(opener))) {
-        this.#mode = "calls";
-        this.#from = this.#leading;
-      } else if (openers.some((opener) => opener.startsWith(trimmed))) {
-        return [];
-      } else {
-        this.#mode = "text";
-        return [{ type: "text", text: this.#buffer }];
-      }
+    if (this.#mode === "calls") {
+      this.#pending += delta;
+      return this.#update();
     }
-    return this.#update();
+    return this.#decide(delta);
   }
 
   /** The reply ended: whatever was still undecided was text. */
   end(): ToolEvent[] {
     if (this.#mode !== "undecided") return [];
     this.#mode = "text";
-    return this.#buffer ? [{ type: "text", text: this.#buffer }] : [];
+    const text = this.#blanks + this.#start;
+    return text ? [{ type: "text", text }] : [];
   }
 
-  /** The next complete name past the last complete call (a few characters on: under our grammars a call opens with its name). */
-  #nextName(): FoundCall | undefined {
-    const namePattern = /"name"\s*:\s*"((?:[^"\\]|\\.)*)"/y;
-    const position = this.#buffer.indexOf('"name"', this.#from);
-    if (position === -1) return undefined;
-    namePattern.lastIndex = position;
-    const name = namePattern.exec(this.#buffer);
-    if (!name) return undefined;
-    return {
-      name: JSON.parse(`"${name[1] ?? ""}"`) as string,
-      nameEnd: position + name[0].length,
-      start: null,
-      end: -1,
-      scanner: null,
-      sent: 0,
-    };
-  }
-
-  /** Where the call's arguments start, once their key has come after its name. */
-  #findArguments(call: FoundCall): void {
-    if (call.start !== null) return;
-    // The key follows the name after a comma and blanks; it is searched from there each time until it comes.
-    const key = this.#buffer.indexOf(`"${this.#syntax.argumentsKey}"`, call.nameEnd);
-    if (key === -1) return;
-    this.#argumentsPattern.lastIndex = key;
-    const match = this.#argumentsPattern.exec(this.#buffer);
-    if (!match || key + match[0].length === this.#buffer.length) return;
-    call.start = key + match[0].length;
-    call.scanner = new JsonValueEnd(call.start);
+  /** Text or calls, once the first characters past the blanks say (never longer than the longest opener). */
+  #decide(delta: string): ToolEvent[] {
+    let index = 0;
+    if (this.#start === "") {
+      while (index < delta.length && /\s/.test(delta[index]!)) index++;
+      this.#blanks += delta.slice(0, index);
+    }
+    this.#start += delta.slice(index);
+    if (this.#start === "") return [];
+    const openers = this.#syntax.openers;
+    if (openers.some((opener) => this.#start.startsWith(opener))) {
+      this.#mode = "calls";
+      this.#pending = this.#start;
+      return this.#update();
+    }
+    if (openers.some((opener) => opener.startsWith(this.#start))) return [];
+    this.#mode = "text";
+    return [{ type: "text", text: this.#blanks + this.#start }];
   }
 
   #update(): ToolEvent[] {
     const events: ToolEvent[] = [];
-    for (;;) {
-      let call = this.#found.at(-1);
-      if (!call || call.end !== -1) {
-        const next = this.#nextName();
-        if (!next) break;
-        this.#found.push(next);
-        events.push({ type: "call", index: this.#found.length - 1, name: next.name });
-        call = next;
-      }
-      this.#findArguments(call);
-      if (call.start === null || call.scanner === null) break;
-      const end = call.scanner.advance(this.#buffer);
-      const reached = end === -1 ? this.#buffer.length : end;
-      if (reached - call.start > call.sent) {
-        events.push({
-          type: "arguments",
-          index: this.#found.length - 1,
-          fragment: this.#buffer.slice(call.start + call.sent, reached),
-        });
-        call.sent = reached - call.start;
-      }
-      if (end === -1) break;
-      call.end = end;
-      this.#from = end;
-    }
+    while (this.#step(events));
     return events;
+  }
+
+  /** Reads what the current phase can; true when it moved on to another phase with text left. */
+  #step(events: ToolEvent[]): boolean {
+    switch (this.#phase.kind) {
+      case "name":
+        return this.#readName(events);
+      case "key":
+        return this.#readKey();
+      case "colon":
+        return this.#readColon(this.#phase);
+      case "value":
+        return this.#readValue(this.#phase.scanner, events);
+    }
+  }
+
+  /**
+   * The next call's name (under our grammars a call opens with it). A `"name"` whose value is
+   * still open past any function name's length is passed over.
+   */
+  #readName(events: ToolEvent[]): boolean {
+    const position = this.#pending.indexOf('"name"');
+    if (position === -1) {
+      this.#pending = this.#pending.slice(-('"name"'.length - 1));
+      return false;
+    }
+    this.#pending = this.#pending.slice(position);
+    const name = /^"name"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(this.#pending);
+    if (!name) {
+      if (this.#pending.length <= longestNameText) return false;
+      this.#pending = this.#pending.slice(1);
+      return true;
+    }
+    this.#found.push({ name: JSON.parse(`"${name[1] ?? ""}"`) as string, arguments: "", complete: false });
+    events.push({ type: "call", index: this.#found.length - 1, name: this.#found.at(-1)!.name });
+    this.#pending = this.#pending.slice(name[0].length);
+    this.#phase = { kind: "key" };
+    return true;
+  }
+
+  #readKey(): boolean {
+    const position = this.#pending.indexOf(this.#key);
+    if (position === -1) {
+      this.#pending = this.#pending.slice(-(this.#key.length - 1));
+      return false;
+    }
+    this.#pending = this.#pending.slice(position + this.#key.length);
+    this.#phase = { kind: "colon", colon: false };
+    return true;
+  }
+
+  /** Blanks, a colon, blanks; the key's text with no colon after it is not the key: look again. */
+  #readColon(phase: { colon: boolean }): boolean {
+    let index = 0;
+    for (; index < this.#pending.length; index++) {
+      const character = this.#pending[index]!;
+      if (whitespace(character)) continue;
+      if (character === ":" && !phase.colon) phase.colon = true;
+      else break;
+    }
+    this.#pending = this.#pending.slice(index);
+    if (this.#pending === "") return false;
+    this.#phase = phase.colon ? { kind: "value", scanner: new JsonValueEnd() } : { kind: "key" };
+    return true;
+  }
+
+  #readValue(scanner: JsonValueEnd, events: ToolEvent[]): boolean {
+    const call = this.#found.at(-1)!;
+    const { taken, complete } = scanner.advance(this.#pending);
+    const fragment = this.#pending.slice(0, taken);
+    this.#pending = this.#pending.slice(taken);
+    if (fragment) {
+      call.arguments += fragment;
+      events.push({ type: "arguments", index: this.#found.length - 1, fragment });
+    }
+    if (!complete) return false;
+    call.complete = true;
+    this.#phase = { kind: "name" };
+    return true;
   }
 }

@@ -273,6 +273,35 @@ describe("tool-call parsing", () => {
     expect(undecided.end()).toEqual([{ type: "text", text: " [TOOL" }]);
   });
 
+  it("reads a long hostile reply, a few characters at a time, in time linear in its length", () => {
+    // Model output is untrusted: 200,000 characters after each family's opener (or none), in
+    // 3-character pieces. Keeping the whole reply in one string and reading it at every piece
+    // took 2.5 s for each of these; reading each piece once takes milliseconds.
+    const size = 200_000;
+    const bodies = {
+      brackets: "{".repeat(size),
+      escapes: '"\\'.repeat(size / 2),
+      digits: "1".repeat(size),
+      blanks: " ".repeat(size),
+      "calls with no end": '{"name": "f", "arguments": {"a": 1}}, '.repeat(size / 40),
+      "a name never closed": `{"name": "${"n".repeat(size)}`,
+      "a key never followed by a colon": `{"name": "f", ${'"parameters" '.repeat(size / 13)}`,
+    };
+    for (const family of modelFamilies) {
+      const opener = toolSyntax[family].write([{ name: "f", arguments: { a: 1 } }]).slice(0, 20);
+      for (const [shape, body] of Object.entries(bodies)) {
+        for (const start of [opener, ""]) {
+          const text = start + body;
+          const started = performance.now();
+          feed(family, text, Array(Math.ceil(text.length / 3)).fill(3));
+          expect(performance.now() - started, `${family} ${shape} ${start ? "after the opener" : ""}`).toBeLessThan(
+            500,
+          );
+        }
+      }
+    }
+  });
+
   it("reports a call cut short as incomplete", () => {
     const parser = new ToolCallParser(toolSyntax.llama3);
     parser.push('{"name":"get_weather","parameters":{"city":"Os');
