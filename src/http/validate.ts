@@ -28,10 +28,27 @@ function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** A value as an error message quotes it: its JSON, cut short past 100 characters (a message never echoes a body). */
+/**
+ * A value as an error message quotes it: its JSON, cut short past 100 characters. A message never
+ * echoes a body, and a value nested a million deep is quoted without recursing into it.
+ */
 function shown(value: unknown): string {
-  const json = JSON.stringify(value) ?? String(value);
+  const json = preview(value, 4);
   return json.length > 100 ? `${json.slice(0, 100)}…` : json;
+}
+
+/** `value`'s JSON to `depth` levels and the first few items of each, with "…" for the rest. */
+function preview(value: unknown, depth: number): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 100 ? value.slice(0, 100) : value);
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? String(value);
+  if (depth <= 0) return Array.isArray(value) ? "[…]" : "{…}";
+  const items = Array.isArray(value)
+    ? value.slice(0, 8).map((item) => preview(item, depth - 1))
+    : Object.entries(value)
+        .slice(0, 8)
+        .map(([key, item]) => `${JSON.stringify(key.slice(0, 100))}:${preview(item, depth - 1)}`);
+  const inner = items.join(",") + (Object.keys(value).length > 8 ? ",…" : "");
+  return Array.isArray(value) ? `[${inner}]` : `{${inner}}`;
 }
 
 /** OpenAI's words for an array or a string over its maximum length. */

@@ -119,6 +119,23 @@ function malformed(random: () => number, index: number): Case {
         ),
     }),
     () => ({
+      name: "deeply nested value",
+      request: (app) => {
+        const depth = 10_000 + Math.floor(random() * 200_000);
+        const value = pick([
+          `${"[".repeat(depth)}${"]".repeat(depth)}`,
+          `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`,
+        ]);
+        const field = pick([
+          `"stop":${value}`,
+          `"prediction":{"type":"content","content":${value}}`,
+          `"messages":[{"role":"user","content":${value}}]`,
+        ]);
+        const messages = field.startsWith('"messages"') ? "" : `"messages":[{"role":"user","content":"Hi"}],`;
+        return app.post("/v1/chat/completions", `{"model":"${model}",${messages}${field}}`);
+      },
+    }),
+    () => ({
       name: "giant body",
       request: (app) => app.post("/v1/completions", { model, prompt: "a".repeat(maxBodyBytes + 1) }),
     }),
@@ -219,7 +236,7 @@ describe("malformed requests", () => {
     // Generous for a noisy 2-core machine; a whole-prompt tokenization of the giant prompts takes seconds,
     // where counting in pieces refuses them in milliseconds.
     expect(slowest.ms, `slowest: ${slowest.name}`).toBeLessThan(1_500);
-    expect(classes.size).toBe(15);
+    expect(classes.size).toBe(16);
 
     const fine = await test.app.handle(
       test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 }),

@@ -124,6 +124,12 @@ describe("request schemas", () => {
     const wrong = failure(completionRequestSchema, { model: "m", prompt: [["x".repeat(1_000_000)]] });
     expect(wrong.param).toBe("prompt");
     expect(wrong.message.length).toBeLessThan(300);
+    // A value nested a million deep is quoted without recursing into it (that was a 500 before).
+    const deep = JSON.parse(`{"model":"m","messages":[],"stop":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`);
+    deep.messages = user;
+    const nested = failure(chatCompletionRequestSchema, deep);
+    expect(nested).toMatchObject({ param: "stop", code: "invalid_value" });
+    expect(nested.message).toBe("Invalid value for 'stop': [[[[[…]]]]] is not supported here.");
     const key = failure(chatCompletionRequestSchema, { model: "m", messages: user, ["k".repeat(1_000_000)]: 1 });
     expect(key.code).toBe("unknown_parameter");
     expect(key.message.length).toBeLessThan(300);
