@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { ApiError, BadRequestError } from "../errors/api.js";
 import { readBounded } from "../serve/read-bounded.js";
+import { maxNesting, nestsTooDeep } from "../wire/nesting.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
 export function formatParam(path: readonly PropertyKey[]): string {
@@ -167,6 +168,11 @@ export async function readJson(body: Promise<string>): Promise<unknown> {
   const text = await body;
   if (text.trim() === "")
     throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
+  if (nestsTooDeep(text))
+    throw new BadRequestError(
+      `We could not parse the JSON body of your request: its arrays and objects nest deeper than ${maxNesting} levels.`,
+      { code: "invalid_json" },
+    );
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

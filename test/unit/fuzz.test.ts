@@ -136,6 +136,22 @@ function malformed(random: () => number, index: number): Case {
       },
     }),
     () => ({
+      name: "deeply nested annotation",
+      request: (app) => {
+        const depth = 10_000 + Math.floor(random() * 200_000);
+        const value = `${"[".repeat(depth)}${"]".repeat(depth)}`;
+        const keyword = pick(["examples", "default", "const", "description", "x-note"]);
+        const schema = `{"type":"object","properties":{"v":{"type":"array","${keyword}":${value}}}}`;
+        return app.post(
+          "/v1/chat/completions",
+          pick([
+            `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${schema}}}]}`,
+            `{"model":"${model}","messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":${schema}}}}`,
+          ]),
+        );
+      },
+    }),
+    () => ({
       name: "giant body",
       request: (app) => app.post("/v1/completions", { model, prompt: "a".repeat(maxBodyBytes + 1) }),
     }),
@@ -236,7 +252,7 @@ describe("malformed requests", () => {
     // Generous for a noisy 2-core machine; a whole-prompt tokenization of the giant prompts takes seconds,
     // where counting in pieces refuses them in milliseconds.
     expect(slowest.ms, `slowest: ${slowest.name}`).toBeLessThan(1_500);
-    expect(classes.size).toBe(16);
+    expect(classes.size).toBe(17);
 
     const fine = await test.app.handle(
       test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 }),
@@ -260,11 +276,23 @@ describe("malformed requests", () => {
       test.post("/v1/chat/completions", {
         model,
         messages: [{ role: "user", content: "Hi" }],
-        response_format: { type: "json_schema", json_schema: { name: "s", schema: deepSchema(1000) } },
+        response_format: { type: "json_schema", json_schema: { name: "s", schema: deepSchema(100) } },
       }),
     );
     expect(deep).toMatchObject({ status: 400, code: "invalid_schema" });
     expect(deep.message).toContain("nests deeper than 32 levels");
+    // Deeper than any schema we take, anywhere in the body (an annotation too): refused as it is read.
+    const deeper = await error(
+      test.post("/v1/chat/completions", {
+        model,
+        messages: [{ role: "user", content: "Hi" }],
+        tools: [
+          { type: "function", function: { name: "f", parameters: { type: "object", examples: deepSchema(200) } } },
+        ],
+      }),
+    );
+    expect(deeper).toMatchObject({ status: 400, code: "invalid_json" });
+    expect(deeper.message).toContain("nest deeper than 256 levels");
     const required = await error(
       test.post("/v1/chat/completions", {
         model,

@@ -806,7 +806,21 @@ describe("forwarding to upstreams", () => {
       failing: () => new Response(failing.body, { status: 500 }),
       shapeless: () =>
         new Response(sseBody([{ choices: "not a list" }]), { headers: { "content-type": "text/event-stream" } }),
+      // Nested 100,000 deep: serialising it again overflowed the stack (a 500, or a stream that broke).
+      "deep whole": () =>
+        new Response(`{"choices":[{"index":0,"message":{"content":"hi"},"x":${deep}}]}`, {
+          headers: { "content-type": "application/json" },
+        }),
+      "deep stream": () =>
+        new Response(`data: {"choices":[{"index":0,"delta":{"content":"hi"},"x":${deep}}]}\n\ndata: [DONE]\n\n`, {
+          headers: { "content-type": "text/event-stream" },
+        }),
+      "error not a sentence": () =>
+        new Response(JSON.stringify({ error: { message: { nested: [1, 2] }, code: 7, param: ["p"] } }), {
+          status: 400,
+        }),
     };
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
     let reply = "stream";
     const { app, post, admin, database } = await remoteApp({ "https://a.example/": () => replies[reply]!() });
     const ask = (stream: boolean) =>
@@ -834,9 +848,27 @@ describe("forwarding to upstreams", () => {
     expect(shapeless).toContain('"code":"upstream_invalid_response"');
     expect(shapeless).toContain("not a completion chunk");
 
+    reply = "deep whole";
+    const deepWhole = await ask(false);
+    expect(deepWhole.status).toBe(503);
+    expect((await deepWhole.json()).error).toMatchObject({
+      code: "upstream_invalid_response",
+      message: "a sent a reply that nests deeper than 256 levels, which no completion does",
+    });
+    reply = "deep stream";
+    const deepStream = await (await ask(true)).text();
+    expect(deepStream).toContain('"code":"upstream_invalid_response"');
+    expect(deepStream).toContain("a sent an event that nests deeper than 256 levels");
+
+    // An error body whose fields are not strings: its text is the reason, and nothing else is taken.
+    reply = "error not a sentence";
+    const refused = await ask(false);
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).error).toMatchObject({ code: "upstream_rejected", param: null });
+
     expect(
       (await admin.ledger()).filter((entry) => entry.kind === "charge").map((entry) => entry.amountNanoUsd),
-    ).toEqual([0, 0, 0, 0]);
+    ).toEqual([0, 0, 0, 0, 0, 0, 0]);
     await checkLedgerInvariant(database);
   });
 

@@ -118,20 +118,22 @@ const maxReasonBytes = 64 * 2 ** 10;
 async function upstreamReason(response: Response): Promise<Reason> {
   const text = (await readBounded(response.body, maxReasonBytes).catch(() => ({ text: "" }))).text.trim();
   try {
+    // Every field is the upstream's to fill: only strings are taken as they are.
     const body = JSON.parse(text) as {
-      error?: string | { message?: string; code?: string | number | null; param?: string | null };
-      message?: string;
-      detail?: string;
-    };
-    if (typeof body.error === "string") return { message: body.error, code: null, param: null };
-    if (body.error?.message)
+      error?: string | { message?: unknown; code?: unknown; param?: unknown };
+      message?: unknown;
+      detail?: unknown;
+    } | null;
+    if (typeof body?.error === "string") return { message: body.error, code: null, param: null };
+    if (typeof body?.error?.message === "string" && body.error.message)
       return {
         message: body.error.message,
         // OpenAI's codes are names; llama-server's is the HTTP status again, which says nothing more.
         code: typeof body.error.code === "string" ? body.error.code : null,
-        param: body.error.param ?? null,
+        param: typeof body.error.param === "string" ? body.error.param : null,
       };
-    if (body.message ?? body.detail) return { message: String(body.message ?? body.detail), code: null, param: null };
+    const said = body?.message ?? body?.detail;
+    if (typeof said === "string" && said) return { message: said, code: null, param: null };
   } catch {
     // Not JSON: the text itself is the reason.
   }

@@ -5,6 +5,7 @@
  */
 import { ServiceUnavailableError } from "../../errors/api.js";
 import type { Upstream } from "../../model/entry.js";
+import { maxNesting, nestsTooDeep } from "../../wire/nesting.js";
 import type { LedgerEntry } from "../../policy/store.js";
 import { upstreamChunkSchema, type UpstreamChoice, type UpstreamUsage } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
@@ -146,6 +147,11 @@ function chunkOf(data: string, upstream: Upstream) {
 
 /** An event's JSON; an event that is not JSON, or that reports an error, fails the stream (503 in its body). */
 function eventJson(data: string, upstream: Upstream): unknown {
+  if (nestsTooDeep(data))
+    throw new ServiceUnavailableError(
+      `${upstream.name} sent an event that nests deeper than ${maxNesting} levels, which no chunk does`,
+      { code: "upstream_invalid_response" },
+    );
   let json: unknown;
   try {
     json = JSON.parse(data);
@@ -154,10 +160,10 @@ function eventJson(data: string, upstream: Upstream): unknown {
       code: "upstream_invalid_response",
     });
   }
-  const failure = (json as { error?: { message?: string } | string }).error;
+  const failure = (json as { error?: { message?: unknown } | string } | null)?.error;
   if (failure)
     throw new ServiceUnavailableError(
-      `${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : (failure.message ?? "no reason given")}`,
+      `${upstream.name} failed mid-stream: ${typeof failure === "string" ? failure : typeof failure.message === "string" ? failure.message : "no reason given"}`,
       { code: "upstream_error" },
     );
   return json;

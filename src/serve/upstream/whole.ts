@@ -1,6 +1,7 @@
 /** A whole (non-streamed) answer from an upstream: read, checked, re-framed and billed. */
 import { ServiceUnavailableError } from "../../errors/api.js";
 import type { Upstream } from "../../model/entry.js";
+import { maxNesting, nestsTooDeep } from "../../wire/nesting.js";
 import { upstreamCompletionSchema } from "../../wire/upstream.js";
 import type { Meter } from "../metering.js";
 import { readBounded } from "../read-bounded.js";
@@ -29,8 +30,13 @@ async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>
         `${upstream.name} sent a reply over ${maxReplyBytes} bytes, far more than any completion: it was not read further`,
         { code: "upstream_invalid_response" },
       );
+    if (nestsTooDeep(text))
+      throw new ServiceUnavailableError(
+        `${upstream.name} sent a reply that nests deeper than ${maxNesting} levels, which no completion does`,
+        { code: "upstream_invalid_response" },
+      );
     const body = JSON.parse(text) as unknown;
-    parts.push(...(Array.isArray(body) ? body : [body]));
+    for (const part of Array.isArray(body) ? body : [body]) parts.push(part);
   }
   return parts.length === 1 ? parts[0] : mergeCompletions(parts);
 }
