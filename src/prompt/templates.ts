@@ -32,6 +32,7 @@ import type { EngineMessage } from "./messages.js";
 import type { PromptPiece } from "../model/tokenizer.js";
 import { literal } from "../grammar/ebnf.js";
 import { pythonJson } from "./python-json.js";
+import { nestsTooDeep } from "../wire/nesting.js";
 
 export interface ToolSpec {
   name: string;
@@ -88,32 +89,10 @@ export function piecesText(pieces: readonly PromptPiece[]): string {
   return pieces.map((piece) => piece.text).join("");
 }
 
-/**
- * JSON nested deeper than this is kept as text: writing it back (recursively, as Python's
- * `json.dumps` does, which fails near a thousand levels) must not exhaust the stack.
- */
-const deepestJson = 256;
-
-/** How deep `text`'s brackets nest outside strings, stopping past `limit`; one pass. */
-function nestingExceeds(text: string, limit: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (inString) {
-      if (code === 92) index++;
-      else if (code === 34) inString = false;
-    } else if (code === 34) inString = true;
-    else if (code === 123 || code === 91) {
-      if (++depth > limit) return true;
-    } else if (code === 125 || code === 93) depth--;
-  }
-  return false;
-}
-
 /** A JSON text as its value, or the text itself when it is not JSON (or nests too deep to write back). */
 function jsonOrText(text: string): unknown {
-  if (nestingExceeds(text, deepestJson)) return text;
+  // Writing back JSON nested that deep (recursively, as Python's `json.dumps` does) would exhaust the stack.
+  if (nestsTooDeep(text)) return text;
   try {
     return JSON.parse(text);
   } catch {

@@ -1,7 +1,8 @@
 /**
  * How deep a JSON text nests, read before it is parsed. Whatever JSON we take in (a client's body,
  * an upstream's reply or event) is serialised again or walked by code that recurses, and
- * JSON.stringify overflows the stack near 5,000 levels: far deeper text is refused as it arrives.
+ * JSON.stringify overflows the stack near 5,000 levels: far deeper text is refused as it arrives,
+ * and tool-call arguments or results nested deeper are written into prompts as text, not as JSON.
  */
 
 /**
