@@ -52,13 +52,24 @@ function preview(value: unknown, depth: number): string {
   return Array.isArray(value) ? `[${inner}]` : `{${inner}}`;
 }
 
-/** OpenAI's words for an array or a string over its maximum length. */
-function tooLong(param: string, value: string | unknown[], maximum: number): BadRequestError {
-  const [kind, code] = Array.isArray(value)
-    ? ["array", "array_above_max_length"]
-    : ["string", "string_above_max_length"];
+/**
+ * OpenAI's words for an array or a string of the wrong length: "Invalid 'stop': array too long.
+ * Expected an array with maximum length 4, but got an array with length 5 instead.", and for an
+ * empty one "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an
+ * empty array instead." (code `empty_array`).
+ */
+function wrongLength(param: string, value: string | unknown[], bound: "maximum" | "minimum", limit: number) {
+  const kind = Array.isArray(value) ? "array" : "string";
+  const article = Array.isArray(value) ? "an array" : "a string";
+  const [problem, code] =
+    bound === "maximum"
+      ? [`${kind} too long`, `${kind}_above_max_length`]
+      : value.length === 0
+        ? [`empty ${kind}`, `empty_${kind}`]
+        : [`${kind} too short`, `${kind}_below_min_length`];
+  const got = value.length === 0 ? `an empty ${kind}` : `${article} with length ${value.length}`;
   return new BadRequestError(
-    `Invalid '${param}': ${kind} too long. Expected ${kind === "array" ? "an array" : "a string"} with maximum length ${maximum}, but got ${kind === "array" ? "an array" : "a string"} with length ${value.length} instead.`,
+    `Invalid '${param}': ${problem}. Expected ${article} with ${bound} length ${limit}, but got ${got} instead.`,
     { param, code },
   );
 }
@@ -98,20 +109,19 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
         { param, code: "invalid_type" },
       );
     case "too_big":
-      if (measured) return tooLong(param, value, Number(issue.maximum));
+      if (measured) return wrongLength(param, value, "maximum", Number(issue.maximum));
       return invalid(
         `Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${shown(value)} instead.`,
       );
     case "too_small":
+      if (measured) return wrongLength(param, value, "minimum", Number(issue.minimum));
       return invalid(
-        measured
-          ? `Invalid '${param}': expected at least ${String(issue.minimum)} item(s) or character(s).`
-          : `Invalid '${param}': expected a value >= ${String(issue.minimum)}, but got ${shown(value)} instead.`,
+        `Invalid '${param}': expected a value >= ${String(issue.minimum)}, but got ${shown(value)} instead.`,
       );
     case "invalid_union": {
       // The branch of the value's own type, refused only for its length (a prompt array too long).
       const length = issue.errors.flat().find((inner) => inner.code === "too_big" && inner.path.length === 0);
-      if (length?.code === "too_big" && measured) return tooLong(param, value, Number(length.maximum));
+      if (length?.code === "too_big" && measured) return wrongLength(param, value, "maximum", Number(length.maximum));
       return invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
     }
     case "invalid_value":

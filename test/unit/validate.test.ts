@@ -55,7 +55,7 @@ describe("request schemas", () => {
     const cases: [unknown, string, string][] = [
       [{ messages: user }, "model", "missing_required_parameter"],
       [{ model: "m" }, "messages", "missing_required_parameter"],
-      [{ model: "m", messages: [] }, "messages", "invalid_value"],
+      [{ model: "m", messages: [] }, "messages", "empty_array"],
       [{ model: 3, messages: user }, "model", "invalid_type"],
       [{ model: "m", messages: user, temperature: 2.5 }, "temperature", "invalid_value"],
       [{ model: "m", messages: user, temperature: -0.1 }, "temperature", "invalid_value"],
@@ -111,6 +111,11 @@ describe("request schemas", () => {
     const stop = failure(chatCompletionRequestSchema, { model: "m", messages: user, stop: ["a", "b", "c", "d", "e"] });
     expect(stop.message).toBe(
       "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length 5 instead.",
+    );
+    const empty = failure(chatCompletionRequestSchema, { model: "m", messages: [] });
+    expect(empty).toMatchObject({ param: "messages", code: "empty_array" });
+    expect(empty.message).toBe(
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
     );
     // A batch past 2,048 prompts: refused by its length, before any prompt is counted.
     const prompts = failure(completionRequestSchema, {
