@@ -57,6 +57,16 @@ interface Sampling {
   root: JsonSchema;
 }
 
+/**
+ * A `const` or `enum` value, as the schema gives it. A list or object among them spends its whole
+ * length here (a leaf spends once returned): repeated by the arrays around it, it would
+ * otherwise multiply past any budget.
+ */
+function literalValue(value: unknown, budget: SampleBudget): unknown {
+  if (value !== null && typeof value === "object") budget.spend(JSON.stringify(value).length);
+  return value;
+}
+
 /** A value and what it spends: containers spend as they fill, a leaf its own length. */
 function sampleChild(schema: JsonSchema, sampling: Sampling, depth: number): unknown {
   const value = sampleValue(schema, sampling, depth);
@@ -70,8 +80,8 @@ function sampleValue(schema: JsonSchema, sampling: Sampling, depth: number): unk
   const current = effective(schema, "");
   if (typeof current.$ref === "string")
     return sampleValue(resolveReference(root, current.$ref, ""), sampling, depth + 1);
-  if (current.const !== undefined) return current.const;
-  if (Array.isArray(current.enum)) return pick(current.enum, random);
+  if (current.const !== undefined) return literalValue(current.const, sampling.budget);
+  if (Array.isArray(current.enum)) return literalValue(pick(current.enum, random), sampling.budget);
   if (Array.isArray(current.anyOf)) {
     // Deep in a recursive schema, the branch that ends it (a null, a leaf) comes first.
     const branches = (current.anyOf as JsonSchema[]).filter((branch) => !unwritable(branch, root));

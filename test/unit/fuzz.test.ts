@@ -422,6 +422,22 @@ describe("adversarial schemas: expansion is bounded", () => {
     "a $ref chain": { schema: chain(500), refused: /chains run through more than 64 definitions/ },
     "$refs fanning out, required": { schema: fan(40, true), finish: "length" },
     "$refs fanning out, optional": { schema: fan(40, false), finish: "stop" },
+    // 65,536 copies of an 8,300-character list: past the longest string JavaScript can hold.
+    "a listed const repeated by the arrays around it": {
+      schema: {
+        type: "object",
+        properties: {
+          v: {
+            type: "array",
+            minItems: 256,
+            maxItems: 256,
+            items: { type: "array", minItems: 256, maxItems: 256, items: { const: ["x".repeat(8_300)] } },
+          },
+        },
+        required: ["v"],
+      },
+      finish: "length",
+    },
   };
 
   it(`each is refused by name or answered within ${answerBound} ms, and another tab is served meanwhile`, async () => {
