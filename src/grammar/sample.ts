@@ -183,6 +183,11 @@ function sampleArray(schema: SchemaObject, sampling: Sampling, depth: number): u
   return items;
 }
 
+/** As JSON.parse makes it: a property named `__proto__` is an own property, not the prototype. */
+function setOwn(object: Record<string, unknown>, name: string, value: unknown): void {
+  Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function sampleObject(schema: SchemaObject, sampling: Sampling, depth: number): Record<string, unknown> {
   const { random, budget } = sampling;
   const result: Record<string, unknown> = {};
@@ -194,7 +199,7 @@ function sampleObject(schema: SchemaObject, sampling: Sampling, depth: number): 
   if (depth > 4 && numberKeyword(schema, "minProperties") === undefined) optionalRoom = 0;
   for (const [property, child] of declared)
     if ((required.has(property) || optionalRoom-- > 0) && budget.spend(property.length + 4))
-      result[property] = sampleChild(child as JsonSchema, sampling, depth + 1);
+      setOwn(result, property, sampleChild(child as JsonSchema, sampling, depth + 1));
   const additional = schema.additionalProperties;
   const valueSchema = isObject(additional)
     ? additional
@@ -213,7 +218,7 @@ function sampleObject(schema: SchemaObject, sampling: Sampling, depth: number): 
       ? String(sampleValue({ type: "string", ...names }, sampling, depth + 1))
       : `${pick(words, random)}_${++index}`;
     if (Object.hasOwn(result, key) || !budget.spend(key.length + 4)) continue;
-    result[key] = valueSchema === null ? pick(words, random) : sampleChild(valueSchema, sampling, depth + 1);
+    setOwn(result, key, valueSchema === null ? pick(words, random) : sampleChild(valueSchema, sampling, depth + 1));
     added++;
   }
   return result;

@@ -22,11 +22,26 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
+/** A JSON value's type as OpenAI's messages name it: "an integer", "a decimal", "a string"… */
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object") return "an object";
+  // JSON.parse reads 1e999 as Infinity.
+  if (typeof value === "number")
+    return Number.isFinite(value) ? (Number.isInteger(value) ? "an integer" : "a decimal") : "a number out of range";
   return `a ${typeof value}`;
+}
+
+/** What zod expected, in OpenAI's words. */
+function expectedType(expected: string): string {
+  const words: Record<string, string> = {
+    int: "an integer",
+    record: "an object",
+    object: "an object",
+    array: "an array",
+  };
+  return Object.hasOwn(words, expected) ? words[expected]! : `a ${expected}`;
 }
 
 /**
@@ -105,7 +120,7 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
   switch (issue.code) {
     case "invalid_type":
       return new BadRequestError(
-        `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)} instead.`,
+        `Invalid type for '${param}': expected ${expectedType(issue.expected)}, but got ${describe(value)} instead.`,
         { param, code: "invalid_type" },
       );
     case "too_big":
@@ -118,17 +133,60 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
       return invalid(
         `Invalid '${param}': expected a value >= ${String(issue.minimum)}, but got ${shown(value)} instead.`,
       );
-    case "invalid_union": {
-      // The branch of the value's own type, refused only for its length (a prompt array too long).
-      const length = issue.errors.flat().find((inner) => inner.code === "too_big" && inner.path.length === 0);
-      if (length?.code === "too_big" && measured) return wrongLength(param, value, "maximum", Number(length.maximum));
-      return invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
-    }
+    case "invalid_union":
+      return unionIssue(issue, param, value);
     case "invalid_value":
-      return invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
+      return typeof value === "string"
+        ? notSupported(value, issue.values, param)
+        : invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
+    case "custom":
+      // A check that words its own message (OpenAI's sentence) and names the parameter itself.
+      if (issue.params?.["whole"] === true) return new BadRequestError(issue.message, { param, code: null });
+      return invalid(`Invalid '${param}': ${issue.message}.`);
     default:
       return invalid(`Invalid '${param}': ${issue.message}.`);
   }
+}
+
+/** OpenAI's words for a value outside a list: "Invalid value: 'robot'. Supported values are: 'system', 'user', and 'tool'." */
+function notSupported(value: string, options: readonly unknown[], param: string): BadRequestError {
+  const quoted = options.filter((option) => typeof option === "string").map((option) => `'${option}'`);
+  const list = quoted.length > 2 ? `${quoted.slice(0, -1).join(", ")}, and ${quoted.at(-1)}` : quoted.join(" and ");
+  const shownValue = value.length > 100 ? `${value.slice(0, 100)}…` : value;
+  return new BadRequestError(`Invalid value: '${shownValue}'. Supported values are: ${list}.`, {
+    param,
+    code: "invalid_value",
+  });
+}
+
+/** The 400 for a value that none of a parameter's forms takes. */
+function unionIssue(issue: z.core.$ZodIssueInvalidUnion, param: string, value: unknown): BadRequestError {
+  // A discriminated union's tag outside its list (a message's `role`, a response format's `type`).
+  const tags = (issue as { options?: unknown }).options;
+  if (typeof value === "string" && Array.isArray(tags)) return notSupported(value, tags, param);
+  const inners = issue.errors.flat();
+  // A form that recognised the value and says itself why it is refused (a token-id prompt).
+  const worded = inners.find((inner) => inner.code === "custom" && inner.params?.["whole"] === true);
+  if (worded) return new BadRequestError(worded.message, { param, code: "invalid_value" });
+  // The branch of the value's own type, refused only for its length (a prompt array too long).
+  const length = inners.find((inner) => inner.code === "too_big" && inner.path.length === 0);
+  const measured = Array.isArray(value) || typeof value === "string";
+  if (length?.code === "too_big" && measured) return wrongLength(param, value, "maximum", Number(length.maximum));
+  // A value of none of the forms' types: "expected one of a string or an array".
+  const types = issue.errors.map((branch) =>
+    branch.length === 1 && branch[0]?.code === "invalid_type" && branch[0].path.length === 0
+      ? expectedType(branch[0].expected)
+      : undefined,
+  );
+  if (types.length > 0 && types.every((type) => type !== undefined))
+    return new BadRequestError(
+      `Invalid type for '${param}': expected one of ${[...new Set(types)].join(" or ")}, but got ${describe(value)} instead.`,
+      { param, code: "invalid_type" },
+    );
+  return new BadRequestError(`Invalid value for '${param}': ${shown(value)} is not supported here.`, {
+    param,
+    code: "invalid_value",
+  });
 }
 
 export function parseWith<Schema extends z.ZodType>(schema: Schema, input: unknown): z.infer<Schema> {

@@ -31,6 +31,22 @@ export const toolCallSchema = z.strictObject({
   function: z.strictObject({ name: z.string().min(1), arguments: z.string() }),
 });
 
+const notTokenId = (key: string) => !/^\d+$/.test(key);
+
+/**
+ * `logit_bias`'s keys, checked before `z.record` copies the object: the copy drops a `__proto__`
+ * key in silence. A key that is not a token id is refused in OpenAI's words, whole.
+ */
+const tokenIdKeys = z.custom<unknown>(
+  (value) => typeof value !== "object" || value === null || !Object.keys(value).some(notTokenId),
+  {
+    error: (issue) =>
+      `Invalid key in 'logit_bias': ${String(Object.keys(issue.input as object).find(notTokenId)).slice(0, 100)}. ` +
+      "You should only be submitting non-negative integers.",
+    params: { whole: true },
+  },
+);
+
 /** Sampling fields common to both generation endpoints, with OpenAI's ranges. */
 export const sampling = {
   temperature: z.number().min(0).max(2).nullish(),
@@ -44,7 +60,7 @@ export const sampling = {
   n: z.number().int().min(1).max(16).nullish(),
   user: z.string().optional(),
   // Token ids (as strings) to a bias in [-100, 100]; ids beyond the vocabulary are refused by the handler.
-  logit_bias: z.record(z.string().regex(/^\d+$/, "keys must be token ids"), z.number().min(-100).max(100)).nullish(),
+  logit_bias: tokenIdKeys.pipe(z.record(z.string(), z.number().min(-100).max(100))).nullish(),
 };
 
 export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);

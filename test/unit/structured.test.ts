@@ -6,6 +6,7 @@ import { toolGrammar } from "../../src/http/structured.js";
 import { ToolCallParser, type ToolEvent } from "../../src/prompt/tool-calls.js";
 import { checkSchema } from "../../src/grammar/check.js";
 import { sampleSchema } from "../../src/grammar/sample.js";
+import { validate } from "../../src/grammar/validate.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
@@ -106,6 +107,27 @@ describe("JSON Schema support", () => {
     rejects(claimed.typeList!, "3");
     expect(accepts(schemaToGrammar(claimed.string!), '"esc\\"aped \\u00e9"')).toBe(true);
     expect(accepts(schemaToGrammar(claimed.number!), "-12.5e+3")).toBe(true);
+  });
+
+  it("treats `__proto__` and `constructor` as ordinary property names", () => {
+    // Parsed, as a request's schema is: a literal `__proto__` key would set the prototype instead.
+    const schema = JSON.parse(
+      '{"type":"object","properties":{"__proto__":{"type":"string"},"constructor":{"type":"integer"}},' +
+        '"required":["__proto__","constructor"],"additionalProperties":false}',
+    ) as JsonSchema;
+    const grammar = schemaToGrammar(schema);
+    const random = seeded(17);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const text = JSON.stringify(sampleSchema(schema, random));
+      const instance = JSON.parse(text) as object;
+      // Our own checker: Ajv's generated code reads `__proto__` through the prototype.
+      expect({
+        text,
+        keys: Object.keys(instance),
+        violation: validate(schema, instance),
+        accepted: accepts(grammar, text),
+      }).toEqual({ text, keys: ["__proto__", "constructor"], violation: null, accepted: true });
+    }
   });
 
   it("refuses what it cannot honour, naming the keyword and where it is", () => {

@@ -52,7 +52,7 @@ describe("request schemas", () => {
   });
 
   it("name the offending field the way OpenAI does", () => {
-    const cases: [unknown, string, string][] = [
+    const cases: [unknown, string, string | null][] = [
       [{ messages: user }, "model", "missing_required_parameter"],
       [{ model: "m" }, "messages", "missing_required_parameter"],
       [{ model: "m", messages: [] }, "messages", "empty_array"],
@@ -81,7 +81,7 @@ describe("request schemas", () => {
         "missing_required_parameter",
       ],
       [{ model: "m", messages: user, logprobs: "yes" }, "logprobs", "invalid_type"],
-      [{ model: "m", messages: user, logit_bias: { abc: 1 } }, "logit_bias.abc", "invalid_value"],
+      [{ model: "m", messages: user, logit_bias: { abc: 1 } }, "logit_bias", null],
       [{ model: "m", messages: user, frobnicate: 1 }, "frobnicate", "unknown_parameter"],
       [
         { model: "m", messages: user, stream_options: { include_usage: true, extra: 1 } },
@@ -138,6 +138,62 @@ describe("request schemas", () => {
     const key = failure(chatCompletionRequestSchema, { model: "m", messages: user, ["k".repeat(1_000_000)]: 1 });
     expect(key.code).toBe("unknown_parameter");
     expect(key.message.length).toBeLessThan(300);
+  });
+
+  it("word types, lists and token ids as OpenAI does", () => {
+    const chat = (extra: Record<string, unknown>) =>
+      failure(chatCompletionRequestSchema, { model: "m", messages: user, ...extra });
+    const said = (error: BadRequestError) => [error.message, error.param, error.code];
+    expect(said(chat({ max_tokens: 1.5 }))).toEqual([
+      "Invalid type for 'max_tokens': expected an integer, but got a decimal instead.",
+      "max_tokens",
+      "invalid_type",
+    ]);
+    expect(chat({ temperature: "1" }).message).toBe(
+      "Invalid type for 'temperature': expected a number, but got a string instead.",
+    );
+    // JSON.parse reads 1e999 as Infinity.
+    expect(
+      failure(
+        chatCompletionRequestSchema,
+        JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1e999}'),
+      ).message,
+    ).toBe("Invalid type for 'seed': expected a number, but got a number out of range instead.");
+    expect(chat({ logit_bias: "x" }).message).toBe(
+      "Invalid type for 'logit_bias': expected an object, but got a string instead.",
+    );
+    expect(said(chat({ stop: 3 }))).toEqual([
+      "Invalid type for 'stop': expected one of a string or an array, but got an integer instead.",
+      "stop",
+      "invalid_type",
+    ]);
+    expect(said(chat({ messages: [{ role: "robot", content: "x" }] }))).toEqual([
+      "Invalid value: 'robot'. Supported values are: 'system', 'developer', 'user', 'assistant', and 'tool'.",
+      "messages[0].role",
+      "invalid_value",
+    ]);
+    expect(chat({ service_tier: "fast" }).message).toBe(
+      "Invalid value: 'fast'. Supported values are: 'auto', 'default', 'flex', 'scale', and 'priority'.",
+    );
+    // z.record would drop a `__proto__` key in silence; it is refused as the non-id it is.
+    for (const bias of [{ abc: 1 }, JSON.parse('{"1":2,"__proto__":5}')]) {
+      const key = Object.keys(bias).find((name) => name !== "1");
+      expect(said(chat({ logit_bias: bias }))).toEqual([
+        `Invalid key in 'logit_bias': ${key}. You should only be submitting non-negative integers.`,
+        "logit_bias",
+        null,
+      ]);
+    }
+    for (const prompt of [[1, 2, 3], [[1, 2], [3]], [-1]]) {
+      const error = failure(completionRequestSchema, { model: "m", prompt });
+      expect(error).toMatchObject({ param: "prompt", code: "invalid_value" });
+      expect(error.message).toMatch(
+        /^Invalid value for 'prompt': token-id prompts are not supported; .* Send the prompt as text/,
+      );
+    }
+    expect(failure(completionRequestSchema, { model: "m", prompt: 3 }).message).toBe(
+      "Invalid type for 'prompt': expected one of a string or an array, but got an integer instead.",
+    );
   });
 
   it("validate the legacy completions request", () => {
