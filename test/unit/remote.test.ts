@@ -685,6 +685,47 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("passes on only the choices asked for: an upstream's extra choices are dropped, whole or streamed", async () => {
+    const choice = (index: number, content: string) => ({
+      index,
+      message: { role: "assistant", content },
+      finish_reason: "stop",
+    });
+    const delta = (index: number, content: string) => ({ index, delta: { content }, finish_reason: null });
+    const { app, post } = await remoteApp({
+      "https://a.example/v1/chat/completions": (call) =>
+        call.body.stream
+          ? new Response(
+              sseBody([
+                { ...chunk(""), choices: [delta(0, "mine"), delta(1, "extra"), delta(-1, "x"), delta(1e9, "y")] },
+                { ...chunk(""), choices: [delta(2, "more")] },
+                chunk(null, "stop"),
+              ]),
+            )
+          : Response.json({
+              id: "x",
+              object: "chat.completion",
+              created: 1,
+              model: "m",
+              choices: [choice(0, "one"), choice(1, "two"), choice(2, "three")],
+            }),
+    });
+    const whole = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, n: 2 }));
+    const body = (await whole.json()) as { choices: { index: number; message: { content: string } }[] };
+    expect(body.choices.map((each) => [each.index, each.message.content])).toEqual([
+      [0, "one"],
+      [1, "two"],
+    ]);
+    const streamed = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
+    const chunks = sseEvents(await streamed.text())
+      .slice(0, -1)
+      .map((event) => JSON.parse(event) as { choices: { index: number; delta: { content?: string } }[] });
+    expect(chunks.flatMap((each) => each.choices.map((one) => [one.index, one.delta.content ?? ""]))).toEqual([
+      [0, "mine"],
+      [0, ""],
+    ]);
+  });
+
   it("bills what a stream delivered before the upstream broke off", async () => {
     const { app, post, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -87,10 +87,24 @@ export function withRoles(choices: UpstreamChoice[], started: Set<number>): Upst
   });
 }
 
+/** Choices asked of each upstream call: `n` (a legacy completion's prompts are one call each). */
+export function choicesPerCall(plan: ForwardPlan): number {
+  return typeof plan.body.n === "number" ? plan.body.n : 1;
+}
+
+/**
+ * A completion object with the choices that were asked for: an upstream that sends more than `n`
+ * (a bug, or a hostile server) does not pass its extra choices on to the client.
+ */
+export function askedChoicesOf(part: unknown, perCall: number): unknown {
+  if (typeof part !== "object" || part === null || !Array.isArray((part as { choices?: unknown }).choices)) return part;
+  const { choices } = part as { choices: unknown[] };
+  return choices.length > perCall ? { ...part, choices: choices.slice(0, perCall) } : part;
+}
+
 /** The prompt to put before choice `index` of a legacy completion, when `echo` asked: choices come `n` per prompt. */
 export function echoOf(plan: ForwardPlan, index: number): string {
-  const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
-  return plan.echo?.[Math.floor(index / perPrompt)] ?? "";
+  return plan.echo?.[Math.floor(index / choicesPerCall(plan))] ?? "";
 }
 
 /**

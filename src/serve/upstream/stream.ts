@@ -15,6 +15,7 @@ import { readSse } from "./read-sse.js";
 import {
   asLegacyChoice,
   billed,
+  choicesPerCall,
   echoOf,
   producedText,
   sumUsage,
@@ -89,13 +90,13 @@ async function* eventsOf(
   state: StreamState,
 ): AsyncGenerator<StreamEvent> {
   let usage: UpstreamUsage | null = null;
+  const perCall = choicesPerCall(plan);
   for await (const data of readSse(response.body!, { sender: upstream.name })) {
     if (data.trim() === "[DONE]") break;
     const parsed = chunkOf(data, upstream);
-    const chunk = {
-      ...parsed,
-      choices: parsed.choices.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })),
-    };
+    // Only the choices asked for: an index past `n` is an upstream's extra, not the client's answer.
+    const asked = parsed.choices.filter((choice) => isAsked(choice.index ?? 0, perCall));
+    const chunk = { ...parsed, choices: asked.map((choice) => ({ ...choice, index: offset + (choice.index ?? 0) })) };
     if (chunk.usage) usage = chunk.usage;
     // Legacy choices are re-written before their text is added: the offsets count the text before.
     const { usage: _usage, ...rest } = chunk;
@@ -120,6 +121,10 @@ async function* eventsOf(
     };
   }
   yield { usage };
+}
+
+function isAsked(index: number, perCall: number): boolean {
+  return Number.isInteger(index) && index >= 0 && index < perCall;
 }
 
 /** A legacy chunk's choices as OpenAI sends them: the echoed prompt on each choice's first chunk, logprobs in the legacy form. */

@@ -8,8 +8,10 @@ import { readBounded } from "../read-bounded.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
 import {
+  askedChoicesOf,
   asLegacyChoice,
   billed,
+  choicesPerCall,
   echoOf,
   mergeCompletions,
   producedText,
@@ -21,7 +23,7 @@ import {
 const maxReplyBytes = 64 * 2 ** 20;
 
 /** Every answer's JSON, an array answer's objects one by one, as one completion object. */
-async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>): Promise<unknown> {
+async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>, perCall: number): Promise<unknown> {
   const parts: unknown[] = [];
   for await (const response of responses) {
     const { text, cut } = await readBounded(response.body, maxReplyBytes);
@@ -36,7 +38,7 @@ async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>
         { code: "upstream_invalid_response" },
       );
     const body = JSON.parse(text) as unknown;
-    for (const part of Array.isArray(body) ? body : [body]) parts.push(part);
+    for (const part of Array.isArray(body) ? body : [body]) parts.push(askedChoicesOf(part, perCall));
   }
   return parts.length === 1 ? parts[0] : mergeCompletions(parts);
 }
@@ -51,7 +53,7 @@ export async function wholeAnswer(
   const nothing = { promptTokens: 0, completionTokens: 0, upstream: upstream.name };
   let json: unknown;
   try {
-    json = await readWhole(upstream, responses);
+    json = await readWhole(upstream, responses, choicesPerCall(plan));
   } catch (error) {
     if (error instanceof ServiceUnavailableError) {
       await meter.settle("failed", nothing);
