@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { ApiError, BadRequestError } from "../errors/api.js";
 import { readBounded } from "../serve/read-bounded.js";
+import { characters } from "../wire/collections.js";
 import { maxNesting, nestsTooDeep } from "../wire/nesting.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
@@ -63,7 +64,8 @@ function preview(value: unknown, depth: number): string {
     : Object.entries(value)
         .slice(0, 8)
         .map(([key, item]) => `${JSON.stringify(key.slice(0, 100))}:${preview(item, depth - 1)}`);
-  const inner = items.join(",") + (Object.keys(value).length > 8 ? ",…" : "");
+  const count = Array.isArray(value) ? value.length : Object.keys(value).length;
+  const inner = items.join(",") + (count > 8 ? ",…" : "");
   return Array.isArray(value) ? `[${inner}]` : `{${inner}}`;
 }
 
@@ -76,16 +78,38 @@ function preview(value: unknown, depth: number): string {
 function wrongLength(param: string, value: string | unknown[], bound: "maximum" | "minimum", limit: number) {
   const kind = Array.isArray(value) ? "array" : "string";
   const article = Array.isArray(value) ? "an array" : "a string";
+  // A string's length in characters, as OpenAI counts it (an emoji is one).
+  const length = typeof value === "string" ? characters(value) : value.length;
   const [problem, code] =
     bound === "maximum"
       ? [`${kind} too long`, `${kind}_above_max_length`]
       : value.length === 0
         ? [`empty ${kind}`, `empty_${kind}`]
         : [`${kind} too short`, `${kind}_below_min_length`];
-  const got = value.length === 0 ? `an empty ${kind}` : `${article} with length ${value.length}`;
+  const got = length === 0 ? `an empty ${kind}` : `${article} with length ${length}`;
   return new BadRequestError(
     `Invalid '${param}': ${problem}. Expected ${article} with ${bound} length ${limit}, but got ${got} instead.`,
     { param, code },
+  );
+}
+
+/** OpenAI's words for an object with too many properties (`metadata`'s 16). */
+function tooManyProperties(param: string, value: object, limit: number): BadRequestError {
+  const count = Object.keys(value).length;
+  return new BadRequestError(
+    `Invalid '${param}': too many properties. Expected an object with at most ${limit} properties, but got an object with ${count} properties instead.`,
+    { param, code: "object_above_max_properties" },
+  );
+}
+
+/** OpenAI's words for a property name too long (`metadata`'s keys): the param names the property. */
+function longPropertyName(at: readonly PropertyKey[], params: Record<string, unknown>): BadRequestError {
+  const name = String(params["propertyName"]);
+  const quoted = name.length > 100 ? `${name.slice(0, 100)}…` : name;
+  return new BadRequestError(
+    `Invalid property name in '${formatParam(at.slice(0, -1))}': '${quoted}' is too long. ` +
+      `Expected a string with maximum length ${String(params["maximum"])}, but got a string with length ${String(params["length"])} instead.`,
+    { param: formatParam([...at.slice(0, -1), quoted]), code: "invalid_value" },
   );
 }
 
@@ -102,6 +126,8 @@ function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
       code: "unknown_parameter",
     });
   }
+  if (issue.code === "custom" && issue.params?.["propertyName"] !== undefined)
+    return longPropertyName(at, issue.params);
   const param = formatParam(at);
   const value = valueAt(input, at);
   if (value === undefined && at.length > 0 && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
@@ -125,6 +151,8 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
       );
     case "too_big":
       if (measured) return wrongLength(param, value, "maximum", Number(issue.maximum));
+      if (issue.origin === "object" && typeof value === "object" && value !== null)
+        return tooManyProperties(param, value, Number(issue.maximum));
       return invalid(
         `Invalid '${param}': expected a value <= ${String(issue.maximum)}, but got ${shown(value)} instead.`,
       );

@@ -4,6 +4,7 @@
  * with 400 naming it, as the hosted API does, rather than silently ignored.
  */
 import { z } from "zod";
+import { characters, dictionary, list } from "./collections.js";
 import { content, functionName, sampling, toolCallSchema } from "./shared.js";
 
 const systemMessage = z.strictObject({
@@ -16,10 +17,15 @@ const assistantMessage = z.strictObject({
   role: z.literal("assistant"),
   content: content.nullish(),
   name: z.string().optional(),
-  tool_calls: z.array(toolCallSchema).optional(),
+  tool_calls: list(toolCallSchema).optional(),
   refusal: z.string().nullish(),
 });
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
+
+/** A metadata value: at most 512 characters, counted as OpenAI counts them (an emoji is one). */
+const metadataValue = z.string().superRefine((text, context) => {
+  if (characters(text) > 512) context.addIssue({ code: "too_big", origin: "string", maximum: 512, inclusive: true });
+});
 
 const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessage, assistantMessage, toolMessage]);
 
@@ -63,30 +69,24 @@ const responseFormatSchema = z.discriminatedUnion("type", [
 
 export const chatCompletionRequestSchema = z.strictObject({
   model: z.string().min(1),
-  messages: z.array(chatMessageSchema).min(1),
+  messages: list(chatMessageSchema, { min: 1 }),
   max_tokens: z.number().int().min(1).nullish(),
   max_completion_tokens: z.number().int().min(1).nullish(),
   response_format: responseFormatSchema.nullish(),
   // OpenAI's limit: 128 functions.
-  tools: z.array(toolSchema).max(128).nullish(),
+  tools: list(toolSchema, { max: 128 }).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
-  metadata: z
-    .record(
-      z.string().max(64, "keys must be at most 64 characters"),
-      z.string().max(512, "values must be at most 512 characters"),
-    )
-    .refine((value) => Object.keys(value).length <= 16, "at most 16 key-value pairs")
-    .nullish(),
+  metadata: dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 }).nullish(),
   // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
   store: z.boolean().nullish(),
   service_tier: z.enum(["auto", "default", "flex", "scale", "priority"]).nullish(),
   prompt_cache_key: z.string().nullish(),
   safety_identifier: z.string().nullish(),
-  modalities: z.array(z.literal("text")).nullish(),
+  modalities: list(z.literal("text")).nullish(),
   prediction: z.strictObject({ type: z.literal("content"), content }).nullish(),
   // Known to OpenAI, refused for these models in OpenAI's words by the handler.
   reasoning_effort: z.unknown().optional(),

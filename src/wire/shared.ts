@@ -7,13 +7,14 @@
  * snake_case; everything past the HTTP boundary uses our own camelCase types.
  */
 import { z } from "zod";
+import { dictionary, list } from "./collections.js";
 
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 /** Parts the hosted API takes for models with vision or audio; checked here, refused by the handler with OpenAI's message. */
 const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
-export const content = z.union([z.string(), z.array(z.union([textPart, mediaPart]))]);
+export const content = z.union([z.string(), list(z.union([textPart, mediaPart]))]);
 
-const stopSchema = z.union([z.string(), z.array(z.string()).max(4)]);
+const stopSchema = z.union([z.string(), list(z.string(), { max: 4 })]);
 // include_obfuscation: accepted; the padding it turns on guards against a network observer
 // reading token lengths, and these streams never leave the device.
 const streamOptions = z.strictObject({
@@ -33,10 +34,7 @@ export const toolCallSchema = z.strictObject({
 
 const notTokenId = (key: string) => !/^\d+$/.test(key);
 
-/**
- * `logit_bias`'s keys, checked before `z.record` copies the object: the copy drops a `__proto__`
- * key in silence. A key that is not a token id is refused in OpenAI's words, whole.
- */
+/** `logit_bias`'s keys: one that is not a token id (`__proto__` too) is refused in OpenAI's words, whole. */
 const tokenIdKeys = z.custom<unknown>(
   (value) => typeof value !== "object" || value === null || !Object.keys(value).some(notTokenId),
   {
@@ -60,7 +58,8 @@ export const sampling = {
   n: z.number().int().min(1).max(16).nullish(),
   user: z.string().optional(),
   // Token ids (as strings) to a bias in [-100, 100]; ids beyond the vocabulary are refused by the handler.
-  logit_bias: tokenIdKeys.pipe(z.record(z.string(), z.number().min(-100).max(100))).nullish(),
+  // OpenAI biases at most 1,024 tokens a request.
+  logit_bias: tokenIdKeys.pipe(dictionary(z.number().min(-100).max(100), { maxEntries: 1024 })).nullish(),
 };
 
 export const finishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter", "function_call"]);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { list } from "./collections.js";
 
 /**
  * What an upstream engine sends, read loosely: these servers add fields of their own, which pass
@@ -31,11 +32,11 @@ export const upstreamChunkSchema = z.looseObject({
   object: z.string().optional(),
   created: z.number().optional(),
   system_fingerprint: z.string().nullish(),
-  choices: z.array(upstreamChoiceSchema).default([]),
+  choices: list(upstreamChoiceSchema).default([]),
   usage: upstreamUsageSchema.nullish(),
 });
 export const upstreamCompletionSchema = z.looseObject({
-  choices: z.array(upstreamChoiceSchema),
+  choices: list(upstreamChoiceSchema),
   usage: upstreamUsageSchema.nullish(),
 });
 /**

@@ -82,17 +82,32 @@ describe("parameters", () => {
       messages,
       metadata: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, "v"])),
     });
-    expect(tooMany).toMatchObject({ status: 400, param: "metadata" });
-    expect(tooMany.message).toContain("at most 16 key-value pairs");
-    expect(
-      (await refusal(test, "/v1/chat/completions", { model, messages, metadata: { ["k".repeat(65)]: "v" } })).status,
-    ).toBe(400);
+    expect(tooMany).toMatchObject({ status: 400, param: "metadata", code: "object_above_max_properties" });
+    expect(tooMany.message).toBe(
+      "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object with 17 properties instead.",
+    );
+    const key = "界".repeat(65);
+    const longKey = await refusal(test, "/v1/chat/completions", { model, messages, metadata: { [key]: "v" } });
+    expect(longKey).toMatchObject({ status: 400, param: `metadata.${key}` });
+    expect(longKey.message).toBe(
+      `Invalid property name in 'metadata': '${key}' is too long. Expected a string with maximum length 64, but got a string with length 65 instead.`,
+    );
     const longValue = await refusal(test, "/v1/chat/completions", {
       model,
       messages,
-      metadata: { key: "v".repeat(513) },
+      metadata: { key: "🧪".repeat(513) },
     });
-    expect(longValue).toMatchObject({ status: 400, param: "metadata.key" });
+    expect(longValue).toMatchObject({ status: 400, param: "metadata.key", code: "string_above_max_length" });
+    expect(longValue.message).toBe(
+      "Invalid 'metadata.key': string too long. Expected a string with maximum length 512, but got a string with length 513 instead.",
+    );
+    // Characters, as OpenAI counts them: 512 emoji (1,024 UTF-16 units) are within the limit, and
+    // a key named `__proto__` is a key like any other.
+    const emoji = JSON.parse(`{"__proto__":"${"🧪".repeat(512)}"}`) as Record<string, string>;
+    const response = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages, max_tokens: 1, metadata: emoji }),
+    );
+    expect(response.status).toBe(200);
   });
 
   it("refuses what these models cannot do, in OpenAI's words: reasoning_effort, audio, non-text modalities, image and audio inputs", async () => {
