@@ -5,8 +5,8 @@
 import { BadRequestError } from "../errors/api.js";
 import type { TokenLogprob } from "../engine/contract.js";
 import type { ModelEntry } from "../model/entry.js";
-import type { Tokenizer } from "../model/tokenizer.js";
-import { completionBudget, countPromptTokens } from "../serve/budget.js";
+import type { PromptPiece, Tokenizer } from "../model/tokenizer.js";
+import { completionBudget, countPromptIds, countPromptTokens } from "../serve/budget.js";
 import type { Generation } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { completionRequestSchema, type CompletionRequest } from "../wire/completion-request.js";
@@ -110,16 +110,56 @@ async function complete(
   };
 }
 
-/** A parsed legacy completion: its JSON as sent (forwarded as is), its prompts counted, and the completion budget. */
+/** A prompt as the engines take it: its text, and a token-id prompt's ids and pieces (see `GenerationInput`). */
+interface CountedPrompt {
+  input: { kind: "text"; prompt: string; tokens?: number[]; pieces?: PromptPiece[] };
+  promptTokens: number;
+}
+
+/**
+ * A parsed legacy completion: its JSON as sent (forwarded as is), its prompts as sent (text or
+ * token ids) and as text (echoed), counted, and the completion budget.
+ */
 interface CompletionCall {
   request: CompletionRequest;
   json: Record<string, unknown>;
   model: ModelEntry;
   tokenizer: Tokenizer;
+  sent: (string | number[])[];
   prompts: string[];
-  counted: { input: { kind: "text"; prompt: string }; promptTokens: number }[];
+  counted: CountedPrompt[];
   counts: ChoiceCounts;
   maxTokens: number;
+}
+
+/** The prompts of any of OpenAI's four forms: a string, strings, token ids, or lists of token ids. */
+function promptsSent(prompt: CompletionRequest["prompt"]): (string | number[])[] {
+  if (typeof prompt === "string") return [prompt];
+  return typeof prompt[0] === "number" ? [prompt as number[]] : (prompt as string[] | number[][]);
+}
+
+/**
+ * A prompt counted. Text is the client's own raw prompt (special-token strings in it are its to
+ * write). Token ids are fed as they are, each checked against the vocabulary, and decoded for
+ * `echo` and for the engines that take text.
+ */
+function countPrompt(sent: string | number[], tokenizer: Tokenizer, model: ModelEntry): CountedPrompt {
+  if (typeof sent === "string")
+    return { input: { kind: "text", prompt: sent }, promptTokens: countPromptTokens(tokenizer, sent, model, "prompt") };
+  const promptTokens = countPromptIds(sent, model, "prompt");
+  const outside = sent.find((id) => id < 0 || id >= tokenizer.size);
+  if (outside !== undefined)
+    throw new BadRequestError(
+      `Invalid token in 'prompt': ${outside}. Token ids of this model's tokenizer run from 0 to ${tokenizer.size - 1}.`,
+      { param: "prompt", code: "invalid_value" },
+    );
+  const input = {
+    kind: "text" as const,
+    prompt: tokenizer.decode(sent),
+    tokens: sent,
+    pieces: tokenizer.piecesOf(sent),
+  };
+  return { input, promptTokens };
 }
 
 /** OpenAI's checks of `suffix`, `n` and `best_of`; returns the candidates per prompt. */
@@ -150,16 +190,15 @@ async function parseCompletion(dependencies: HttpDependencies, body: Promise<str
   checkStreamOptions(request);
   const bestOf = checkCandidates(request);
   const model = findModel(dependencies, request.model);
-  const prompts = typeof request.prompt === "string" ? [request.prompt] : request.prompt;
+  const sent = promptsSent(request.prompt);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const counted = prompts.map((prompt) => ({
-    input: { kind: "text" as const, prompt },
-    promptTokens: countPromptTokens(tokenizer, prompt, model, "prompt"),
-  }));
+  const counted = sent.map((prompt) => countPrompt(prompt, tokenizer, model));
+  const prompts = counted.map((prompt) => prompt.input.prompt);
   const longest = counted.reduce((most, prompt) => Math.max(most, prompt.promptTokens), 0);
   const maxTokens = completionBudget(model, longest, request.max_tokens ?? defaultMaxTokens, "prompt");
   const counts = { prompts: prompts.length, perPrompt: request.n ?? 1, bestOf };
-  return { request, json: json as Record<string, unknown>, model, tokenizer, prompts, counted, counts, maxTokens };
+  const call = { request, json: json as Record<string, unknown>, model, tokenizer, sent, prompts, counted };
+  return { ...call, counts, maxTokens };
 }
 
 export function completionsRoute(dependencies: HttpDependencies): InferenceRoute {
@@ -192,7 +231,7 @@ function forwardCompletion(
     endpoint: "completions",
     // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
     body: { ...call.json, max_tokens: maxTokens },
-    ...(prompts.length > 1 ? { prompts } : {}),
+    ...(prompts.length > 1 ? { prompts: call.sent } : {}),
     ...(request.echo ? { echo: prompts } : {}),
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,

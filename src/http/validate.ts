@@ -193,13 +193,18 @@ function unionIssue(issue: z.core.$ZodIssueInvalidUnion, param: string, value: u
   const tags = (issue as { options?: unknown }).options;
   if (typeof value === "string" && Array.isArray(tags)) return notSupported(value, tags, param);
   const inners = issue.errors.flat();
-  // A form that recognised the value and says itself why it is refused (a token-id prompt).
-  const worded = inners.find((inner) => inner.code === "custom" && inner.params?.["whole"] === true);
-  if (worded) return new BadRequestError(worded.message, { param, code: "invalid_value" });
   // The branch of the value's own type, refused only for its length (a prompt array too long).
-  const length = inners.find((inner) => inner.code === "too_big" && inner.path.length === 0);
+  const length = inners.find((inner) => (inner.code === "too_big" || inner.code === "too_small") && !inner.path.length);
   const measured = Array.isArray(value) || typeof value === "string";
   if (length?.code === "too_big" && measured) return wrongLength(param, value, "maximum", Number(length.maximum));
+  if (length?.code === "too_small" && measured) return wrongLength(param, value, "minimum", Number(length.minimum));
+  // A list that one form read furthest into before an item was wrong: that item's refusal
+  // (`["a", 3]` as a prompt is a list of strings whose second item is not one).
+  const furthest = inners
+    .filter((inner) => typeof inner.path[0] === "number" && inner.path[0] > 0)
+    .sort((a, b) => Number(b.path[0]) - Number(a.path[0]))[0];
+  if (furthest && Array.isArray(value))
+    return valueIssue(furthest, param + formatParam(furthest.path), valueAt(value, furthest.path));
   // A value of none of the forms' types: "expected one of a string or an array".
   const types = issue.errors.map((branch) =>
     branch.length === 1 && branch[0]?.code === "invalid_type" && branch[0].path.length === 0

@@ -24,6 +24,12 @@ export interface Tokenizer {
    */
   encodePieces(pieces: readonly PromptPiece[]): number[];
   decode(ids: readonly number[]): string;
+  /**
+   * Token ids as a prompt's pieces: each special token a control piece, each run of other ids its
+   * decoded text. A client's token-id prompt in the form an engine with its own vocabulary
+   * (llama.cpp) tokenizes again, its control tokens where the ids had them.
+   */
+  piecesOf(ids: readonly number[]): PromptPiece[];
   /** How many token ids there are: the vocabulary and the added (special) tokens. */
   readonly size: number;
   /**
@@ -315,9 +321,36 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
     encodePieces: (pieces) =>
       encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
+    piecesOf: (ids) =>
+      piecesOf(ids, new Map(added.filter((token) => token.special).map((token) => [token.id, token])), (run) =>
+        loaded.decode(run, { skip_special_tokens: false }),
+      ),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
     fewestTokens: fewestTokens(longestEntry(model.vocab, added), unicodeForm(files.tokenizer)),
   };
+}
+
+function piecesOf(
+  ids: readonly number[],
+  specials: ReadonlyMap<number, AddedToken>,
+  decode: (run: number[]) => string,
+): PromptPiece[] {
+  const pieces: PromptPiece[] = [];
+  let run: number[] = [];
+  const endRun = () => {
+    if (run.length > 0) pieces.push({ text: decode(run), control: false });
+    run = [];
+  };
+  for (const id of ids) {
+    const special = specials.get(id);
+    if (!special) run.push(id);
+    else {
+      endRun();
+      pieces.push({ text: special.content, control: true });
+    }
+  }
+  endRun();
+  return pieces;
 }
 
 /**

@@ -101,6 +101,12 @@ export function countPromptTokens(tokenizer: Tokenizer, text: string, model: Mod
   return tokenizer.encode(text).length;
 }
 
+/** A client's token-id prompt's count, refused before anything is decoded when the window cannot hold it. */
+export function countPromptIds(ids: readonly number[], model: ModelEntry, param: string): number {
+  if (ids.length > model.contextWindow) throw contextExceeded(model.contextWindow, param, String(ids.length));
+  return ids.length;
+}
+
 /** A rendered chat prompt's token ids, its messages' text encoded as text (see `encodePrompt`). */
 export function promptTokenIds(
   tokenizer: Tokenizer,

@@ -2,29 +2,25 @@
  * The legacy completions request (`POST /v1/completions`), strict as the chat request is.
  */
 import { z } from "zod";
+import { list } from "./collections.js";
 import { sampling } from "./shared.js";
 
 /** The most prompts one request may batch. */
 const maxPrompts = 2048;
 
-/**
- * OpenAI's token-id forms of `prompt` (`[1, 2]`, `[[1, 2], [3]]`), recognised to be refused with
- * the reason: a prompt reaches the engines as text, tokenized by this API with the model's own
- * tokenizer, so control tokens are never taken from a caller.
- */
-const tokenIdPrompt = z.array(z.union([z.number().int(), z.array(z.number().int())])).pipe(
-  z.custom<never>(() => false, {
-    error:
-      "Invalid value for 'prompt': token-id prompts are not supported; this API tokenizes each prompt itself, " +
-      "with the model's own tokenizer. Send the prompt as text: a string, or an array of strings.",
-    params: { whole: true },
-  }),
-);
+/** A prompt as token ids of the model's tokenizer (checked against its vocabulary by the handler). */
+const tokenIds = list(z.number().int(), { min: 1 });
 
 export const completionRequestSchema = z.strictObject({
   model: z.string().min(1),
+  // OpenAI's four forms: a string, a list of strings, token ids, or a list of token-id lists.
   // Each prompt is a generation (times n, or best_of); OpenAI's batch bound for arrays of inputs.
-  prompt: z.union([z.string(), z.array(z.string()).min(1).max(maxPrompts), tokenIdPrompt]),
+  prompt: z.union([
+    z.string(),
+    list(z.string(), { min: 1, max: maxPrompts }),
+    tokenIds,
+    list(tokenIds, { min: 1, max: maxPrompts }),
+  ]),
   max_tokens: z.number().int().min(1).nullish(),
   echo: z.boolean().nullish(),
   // Known to OpenAI, refused for these models in OpenAI's words by the handler (insertion needs a fill-in-the-middle model).

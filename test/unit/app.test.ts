@@ -7,7 +7,8 @@ import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/
 import { errorBodySchema } from "../../src/wire/error.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { ChoosingEngine } from "../../src/engine/choice.js";
-import { checkLedgerInvariant, makeApp, sseEvents } from "./support.js";
+import { DeterministicEngine } from "../../src/engine/deterministic.js";
+import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
@@ -121,6 +122,52 @@ describe("HTTP surface", () => {
     );
     // The legacy endpoint's default max_tokens is 16.
     expect(defaults.usage?.completion_tokens).toBeLessThanOrEqual(16);
+  });
+
+  it("takes a prompt of token ids, as OpenAI does: fed as those ids, counted as them, echoed as their text", async () => {
+    const inputs: GenerationRequest["input"][] = [];
+    class Recording extends DeterministicEngine {
+      override generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
+        inputs.push(request.input);
+        return super.generate(request, signal);
+      }
+    }
+    const { app, post, database } = await makeApp({ engine: new Recording({ tokenizers, tokenDelayMs: 0 }) });
+    const tokenizer = await tokenizers.forFamily("llama3");
+    const begin = tokenizer.encode("<|begin_of_text|>")[0]!;
+    const hello = [begin, ...tokenizer.encode("Hello there")];
+    const count = tokenizer.encode("One two three");
+    const completion = async (body: Record<string, unknown>) => {
+      const response = await app.handle(post("/v1/completions", { model, max_tokens: 2, ...body }));
+      return { status: response.status, body: (await response.json()) as Record<string, never> };
+    };
+    const one = await completion({ prompt: hello, echo: true });
+    expect(one.status).toBe(200);
+    const parsed = textCompletionSchema.parse(one.body);
+    expect(parsed.usage?.prompt_tokens).toBe(hello.length);
+    expect(parsed.choices[0]!.text.startsWith("<|begin_of_text|>Hello there")).toBe(true);
+    // The special id stays a control token; the rest is text for an engine that tokenizes again.
+    expect(inputs[0]).toEqual({
+      kind: "text",
+      prompt: "<|begin_of_text|>Hello there",
+      tokens: hello,
+      pieces: [
+        { text: "<|begin_of_text|>", control: true },
+        { text: "Hello there", control: false },
+      ],
+    });
+    const two = textCompletionSchema.parse((await completion({ prompt: [hello, count] })).body);
+    expect(two.choices.map((choice) => choice.index)).toEqual([0, 1]);
+    expect(two.usage?.prompt_tokens).toBe(hello.length + count.length);
+
+    const outside = await completion({ prompt: [1, tokenizer.size] });
+    expect(outside).toMatchObject({ status: 400, body: { error: { param: "prompt", code: "invalid_value" } } });
+    expect(outside.body.error?.["message"]).toBe(
+      `Invalid token in 'prompt': ${tokenizer.size}. Token ids of this model's tokenizer run from 0 to ${tokenizer.size - 1}.`,
+    );
+    const long = await completion({ prompt: Array.from({ length: 9_000 }, () => count[0]) });
+    expect(long).toMatchObject({ status: 400, body: { error: { code: "context_length_exceeded" } } });
+    await checkLedgerInvariant(database);
   });
 
   it("maps every failure to its status, with OpenAI's error body", async () => {

@@ -397,6 +397,30 @@ describe("forwarding to upstreams", () => {
     expect(calls[0]!.body).toEqual({ model: "llama-3-8b", prompt: "Hello", max_tokens: 16 });
   });
 
+  it("forwards a prompt of token ids as ids, one call per prompt, echoing their text", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/v1/completions": () =>
+        Response.json({
+          id: "cmpl-up",
+          object: "text_completion",
+          created: 1,
+          model: "llama-3-8b",
+          choices: [{ index: 0, text: "!", finish_reason: "length" }],
+          usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
+        }),
+    });
+    const tokenizer = await tokenizersFor();
+    const hello = tokenizer.encode("Hello");
+    const there = tokenizer.encode(" there");
+    const response = await app.handle(
+      post("/v1/completions", { model: "remote-llama", prompt: [hello, there], max_tokens: 1, echo: true }),
+    );
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { choices: { text: string }[] };
+    expect(body.choices.map((choice) => choice.text)).toEqual(["Hello!", " there!"]);
+    expect(calls.map((call) => call.body.prompt)).toEqual([hello, there]);
+  });
+
   it("llama-server's ways: a first delta without role gets one, per choice; usage sent unasked stays out", async () => {
     const { app, post } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -184,13 +184,24 @@ describe("request schemas", () => {
         null,
       ]);
     }
-    for (const prompt of [[1, 2, 3], [[1, 2], [3]], [-1]]) {
-      const error = failure(completionRequestSchema, { model: "m", prompt });
-      expect(error).toMatchObject({ param: "prompt", code: "invalid_value" });
-      expect(error.message).toMatch(
-        /^Invalid value for 'prompt': token-id prompts are not supported; .* Send the prompt as text/,
-      );
-    }
+    // OpenAI's four forms of a prompt; ids are checked against the model's vocabulary later.
+    for (const prompt of ["a", ["a", "b"], [1, 2, 3], [[1, 2], [3]], [-1]])
+      expect(parseWith(completionRequestSchema, { model: "m", prompt }).prompt).toEqual(prompt);
+    const prompt = (value: unknown) => said(failure(completionRequestSchema, { model: "m", prompt: value }));
+    expect(prompt(["a", 3])).toEqual([
+      "Invalid type for 'prompt[1]': expected a string, but got an integer instead.",
+      "prompt[1]",
+      "invalid_type",
+    ]);
+    expect(prompt([[1], [2, 2.5]])).toEqual([
+      "Invalid type for 'prompt[1][1]': expected an integer, but got a decimal instead.",
+      "prompt[1][1]",
+      "invalid_type",
+    ]);
+    expect(prompt([]).slice(1)).toEqual(["prompt", "empty_array"]);
+    expect(prompt([[1], []])[0]).toBe(
+      "Invalid 'prompt[1]': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+    );
     expect(failure(completionRequestSchema, { model: "m", prompt: 3 }).message).toBe(
       "Invalid type for 'prompt': expected one of a string or an array, but got an integer instead.",
     );

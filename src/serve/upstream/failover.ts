@@ -33,7 +33,7 @@ export async function firstAnswering(
       failures.push(authorised.refused);
       continue;
     }
-    const call = (prompt: string | undefined) =>
+    const call = (prompt: string | number[] | undefined) =>
       send(services.fetch, upstream, plan, authorised, prompt, request.signal);
     let response: Response;
     try {

@@ -13,7 +13,7 @@ export interface ForwardPlan {
    * takes one prompt only, llama-server answers several as an array), the choices re-indexed in
    * prompt order and the usages summed into the request's one bill.
    */
-  prompts?: string[];
+  prompts?: (string | number[])[];
   /**
    * A legacy completion's `echo`, done here for every upstream (llama-server and Ollama ignore
    * it): each prompt, in order, put before the text of its choices. The upstream is not asked.

@@ -48,7 +48,7 @@ export function send(
   upstream: Upstream,
   plan: ForwardPlan,
   authorised: Authorised,
-  prompt: string | undefined,
+  prompt: string | number[] | undefined,
   signal: AbortSignal,
 ): Promise<Response> {
   const { echo: _echo, ...asked } = plan.body;
