@@ -416,6 +416,24 @@ test("a legacy completion on llama.cpp, billed with the BOS token llama.cpp puts
   expect(completion.usage).toMatchObject({ prompt_tokens: llama3().encode(prompt).length + 1, completion_tokens: 3 });
 });
 
+test("a legacy completion of token ids on llama.cpp: those ids prefilled, so the reply is their text's", async () => {
+  const text = "The capital of France is";
+  // llama.cpp puts BOS before a raw prompt; ids are fed as they are, so they carry their own.
+  const ids = [...llama3().encode("<|begin_of_text|>"), ...llama3().encode(text)];
+  const [fromText, fromIds] = await page.evaluate(
+    ({ id, prompts }) =>
+      Promise.all(
+        prompts.map((prompt) =>
+          window.harness.client().completions.create({ model: id, prompt, max_tokens: 6, temperature: 0 }),
+        ),
+      ),
+    { id: model, prompts: [text, ids] },
+  );
+  const replies = [fromText, fromIds].map((completion) => textCompletionSchema.parse(completion));
+  expect(replies[1]!.usage).toMatchObject({ prompt_tokens: ids.length, completion_tokens: 6 });
+  expect(replies[1]!.choices[0]?.text).toBe(replies[0]!.choices[0]?.text);
+});
+
 const flagSchema = {
   type: "object",
   properties: { ok: { type: "boolean" }, note: { type: "string", enum: ["yes", "no"] } },
