@@ -3,6 +3,7 @@
  * prompt rendered and counted here (templates and JSON grammars are the HTTP layer's, as in
  * llama.cpp's server), then served on this device or forwarded to the model's upstreams.
  */
+import { BadRequestError } from "../errors/api.js";
 import type { PromptSegment } from "../engine/contract.js";
 import type { ModelEntry } from "../model/entry.js";
 import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
@@ -17,7 +18,13 @@ import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { samplingOf } from "./convert.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { fromLegacyFunctions, legacyReshape, toLegacyChunks, toLegacyCompletion } from "./legacy-functions.js";
+import {
+  fromLegacyFunctions,
+  inLegacyTerms,
+  legacyReshape,
+  toLegacyChunks,
+  toLegacyCompletion,
+} from "./legacy-functions.js";
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally } from "./serving.js";
@@ -40,19 +47,36 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
     path: chatPath,
     handler: async (context) => {
       const { json, legacy } = fromLegacyFunctions(await readJson(context.body));
-      const request = parseWith(chatCompletionRequestSchema, json);
-      checkStreamOptions(request);
-      const model = findModel(dependencies, request.model);
-      refuseCapabilities(request, model.id);
-      const call: ChatCall = { request, json: json as Record<string, unknown>, legacy, model };
-      const route = await routeFor(dependencies.engine, model);
-      return routed(route, () =>
-        route.decision.target === "remote"
-          ? forwardChat(dependencies, context, route, call)
-          : generateChat(dependencies, context, route, call),
-      );
+      if (!legacy) return serveChat(dependencies, context, json, legacy);
+      // A refusal of the rewritten request names what the client sent: `functions[0].name`.
+      const legacyTerms = (error: unknown) => (error instanceof BadRequestError ? inLegacyTerms(error) : error);
+      try {
+        const outcome = await serveChat(dependencies, context, json, legacy);
+        return "error" in outcome ? { ...outcome, error: legacyTerms(outcome.error) } : outcome;
+      } catch (error) {
+        throw legacyTerms(error);
+      }
     },
   };
+}
+
+async function serveChat(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  json: unknown,
+  legacy: boolean,
+): Promise<Outcome> {
+  const request = parseWith(chatCompletionRequestSchema, json);
+  checkStreamOptions(request);
+  const model = findModel(dependencies, request.model);
+  refuseCapabilities(request, model.id);
+  const call: ChatCall = { request, json: json as Record<string, unknown>, legacy, model };
+  const route = await routeFor(dependencies.engine, model);
+  return routed(route, () =>
+    route.decision.target === "remote"
+      ? forwardChat(dependencies, context, route, call)
+      : generateChat(dependencies, context, route, call),
+  );
 }
 
 /**

@@ -78,6 +78,26 @@ export function fromLegacyFunctions(json: unknown): { json: unknown; legacy: boo
   };
 }
 
+/** A rewritten request's param in the old terms: `tools[0].function.name` is `functions[0].name`. */
+function legacyParam(param: string): string {
+  return param
+    .replace(/^tools\[(\d+)\]\.function(?=$|\.)/, "functions[$1]")
+    .replace(/^tools(?=$|\[)/, "functions")
+    .replace(/^tool_choice\.function(?=$|\.)/, "function_call")
+    .replace(/^tool_choice$/, "function_call");
+}
+
+/**
+ * A 400 about a rewritten request, in the terms the client sent: the param it names, quoted in
+ * the message, as `functions` and `function_call` rather than the tools they became.
+ */
+export function inLegacyTerms(error: BadRequestError): BadRequestError {
+  const param = error.param === null ? null : legacyParam(error.param);
+  const message = error.message.replace(/'(tools?[^']*)'/g, (_, name: string) => `'${legacyParam(name)}'`);
+  if (param === error.param && message === error.message) return error;
+  return new BadRequestError(message, { param, code: error.code });
+}
+
 /**
  * A completion in the old shape: the call as `function_call`. An upstream's completion is read as
  * one too: its choices are checked only loosely (src/wire/upstream.ts), so one without a message

@@ -167,6 +167,12 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
       return typeof value === "string"
         ? notSupported(value, issue.values, param)
         : invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
+    case "invalid_format":
+      if (issue.format === "regex" && typeof value === "string")
+        return invalid(
+          `Invalid '${param}': string does not match pattern. Expected a string that matches the pattern '${issue.pattern?.replace(/^\/|\/$/g, "")}'.`,
+        );
+      return invalid(`Invalid '${param}': ${issue.message}.`);
     case "custom":
       // A check that words its own message (OpenAI's sentence) and names the parameter itself.
       if (issue.params?.["whole"] === true) return new BadRequestError(issue.message, { param, code: null });

@@ -22,9 +22,11 @@ const streamOptions = z.strictObject({
   include_obfuscation: z.boolean().optional(),
 });
 
+/** OpenAI's rule for function and schema names, checked as it checks it: the length, then the pattern. */
 export const functionName = z
   .string()
-  .regex(/^[a-zA-Z0-9_-]{1,64}$/, "must be 1-64 characters of a-z, A-Z, 0-9, underscores and dashes");
+  .max(64)
+  .regex(/^[a-zA-Z0-9_-]+$/);
 
 export const toolCallSchema = z.strictObject({
   id: z.string().min(1),

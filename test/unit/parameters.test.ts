@@ -278,6 +278,24 @@ describe("parameters", () => {
       (await refusal(test, "/v1/chat/completions", { ...request, tools: [{ type: "function", function: weather }] }))
         .param,
     ).toBe("functions");
+    // Refusals name what the client sent, not the tools its functions became.
+    const badName = await refusal(test, "/v1/chat/completions", { ...request, functions: [{ name: "get weather" }] });
+    expect([badName.param, badName.message]).toEqual([
+      "functions[0].name",
+      "Invalid 'functions[0].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+    ]);
+    const unknown = await refusal(test, "/v1/chat/completions", { ...request, function_call: { name: "missing" } });
+    expect([unknown.param, unknown.message]).toEqual([
+      "function_call.name",
+      "Invalid value for 'function_call': no function named 'missing' was specified in 'functions'.",
+    ]);
+    const badSchema = await refusal(test, "/v1/chat/completions", {
+      ...request,
+      functions: [
+        { ...weather, parameters: { type: "object", properties: { when: { type: "string", format: "x" } } } },
+      ],
+    });
+    expect(badSchema.param).toBe("functions[0].parameters");
   });
 });
 

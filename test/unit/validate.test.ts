@@ -184,6 +184,17 @@ describe("request schemas", () => {
         null,
       ]);
     }
+    const badName = { type: "function", function: { name: "get weather" } };
+    expect(said(chat({ tools: [badName] }))).toEqual([
+      "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+      "tools[0].function.name",
+      "invalid_value",
+    ]);
+    expect(said(chat({ tools: [{ type: "function", function: { name: "f".repeat(65) } }] }))).toEqual([
+      "Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.",
+      "tools[0].function.name",
+      "string_above_max_length",
+    ]);
     // OpenAI's four forms of a prompt; ids are checked against the model's vocabulary later.
     for (const prompt of ["a", ["a", "b"], [1, 2, 3], [[1, 2], [3]], [-1]])
       expect(parseWith(completionRequestSchema, { model: "m", prompt }).prompt).toEqual(prompt);
