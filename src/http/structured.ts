@@ -64,6 +64,11 @@ function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
         { param: "tool_choice" },
       );
     }
+    if (request.parallel_tool_calls != null)
+      throw new BadRequestError(
+        "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.",
+        { param: "parallel_tool_calls" },
+      );
     return null;
   }
   const names = new Set<string>();

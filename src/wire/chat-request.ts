@@ -73,8 +73,8 @@ export const chatCompletionRequestSchema = z.strictObject({
   max_tokens: z.number().int().min(1).nullish(),
   max_completion_tokens: z.number().int().min(1).nullish(),
   response_format: responseFormatSchema.nullish(),
-  // OpenAI's limit: 128 functions.
-  tools: list(toolSchema, { max: 128 }).nullish(),
+  // OpenAI's limits: 1 to 128 functions.
+  tools: list(toolSchema, { min: 1, max: 128 }).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   logprobs: z.boolean().nullish(),

@@ -157,6 +157,17 @@ describe("parameters", () => {
     expect(sound.message).toContain("input_audio is only supported by models that take audio");
   });
 
+  it("refuses tool fields without tools, as OpenAI does", async () => {
+    const test = await makeApp();
+    const parallel = await refusal(test, "/v1/chat/completions", { model, messages, parallel_tool_calls: true });
+    expect(parallel).toMatchObject({ status: 400, param: "parallel_tool_calls" });
+    expect(parallel.message).toBe(
+      "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.",
+    );
+    const required = await refusal(test, "/v1/chat/completions", { model, messages, tool_choice: "required" });
+    expect(required).toMatchObject({ status: 400, param: "tool_choice" });
+  });
+
   it("legacy best_of: must be at least n, as OpenAI says; equal to n it is the same as n", async () => {
     const test = await makeApp();
     expect(await refusal(test, "/v1/completions", { model, prompt: "Hi", n: 2, best_of: 1 })).toMatchObject({
@@ -279,6 +290,10 @@ describe("parameters", () => {
         .param,
     ).toBe("functions");
     // Refusals name what the client sent, not the tools its functions became.
+    expect(await refusal(test, "/v1/chat/completions", { ...request, functions: [] })).toMatchObject({
+      param: "functions",
+      code: "empty_array",
+    });
     const badName = await refusal(test, "/v1/chat/completions", { ...request, functions: [{ name: "get weather" }] });
     expect([badName.param, badName.message]).toEqual([
       "functions[0].name",

@@ -195,6 +195,11 @@ describe("request schemas", () => {
       "tools[0].function.name",
       "string_above_max_length",
     ]);
+    expect(said(chat({ tools: [] }))).toEqual([
+      "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      "tools",
+      "empty_array",
+    ]);
     // OpenAI's four forms of a prompt; ids are checked against the model's vocabulary later.
     for (const prompt of ["a", ["a", "b"], [1, 2, 3], [[1, 2], [3]], [-1]])
       expect(parseWith(completionRequestSchema, { model: "m", prompt }).prompt).toEqual(prompt);
