@@ -55,6 +55,18 @@ function chunk(content: string | null, finish: string | null = null, usage: unkn
   };
 }
 
+/** A whole legacy completion from an upstream, of one choice. */
+function legacyCompletion(text: string): Response {
+  return Response.json({
+    id: "cmpl-up",
+    object: "text_completion",
+    created: 1,
+    model: "llama-3-8b",
+    choices: [{ index: 0, text, finish_reason: "length" }],
+    usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
+  });
+}
+
 function sseBody(events: unknown[]): string {
   return events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("") + "data: [DONE]\n\n";
 }
@@ -376,15 +388,7 @@ describe("forwarding to upstreams", () => {
 
   it("forwards legacy completions to the upstream's /completions, with the hosted default max_tokens made explicit", async () => {
     const { app, post, calls } = await remoteApp({
-      "https://a.example/v1/completions": () =>
-        Response.json({
-          id: "cmpl-up",
-          object: "text_completion",
-          created: 1,
-          model: "llama-3-8b",
-          choices: [{ index: 0, text: " there", finish_reason: "length" }],
-          usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
-        }),
+      "https://a.example/v1/completions": () => legacyCompletion(" there"),
     });
     const response = await app.handle(post("/v1/completions", { model: "remote-llama", prompt: "Hello" }));
     expect(response.status).toBe(200);
@@ -399,15 +403,7 @@ describe("forwarding to upstreams", () => {
 
   it("forwards a prompt of token ids as ids, one call per prompt, echoing their text", async () => {
     const { app, post, calls } = await remoteApp({
-      "https://a.example/v1/completions": () =>
-        Response.json({
-          id: "cmpl-up",
-          object: "text_completion",
-          created: 1,
-          model: "llama-3-8b",
-          choices: [{ index: 0, text: "!", finish_reason: "length" }],
-          usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
-        }),
+      "https://a.example/v1/completions": () => legacyCompletion("!"),
     });
     const tokenizer = await tokenizersFor();
     const hello = tokenizer.encode("Hello");
