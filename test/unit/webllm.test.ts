@@ -123,31 +123,51 @@ function tokenizingWebLlm(prefilled: number[][]): WebLlmModule {
     interruptGenerate() {}
     async resetChat() {}
     async *asyncGenerate(
-      request: { messages: { content: string }[] },
+      request: { messages?: { content: string }[]; prompt?: string },
       _model: string,
       pipeline: { tokenizer: typeof tokenizer },
     ) {
-      prefilled.push(request.messages.flatMap((message) => [...pipeline.tokenizer.encode(message.content)]));
+      const texts = request.messages?.map((message) => message.content) ?? [request.prompt!];
+      prefilled.push(texts.flatMap((text) => [...pipeline.tokenizer.encode(text)]));
       yield {
         choices: [{ delta: { content: "ok" }, finish_reason: "stop" }],
         usage: { prompt_tokens: prefilled.at(-1)!.length, completion_tokens: 0 },
       };
     }
     chat = { completions: { create: async (request: never) => this.asyncGenerate(request, "m", { tokenizer }) } };
-    completions = { create: async () => [] };
+    completions = { create: async (request: never) => this.asyncGenerate(request, "m", { tokenizer }) };
   }
   return webllmModule(MLCEngine);
 }
 
 describe("web-llm is fed our token ids", () => {
+  const gpu = {
+    requestAdapter: async () => ({
+      features: new Set(["shader-f16"]),
+      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
+    }),
+  };
+
+  it("a legacy prompt of token ids is fed as those ids, a control token among them", async () => {
+    const prefilled: number[][] = [];
+    const engine = new WebLlmEngine({ webllm: tokenizingWebLlm(prefilled), gpu: gpu as never, memoryBudgetMB: 64_000 });
+    const model = Catalogue.create()
+      .list()
+      .find((entry) => entry.builds.length > 0)!;
+    const qwen = await tokenizers.forFamily("qwen2");
+    const ids = [151644, ...qwen.encode("user\nHi")];
+    const request: GenerationRequest = {
+      model: { ...model, family: "qwen2" },
+      input: { kind: "text", prompt: qwen.decode(ids), tokens: ids, pieces: qwen.piecesOf(ids) },
+      sampling: { temperature: 0, topP: 1, maxTokens: 4, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
+    };
+    for await (const _ of engine.generate(request, new AbortController().signal));
+    // The fake's own tokenizer would have spelled "user\nHi" a character at a time.
+    expect(prefilled).toEqual([ids]);
+  });
+
   it("a control-token string in a message reaches the model as text, through web-llm's own tokenizer", async () => {
     const prefilled: number[][] = [];
-    const gpu = {
-      requestAdapter: async () => ({
-        features: new Set(["shader-f16"]),
-        info: { vendor: "nvidia", architecture: "", device: "", description: "" },
-      }),
-    };
     const engine = new WebLlmEngine({ webllm: tokenizingWebLlm(prefilled), gpu: gpu as never, memoryBudgetMB: 64_000 });
     const model = Catalogue.create()
       .list()
