@@ -164,7 +164,7 @@ function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): Bad
     case "invalid_union":
       return unionIssue(issue, param, value);
     case "invalid_value":
-      return typeof value === "string"
+      return typeof value === "string" && issue.values.some((option) => typeof option === "string")
         ? notSupported(value, issue.values, param)
         : invalid(`Invalid value for '${param}': ${shown(value)} is not supported here.`);
     case "invalid_format":
@@ -197,7 +197,8 @@ function notSupported(value: string, options: readonly unknown[], param: string)
 function unionIssue(issue: z.core.$ZodIssueInvalidUnion, param: string, value: unknown): BadRequestError {
   // A discriminated union's tag outside its list (a message's `role`, a response format's `type`).
   const tags = (issue as { options?: unknown }).options;
-  if (typeof value === "string" && Array.isArray(tags)) return notSupported(value, tags, param);
+  if (typeof value === "string" && Array.isArray(tags) && tags.some((tag) => typeof tag === "string"))
+    return notSupported(value, tags, param);
   const inners = issue.errors.flat();
   // The branch of the value's own type, refused only for its length (a prompt array too long).
   const length = inners.find((inner) => (inner.code === "too_big" || inner.code === "too_small") && !inner.path.length);

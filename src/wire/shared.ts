@@ -22,11 +22,14 @@ const streamOptions = z.strictObject({
   include_obfuscation: z.boolean().optional(),
 });
 
-/** OpenAI's rule for function and schema names, checked as it checks it: the length, then the pattern. */
+/**
+ * OpenAI's rule for function and schema names: the pattern, then at most 64 characters (the
+ * pattern first, so a name the length refuses is ASCII, its length in characters what zod counts).
+ */
 export const functionName = z
   .string()
-  .max(64)
-  .regex(/^[a-zA-Z0-9_-]+$/);
+  .regex(/^[a-zA-Z0-9_-]+$/)
+  .max(64);
 
 export const toolCallSchema = z.strictObject({
   id: z.string().min(1),
