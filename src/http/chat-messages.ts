@@ -3,9 +3,11 @@ import { BadRequestError } from "../errors/api.js";
 import type { EngineMessage } from "../prompt/messages.js";
 import type { ChatCompletionRequest, ChatMessage } from "../wire/chat-request.js";
 
+/** A turn's words: its text parts, and an assistant's refusal parts, which are what it said. */
 function text(content: ChatMessage["content"]): string {
   if (content == null) return "";
-  return typeof content === "string" ? content : content.map((part) => ("text" in part ? part.text : "")).join("");
+  if (typeof content === "string") return content;
+  return content.map((part) => ("text" in part ? part.text : "refusal" in part ? part.refusal : "")).join("");
 }
 
 /**
@@ -29,7 +31,7 @@ export function refuseCapabilities(request: ChatCompletionRequest, model: string
   request.messages.forEach((message, index) => {
     if (!Array.isArray(message.content)) return;
     message.content.forEach((part, position) => {
-      if (part.type === "text") return;
+      if (part.type === "text" || part.type === "refusal") return;
       const what = part.type === "image_url" ? "images" : part.type === "input_audio" ? "audio" : "files";
       throw new BadRequestError(
         `Invalid content type. ${part.type} is only supported by models that take ${what}; ${model} takes text only.`,

@@ -40,13 +40,11 @@ export function legacyLogprobsOption(request: {
 }): number | undefined {
   if (typeof request.logprobs !== "number") return undefined;
   if (request.echo) {
-    throw new BadRequestError(
-      "'echo' together with 'logprobs' is not supported: generated tokens are scored, the prompt's are not.",
-      {
-        param: "echo",
-        code: "unsupported_parameter",
-      },
-    );
+    // OpenAI's own refusal for its instruct models: the prompt's tokens are not scored, there or here.
+    throw new BadRequestError("Setting 'echo' and 'logprobs' at the same time is not supported for this model.", {
+      param: "echo",
+      code: "unsupported_parameter",
+    });
   }
   return request.logprobs;
 }

@@ -128,19 +128,17 @@ function toBadRequest(error: z.ZodError, input: unknown): BadRequestError {
   }
   if (issue.code === "custom" && issue.params?.["propertyName"] !== undefined)
     return longPropertyName(at, issue.params);
-  const param = formatParam(at);
-  const value = valueAt(input, at);
-  if (value === undefined && at.length > 0 && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
+  return valueIssue(issue, formatParam(at), valueAt(input, at));
+}
+
+/** The 400 for a value that is wrong, or missing where one is required. */
+function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): BadRequestError {
+  if (value === undefined && param !== "" && (issue.code === "invalid_type" || issue.code === "invalid_union")) {
     return new BadRequestError(`Missing required parameter: '${param}'.`, {
       param,
       code: "missing_required_parameter",
     });
   }
-  return valueIssue(issue, param, value);
-}
-
-/** The 400 for a value present but wrong. */
-function valueIssue(issue: z.core.$ZodIssue, param: string, value: unknown): BadRequestError {
   const invalid = (message: string) => new BadRequestError(message, { param, code: "invalid_value" });
   const measured = Array.isArray(value) || typeof value === "string";
   switch (issue.code) {
@@ -193,6 +191,32 @@ function notSupported(value: string, options: readonly unknown[], param: string)
   });
 }
 
+/** "expected a string", or "expected one of a string or an array" where the forms differ. */
+function typeRefusal(param: string, expected: readonly string[], value: unknown): BadRequestError {
+  const types = [...new Set(expected.map(expectedType))];
+  const wanted = types.length === 1 ? types[0]! : `one of ${types.join(" or ")}`;
+  return new BadRequestError(`Invalid type for '${param}': expected ${wanted}, but got ${describe(value)} instead.`, {
+    param,
+    code: "invalid_type",
+  });
+}
+
+/**
+ * The refused item of a list that a form took for its own, if one did. That is the item a form
+ * read furthest to (`["a", 3]` as a prompt is a list of strings whose second item is not one),
+ * one refused for its contents (`[[]]`: a list of token lists whose first is empty), or, where
+ * every form that reads lists refused the first item for its type, that item (`stop: [3]`).
+ */
+function itemIssue(inners: readonly z.core.$ZodIssue[], param: string, value: unknown[]): BadRequestError | undefined {
+  const items = inners.filter((inner) => typeof inner.path[0] === "number");
+  const byContents = items
+    .filter((inner) => Number(inner.path[0]) > 0 || inner.path.length > 1 || inner.code !== "invalid_type")
+    .sort((a, b) => Number(b.path[0]) - Number(a.path[0]) || b.path.length - a.path.length)[0];
+  if (byContents) return valueIssue(byContents, param + formatParam(byContents.path), valueAt(value, byContents.path));
+  const types = items.flatMap((inner) => (inner.code === "invalid_type" ? [inner.expected] : []));
+  return types.length > 0 ? typeRefusal(`${param}[0]`, types, value[0]) : undefined;
+}
+
 /** The 400 for a value that none of a parameter's forms takes. */
 function unionIssue(issue: z.core.$ZodIssueInvalidUnion, param: string, value: unknown): BadRequestError {
   // A discriminated union's tag outside its list (a message's `role`, a response format's `type`).
@@ -205,24 +229,15 @@ function unionIssue(issue: z.core.$ZodIssueInvalidUnion, param: string, value: u
   const measured = Array.isArray(value) || typeof value === "string";
   if (length?.code === "too_big" && measured) return wrongLength(param, value, "maximum", Number(length.maximum));
   if (length?.code === "too_small" && measured) return wrongLength(param, value, "minimum", Number(length.minimum));
-  // A list that one form read furthest into before an item was wrong: that item's refusal
-  // (`["a", 3]` as a prompt is a list of strings whose second item is not one).
-  const furthest = inners
-    .filter((inner) => typeof inner.path[0] === "number" && inner.path[0] > 0)
-    .sort((a, b) => Number(b.path[0]) - Number(a.path[0]))[0];
-  if (furthest && Array.isArray(value))
-    return valueIssue(furthest, param + formatParam(furthest.path), valueAt(value, furthest.path));
+  const item = Array.isArray(value) ? itemIssue(inners, param, value) : undefined;
+  if (item) return item;
   // A value of none of the forms' types: "expected one of a string or an array".
   const types = issue.errors.map((branch) =>
     branch.length === 1 && branch[0]?.code === "invalid_type" && branch[0].path.length === 0
-      ? expectedType(branch[0].expected)
+      ? branch[0].expected
       : undefined,
   );
-  if (types.length > 0 && types.every((type) => type !== undefined))
-    return new BadRequestError(
-      `Invalid type for '${param}': expected one of ${[...new Set(types)].join(" or ")}, but got ${describe(value)} instead.`,
-      { param, code: "invalid_type" },
-    );
+  if (types.length > 0 && types.every((type) => type !== undefined)) return typeRefusal(param, types, value);
   return new BadRequestError(`Invalid value for '${param}': ${shown(value)} is not supported here.`, {
     param,
     code: "invalid_value",

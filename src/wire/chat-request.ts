@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { characters, dictionary, list } from "./collections.js";
-import { content, functionName, sampling, toolCallSchema } from "./shared.js";
+import { assistantContent, content, functionName, sampling, toolCallSchema } from "./shared.js";
 
 const systemMessage = z.strictObject({
   role: z.enum(["system", "developer"]),
@@ -15,7 +15,7 @@ const systemMessage = z.strictObject({
 const userMessage = z.strictObject({ role: z.literal("user"), content, name: z.string().optional() });
 const assistantMessage = z.strictObject({
   role: z.literal("assistant"),
-  content: content.nullish(),
+  content: assistantContent.nullish(),
   name: z.string().optional(),
   tool_calls: list(toolCallSchema).optional(),
   refusal: z.string().nullish(),

@@ -12,7 +12,14 @@ import { dictionary, list } from "./collections.js";
 const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 /** Parts the hosted API takes for models with vision or audio; checked here, refused by the handler with OpenAI's message. */
 const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
-export const content = z.union([z.string(), list(z.union([textPart, mediaPart]))]);
+/** An assistant turn's refusal, as OpenAI returns it and clients send back in the history. */
+const refusalPart = z.strictObject({ type: z.literal("refusal"), refusal: z.string() });
+// OpenAI's content arrays hold one part at least: `[]` is its `empty_array` refusal.
+export const content = z.union([z.string(), list(z.discriminatedUnion("type", [textPart, mediaPart]), { min: 1 })]);
+export const assistantContent = z.union([
+  z.string(),
+  list(z.discriminatedUnion("type", [textPart, refusalPart, mediaPart]), { min: 1 }),
+]);
 
 const stopSchema = z.union([z.string(), list(z.string(), { max: 4 })]);
 // include_obfuscation: accepted; the padding it turns on guards against a network observer

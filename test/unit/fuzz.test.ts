@@ -499,7 +499,7 @@ describe("adversarial input: lists of wrong items", () => {
     "content parts": [
       "/v1/chat/completions",
       `{"model":"${model}","messages":[{"role":"user","content":[${ones}]}]}`,
-      "messages[0].content",
+      "messages[0].content[0]",
     ],
     "tool calls": [
       "/v1/chat/completions",

@@ -157,6 +157,20 @@ describe("parameters", () => {
     expect(sound.message).toContain("input_audio is only supported by models that take audio");
   });
 
+  it("takes an assistant's refusal part back in the history, as the words it said", async () => {
+    const test = await makeApp();
+    const said = "I cannot help with that.";
+    const usage = async (content: unknown) => {
+      const history = [...messages, { role: "assistant", content }, { role: "user", content: "Why?" }];
+      const response = await test.app.handle(
+        test.post("/v1/chat/completions", { model, messages: history, max_tokens: 1 }),
+      );
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    };
+    expect(await usage([{ type: "refusal", refusal: said }])).toBe(await usage(said));
+  });
+
   it("refuses tool fields without tools, as OpenAI does", async () => {
     const test = await makeApp();
     const parallel = await refusal(test, "/v1/chat/completions", { model, messages, parallel_tool_calls: true });
@@ -416,6 +430,7 @@ describe("logprobs, top_logprobs and logit_bias", () => {
       status: 400,
       param: "echo",
       code: "unsupported_parameter",
+      message: "Setting 'echo' and 'logprobs' at the same time is not supported for this model.",
     });
     expect(await refusal(test, "/v1/completions", { model, prompt: "x", suffix: " the end." })).toMatchObject({
       status: 400,

@@ -74,6 +74,15 @@ describe("request schemas", () => {
         "array_above_max_length",
       ],
       [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content", "missing_required_parameter"],
+      // OpenAI's content arrays hold one part at least, in every role and in a prediction.
+      [{ model: "m", messages: [{ role: "user", content: [] }] }, "messages[0].content", "empty_array"],
+      [{ model: "m", messages: [{ role: "system", content: [] }, ...user] }, "messages[0].content", "empty_array"],
+      [{ model: "m", messages: [...user, { role: "assistant", content: [] }] }, "messages[1].content", "empty_array"],
+      [
+        { model: "m", messages: user, prediction: { type: "content", content: [] } },
+        "prediction.content",
+        "empty_array",
+      ],
       [{ model: "m", messages: [{ role: "robot", content: "x" }] }, "messages[0].role", "invalid_value"],
       [
         { model: "m", messages: [{ role: "tool", content: "x" }] },
@@ -127,14 +136,19 @@ describe("request schemas", () => {
       "Invalid 'prompt': array too long. Expected an array with maximum length 2048, but got an array with length 300000 instead.",
     );
     const wrong = failure(completionRequestSchema, { model: "m", prompt: [["x".repeat(1_000_000)]] });
-    expect(wrong.param).toBe("prompt");
+    expect(wrong.param).toBe("prompt[0][0]");
     expect(wrong.message.length).toBeLessThan(300);
     // A value nested a million deep is quoted without recursing into it (that was a 500 before).
-    const deep = JSON.parse(`{"model":"m","messages":[],"stop":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`);
+    const million = `${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}`;
+    const deep = JSON.parse(`{"model":"m","messages":[],"tool_choice":${million},"stop":${million}}`);
     deep.messages = user;
     const nested = failure(chatCompletionRequestSchema, deep);
-    expect(nested).toMatchObject({ param: "stop", code: "invalid_value" });
-    expect(nested.message).toBe("Invalid value for 'stop': [[[[[…]]]]] is not supported here.");
+    expect(nested).toMatchObject({ param: "tool_choice", code: "invalid_value" });
+    expect(nested.message).toBe("Invalid value for 'tool_choice': [[[[[…]]]]] is not supported here.");
+    delete deep.tool_choice;
+    expect(failure(chatCompletionRequestSchema, deep).message).toBe(
+      "Invalid type for 'stop[0]': expected a string, but got an array instead.",
+    );
     const key = failure(chatCompletionRequestSchema, { model: "m", messages: user, ["k".repeat(1_000_000)]: 1 });
     expect(key.code).toBe("unknown_parameter");
     expect(key.message.length).toBeLessThan(300);
@@ -221,6 +235,44 @@ describe("request schemas", () => {
     expect(failure(completionRequestSchema, { model: "m", prompt: 3 }).message).toBe(
       "Invalid type for 'prompt': expected one of a string or an array, but got an integer instead.",
     );
+    // The first item, where a form took the list for its own: empty, or wrong inside.
+    expect(prompt([[]])).toEqual([
+      "Invalid 'prompt[0]': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      "prompt[0]",
+      "empty_array",
+    ]);
+    expect(prompt([[1, 1.5]]).slice(1)).toEqual(["prompt[0][1]", "invalid_type"]);
+    expect(said(chat({ stop: [3] }))).toEqual([
+      "Invalid type for 'stop[0]': expected a string, but got an integer instead.",
+      "stop[0]",
+      "invalid_type",
+    ]);
+  });
+
+  it("name the content part at fault, and what it lacks", () => {
+    const said = (error: BadRequestError) => [error.message, error.param, error.code];
+    const part = (value: unknown, role = "user") =>
+      said(failure(chatCompletionRequestSchema, { model: "m", messages: [{ role, content: [value] }] }));
+    expect(part({ type: "text" })).toEqual([
+      "Missing required parameter: 'messages[0].content[0].text'.",
+      "messages[0].content[0].text",
+      "missing_required_parameter",
+    ]);
+    expect(part({ type: "refusal" }, "assistant").slice(1)).toEqual([
+      "messages[0].content[0].refusal",
+      "missing_required_parameter",
+    ]);
+    expect(part({ type: "text", text: 3 })[0]).toBe(
+      "Invalid type for 'messages[0].content[0].text': expected a string, but got an integer instead.",
+    );
+    expect(part({ type: "video" })).toEqual([
+      "Invalid value: 'video'. Supported values are: 'text', 'image_url', 'input_audio', and 'file'.",
+      "messages[0].content[0].type",
+      "invalid_value",
+    ]);
+    // A refusal is an assistant's part, not a user's.
+    expect(part({ type: "refusal", refusal: "no" })[1]).toBe("messages[0].content[0].type");
+    expect(part(null)[0]).toBe("Invalid type for 'messages[0].content[0]': expected an object, but got null instead.");
   });
 
   it("validate the legacy completions request", () => {
