@@ -88,3 +88,21 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
     }
   });
 }
+
+/**
+ * The messages as an upstream is sent them: an assistant's refusal parts become text parts. They
+ * are what it said, and servers that take OpenAI's messages need not know the part
+ * (llama-server answers "unsupported content[].type").
+ */
+export function upstreamMessages(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((message) =>
+    message.role === "assistant" && Array.isArray(message.content)
+      ? {
+          ...message,
+          content: message.content.map((part) =>
+            part.type === "refusal" ? { type: "text" as const, text: part.refusal } : part,
+          ),
+        }
+      : message,
+  );
+}

@@ -12,7 +12,7 @@ import { completionBudget, promptTokenIds } from "../serve/budget.js";
 import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
-import { refuseCapabilities, toEngineMessages } from "./chat-messages.js";
+import { refuseCapabilities, toEngineMessages, upstreamMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
 import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
@@ -120,7 +120,7 @@ async function forwardChat(
     {
       model,
       endpoint: "chat/completions",
-      body: boundedBody(json, maxTokens),
+      body: { ...boundedBody(json, maxTokens), messages: upstreamMessages(request.messages) },
       stream: request.stream === true,
       includeUsage: request.stream_options?.include_usage === true,
       promptTokens,

@@ -835,6 +835,25 @@ describe("forwarding to upstreams", () => {
     expect(deltas.at(-1)!.finish_reason).toBe("function_call");
   });
 
+  it("sends an assistant's refusal parts as text parts, which every upstream takes", async () => {
+    const answer = () =>
+      new Response(sseBody([chunk("ok"), chunk(null, "stop")]), { headers: { "content-type": "text/event-stream" } });
+    const { app, post, calls } = await remoteApp({ "https://a.example/v1/chat/completions": answer });
+    const messages = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: [{ type: "refusal", refusal: "I cannot." }] },
+      { role: "user", content: [{ type: "text", text: "Why?" }] },
+    ];
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
+    expect(response.status).toBe(200);
+    await response.text();
+    expect(calls[0]!.body.messages).toEqual([
+      messages[0],
+      { role: "assistant", content: [{ type: "text", text: "I cannot." }] },
+      messages[2],
+    ]);
+  });
+
   it("an upstream's reply is input too: linear to read however it is cut, bounded in size, and checked", async () => {
     /** A body that never ends: `piece` again and again, until the reader cancels. */
     const endless = (first: string, piece: string) => {
