@@ -121,6 +121,12 @@ export class Admin {
       await transaction.done.catch(() => undefined);
       throw new SetupError("not_found", `no account ${accountId}: create one with admin.createAccount`);
     }
+    // Balances are whole nano-USD: a sum past 2^53 would no longer be counted exactly.
+    if (!Number.isSafeInteger(account.balanceNanoUsd + amount)) {
+      transaction.abort();
+      await transaction.done.catch(() => undefined);
+      throw new SetupError("invalid_option", `a balance of ${usd} USD more is too large to count in nano-USD`);
+    }
     account.balanceNanoUsd += amount;
     await transaction.objectStore("accounts").put(account);
     await transaction.objectStore("ledger").add({

@@ -476,6 +476,11 @@ describe("admin", () => {
     expect(JSON.parse(await admin.exportLedger("json"))).toHaveLength(3);
     await checkLedgerInvariant(database);
     await expect(admin.credit(account.id, -1)).rejects.toMatchObject({ name: "SetupError", code: "invalid_option" });
+    // Two credits that each count exactly, but not together: the second is refused, the balance kept.
+    const rich = await admin.createAccount({ name: "rich", creditUsd: 5_000_000 });
+    await expect(admin.credit(rich.id, 5_000_000)).rejects.toMatchObject({ code: "invalid_option" });
+    expect((await admin.getAccount(rich.id))?.balanceNanoUsd).toBe(5_000_000 * 1e9);
+    await checkLedgerInvariant(database);
   });
 });
 
