@@ -44,7 +44,59 @@ export function refuseCapabilities(request: ChatCompletionRequest, model: string
   });
 }
 
-/** Wire messages to the engine's; a `tool` message must answer a call made earlier. */
+/** A client's id as a message quotes it: whole unless it is long. */
+function quotedId(id: string): string {
+  return id.length > 64 ? `${id.slice(0, 64)}…` : id;
+}
+
+/** OpenAI's refusal of tool calls left unanswered, listing them (the first 16 of a longer list). */
+function unansweredCalls(ids: ReadonlySet<string>, param: string): BadRequestError {
+  const listed = [...ids].slice(0, 16).map(quotedId);
+  const more = ids.size > listed.length ? `, and ${ids.size - listed.length} more` : "";
+  return new BadRequestError(
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
+      `The following tool_call_ids did not have response messages: ${listed.join(", ")}${more}`,
+    { param, code: null },
+  );
+}
+
+/**
+ * OpenAI's rule for tool turns, with its refusals in its words: the `tool` messages right after
+ * an assistant's tool calls answer each of them, and a `tool` message answers a call of the
+ * assistant message its run follows. ("preceeding" is OpenAI's spelling.) One pass: linear in
+ * the calls and messages.
+ */
+export function checkToolReplies(messages: readonly ChatMessage[]): void {
+  let calls: ReadonlySet<string> | null = null;
+  const unanswered = new Set<string>();
+  messages.forEach((message, index) => {
+    if (message.role === "tool") {
+      if (!calls)
+        throw new BadRequestError(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          { param: `messages.[${index}].role`, code: null },
+        );
+      if (!calls.has(message.tool_call_id))
+        throw new BadRequestError(
+          `Invalid parameter: 'tool_call_id' of '${quotedId(message.tool_call_id)}' not found in 'tool_calls' of previous message.`,
+          { param: `messages.[${index}].tool_call_id`, code: null },
+        );
+      unanswered.delete(message.tool_call_id);
+      return;
+    }
+    if (unanswered.size) throw unansweredCalls(unanswered, `messages.[${index}].role`);
+    const ids = message.role === "assistant" ? (message.tool_calls ?? []).map((call) => call.id) : [];
+    calls = ids.length ? new Set(ids) : null;
+    for (const id of ids) unanswered.add(id);
+  });
+  if (unanswered.size) throw unansweredCalls(unanswered, "messages");
+}
+
+/**
+ * Wire messages to the engine's; a `tool` message must answer a call made earlier (the whole rule
+ * is `checkToolReplies`; a request in the deprecated `functions` terms, which had no such rule,
+ * is held to this much).
+ */
 export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessage[] {
   const calls = new Set<string>();
   return messages.map((message, index) => {

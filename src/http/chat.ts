@@ -12,7 +12,7 @@ import { completionBudget, promptTokenIds } from "../serve/budget.js";
 import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
-import { refuseCapabilities, toEngineMessages, upstreamMessages } from "./chat-messages.js";
+import { checkToolReplies, refuseCapabilities, toEngineMessages, upstreamMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
 import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
@@ -70,6 +70,7 @@ async function serveChat(
   checkStreamOptions(request);
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
+  if (!legacy) checkToolReplies(request.messages);
   const call: ChatCall = { request, json: json as Record<string, unknown>, legacy, model };
   const route = await routeFor(dependencies.engine, model);
   return routed(route, () =>

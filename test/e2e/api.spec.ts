@@ -218,7 +218,7 @@ test("every error has OpenAI's body, the right status and a request id", async (
     unknown: [400, "unknown_parameter", "temprature"],
     malformed: [400, "invalid_json", null],
     context: [400, "context_length_exceeded", "messages"],
-    orphanTool: [400, "invalid_value", "messages[0].tool_call_id"],
+    orphanTool: [400, null, "messages.[0].role"],
     badUrl: [404, "unknown_url", null],
     wrongMethod: [404, "unknown_url", null],
     completionsMissing: [400, "missing_required_parameter", "prompt"],

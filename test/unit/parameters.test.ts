@@ -171,6 +171,44 @@ describe("parameters", () => {
     expect(await usage([{ type: "refusal", refusal: said }])).toBe(await usage(said));
   });
 
+  it("holds tool turns to OpenAI's rule: each call answered by the tool messages right after it", async () => {
+    const test = await makeApp();
+    const call = (id: string) => ({ id, type: "function", function: { name: "f", arguments: "{}" } });
+    const asked = { role: "assistant", content: null, tool_calls: [call("c1"), call("c2")] };
+    const answer = (id: string) => ({ role: "tool", tool_call_id: id, content: "done" });
+    const chat = (history: unknown[]) => refusal(test, "/v1/chat/completions", { model, messages: history });
+    expect(await chat([...messages, asked, answer("c1"), { role: "user", content: "And?" }])).toMatchObject({
+      status: 400,
+      code: null,
+      param: "messages.[3].role",
+      message:
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
+        "The following tool_call_ids did not have response messages: c2",
+    });
+    expect(await chat([...messages, asked])).toMatchObject({
+      param: "messages",
+      message: expect.stringMatching(/: c1, c2$/),
+    });
+    expect(await chat([...messages, answer("c1")])).toMatchObject({
+      param: "messages.[1].role",
+      message:
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+    });
+    // A tool message answers the assistant turn its run follows, not one before.
+    const later = [...messages, asked, answer("c1"), answer("c2"), { role: "assistant", content: "ok" }, answer("c1")];
+    expect(await chat(later)).toMatchObject({ param: "messages.[5].role" });
+    expect(await chat([...messages, asked, answer("c3")])).toMatchObject({
+      param: "messages.[2].tool_call_id",
+      message: "Invalid parameter: 'tool_call_id' of 'c3' not found in 'tool_calls' of previous message.",
+    });
+    // Answered, in any order: served.
+    const answered = [...messages, asked, answer("c2"), answer("c1"), { role: "user", content: "And?" }];
+    const response = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages: answered, max_tokens: 1 }),
+    );
+    expect(response.status).toBe(200);
+  });
+
   it("refuses tool fields without tools, as OpenAI does", async () => {
     const test = await makeApp();
     const parallel = await refusal(test, "/v1/chat/completions", { model, messages, parallel_tool_calls: true });
