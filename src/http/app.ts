@@ -115,7 +115,9 @@ export class InferenceApp {
     const rate =
       outcome.rate ??
       (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
-    for (const [name, value] of Object.entries(outcomeHeaders(outcome.route, outcome.upstream, rate)))
+    for (const [name, value] of Object.entries(
+      outcomeHeaders(outcome.route, outcome.upstream, rate, this.#dependencies.clock()),
+    ))
       response.headers.set(name, value);
     response.headers.set("x-request-id", requestId);
     return response;

@@ -36,15 +36,30 @@ function engineHeaders(engine: { name: string; reason: string; threads?: number 
   };
 }
 
+/**
+ * The time until a reset, as the hosted API writes it: Go's duration form ("12ms", "8.64s",
+ * "1m0s"), which clients parse as such (go-openai with `time.ParseDuration`).
+ */
+export function resetDuration(milliseconds: number): string {
+  const whole = Math.max(0, Math.ceil(milliseconds));
+  if (whole === 0) return "0s";
+  if (whole < 1000) return `${whole}ms`;
+  const hours = Math.floor(whole / 3_600_000);
+  const minutes = Math.floor((whole % 3_600_000) / 60_000);
+  const seconds = `${(whole % 60_000) / 1000}s`;
+  if (hours) return `${hours}h${minutes}m${seconds}`;
+  return minutes ? `${minutes}m${seconds}` : seconds;
+}
+
 /** The key's window after this request, as the hosted API reports it. */
-function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+function rateLimitHeaders(state: RateLimitState, now: number): Record<string, string> {
   return {
     "x-ratelimit-limit-requests": String(state.limitRequests),
     "x-ratelimit-remaining-requests": String(state.remainingRequests),
-    "x-ratelimit-reset-requests": new Date(state.resetRequests).toISOString(),
+    "x-ratelimit-reset-requests": resetDuration(state.resetRequests - now),
     "x-ratelimit-limit-tokens": String(state.limitTokens),
     "x-ratelimit-remaining-tokens": String(state.remainingTokens),
-    "x-ratelimit-reset-tokens": new Date(state.resetTokens).toISOString(),
+    "x-ratelimit-reset-tokens": resetDuration(state.resetTokens - now),
   };
 }
 
@@ -53,10 +68,11 @@ export function outcomeHeaders(
   route: Route | undefined,
   upstream: Upstream | undefined,
   rate: RateLimitState | undefined,
+  now: number,
 ): Record<string, string> {
   return {
     ...(route ? routeHeaders(route.decision, upstream) : {}),
     ...(route?.engine ? engineHeaders(route.engine) : {}),
-    ...(rate ? rateLimitHeaders(rate) : {}),
+    ...(rate ? rateLimitHeaders(rate, now) : {}),
   };
 }

@@ -3,6 +3,7 @@ import { Catalogue } from "../../src/model/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
 import { broadcastKeyChange, listenForKeyChanges } from "../../src/bridge/key-changes.js";
+import { resetDuration } from "../../src/http/headers.js";
 import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
 import { webLocksLiveness } from "../../src/policy/liveness.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
@@ -486,15 +487,16 @@ describe("admin", () => {
 
 describe("over HTTP", () => {
   it("puts the X-RateLimit headers on successes and on errors once the key is known", async () => {
-    const { app, post, get } = await makeApp({ rpm: 3 });
+    const { app, post, get, clock } = await makeApp({ rpm: 3 });
     const ok = await app.handle(get("/v1/models"));
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("3");
     expect(ok.headers.get("x-ratelimit-remaining-requests")).toBe("2");
-    expect(ok.headers.get("x-ratelimit-reset-requests")).toBe(new Date(1_700_000_060_000).toISOString());
+    // The time until the window resets, in the hosted API's (Go's) duration form.
+    expect(ok.headers.get("x-ratelimit-reset-requests")).toBe("1m0s");
     expect(ok.headers.get("x-ratelimit-limit-tokens")).toBe("150000");
     expect(ok.headers.get("x-ratelimit-remaining-tokens")).toBe("150000");
-    expect(ok.headers.get("x-ratelimit-reset-tokens")).toBe(new Date(1_700_000_060_000).toISOString());
+    expect(ok.headers.get("x-ratelimit-reset-tokens")).toBe("1m0s");
     const invalid = await app.handle(post("/v1/chat/completions", { model: "x" }));
     expect(invalid.status).toBe(400);
     expect(invalid.headers.get("x-ratelimit-remaining-requests")).toBe("2");
@@ -512,6 +514,9 @@ describe("over HTTP", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("60");
     expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    clock.now += 51_360;
+    const later = await app.handle(get("/v1/models"));
+    expect([later.status, later.headers.get("x-ratelimit-reset-requests")]).toEqual([429, "8.64s"]);
     const anonymous = await app.handle(new Request("https://app.example/openai/v1/models"));
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("x-ratelimit-limit-requests")).toBeNull();
@@ -574,5 +579,23 @@ describe("over HTTP", () => {
     expect(await response.json()).toEqual({
       error: { message: "insufficient balance", type: "insufficient_quota", code: "insufficient_quota", param: null },
     });
+  });
+});
+
+describe("reset durations", () => {
+  it("are written as the hosted API writes them: Go's duration form", () => {
+    const cases: [number, string][] = [
+      [0, "0s"],
+      [-5, "0s"],
+      [12, "12ms"],
+      [0.2, "1ms"],
+      [1_000, "1s"],
+      [8_640, "8.64s"],
+      [60_000, "1m0s"],
+      [90_500, "1m30.5s"],
+      [3_723_000, "1h2m3s"],
+    ];
+    for (const [milliseconds, written] of cases)
+      expect([milliseconds, resetDuration(milliseconds)]).toEqual([milliseconds, written]);
   });
 });
