@@ -161,9 +161,9 @@ class KeysView {
   #renderRate(): void {
     const rate = this.#state.rate;
     if (!rate) return;
-    const at = (iso: string | undefined) => (iso ? new Date(iso).toLocaleTimeString() : "");
+    // The reset header is the time until the window starts again ("8.64s"), as the hosted API writes it.
     element("rate-state").textContent =
-      `Requests: ${rate["remaining-requests"]} of ${rate["limit-requests"]} left, window resets at ${at(rate["reset-requests"])}. ` +
+      `Requests: ${rate["remaining-requests"]} of ${rate["limit-requests"]} left, window resets in ${rate["reset-requests"] ?? "?"}. ` +
       `Tokens: ${rate["remaining-tokens"]} of ${rate["limit-tokens"]} left. (As of the last response, ${new Date().toLocaleTimeString()}.)`;
   }
 
