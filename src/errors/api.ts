@@ -10,7 +10,9 @@ import { EngineError } from "./engine.js";
 export type ErrorType =
   | "invalid_request_error"
   | "insufficient_quota"
-  | "rate_limit_exceeded"
+  // A 429's type is the limit reached, as OpenAI names it.
+  | "requests"
+  | "tokens"
   | "not_found_error"
   | "server_error"
   | "service_unavailable";
@@ -78,11 +80,19 @@ export class NotFoundError extends ApiError {
 }
 
 export class RateLimitError extends ApiError {
-  constructor(message: string, retryAfterSeconds: number) {
+  /**
+   * `limit` is the window reached, OpenAI's type for the error. A `retryAfterSeconds` of null
+   * means no wait helps (a request larger than the limit itself): marked `x-should-retry: false`,
+   * which the openai SDK honours.
+   */
+  constructor(message: string, limit: "requests" | "tokens", retryAfterSeconds: number | null) {
     super(429, message, {
-      type: "rate_limit_exceeded",
+      type: limit,
       code: "rate_limit_exceeded",
-      headers: { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+      headers:
+        retryAfterSeconds === null
+          ? { "x-should-retry": "false" }
+          : { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
     });
   }
 }

@@ -5,6 +5,7 @@
 import type { RateLimitState } from "../policy/policy.js";
 import type { Upstream } from "../model/entry.js";
 import type { Route, RouteDecision } from "../serve/route-decision.js";
+import { durationText } from "../wire/duration.js";
 
 /** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
 function headerValue(text: string): string {
@@ -36,30 +37,15 @@ function engineHeaders(engine: { name: string; reason: string; threads?: number 
   };
 }
 
-/**
- * The time until a reset, as the hosted API writes it: Go's duration form ("12ms", "8.64s",
- * "1m0s"), which clients parse as such (go-openai with `time.ParseDuration`).
- */
-export function resetDuration(milliseconds: number): string {
-  const whole = Math.max(0, Math.ceil(milliseconds));
-  if (whole === 0) return "0s";
-  if (whole < 1000) return `${whole}ms`;
-  const hours = Math.floor(whole / 3_600_000);
-  const minutes = Math.floor((whole % 3_600_000) / 60_000);
-  const seconds = `${(whole % 60_000) / 1000}s`;
-  if (hours) return `${hours}h${minutes}m${seconds}`;
-  return minutes ? `${minutes}m${seconds}` : seconds;
-}
-
 /** The key's window after this request, as the hosted API reports it. */
 function rateLimitHeaders(state: RateLimitState, now: number): Record<string, string> {
   return {
     "x-ratelimit-limit-requests": String(state.limitRequests),
     "x-ratelimit-remaining-requests": String(state.remainingRequests),
-    "x-ratelimit-reset-requests": resetDuration(state.resetRequests - now),
+    "x-ratelimit-reset-requests": durationText(state.resetRequests - now),
     "x-ratelimit-limit-tokens": String(state.limitTokens),
     "x-ratelimit-remaining-tokens": String(state.remainingTokens),
-    "x-ratelimit-reset-tokens": resetDuration(state.resetTokens - now),
+    "x-ratelimit-reset-tokens": durationText(state.resetTokens - now),
   };
 }
 

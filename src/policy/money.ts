@@ -20,3 +20,10 @@ export interface Price {
 export function costNano(price: Price, promptTokens: number, completionTokens: number): number {
   return promptTokens * price.inputNanoUsdPerToken + completionTokens * price.outputNanoUsdPerToken;
 }
+
+/** An amount as a person reads it: USD to the nano-dollar, "$0.000001100". */
+export function formatUsd(nano: number): string {
+  const sign = nano < 0 ? "-" : "";
+  const whole = Math.abs(nano);
+  return `${sign}$${Math.floor(whole / nanoPerUsd)}.${String(whole % nanoPerUsd).padStart(9, "0")}`;
+}

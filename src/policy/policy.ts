@@ -12,9 +12,18 @@
  */
 import { AuthenticationError, PermissionDeniedError, RateLimitError } from "../errors/api.js";
 import { bearerKey, constantTimeEqual, hashKey } from "./keys.js";
-import { costNano, type Price } from "./money.js";
+import { costNano, formatUsd, type Price } from "./money.js";
+import { durationText } from "../wire/duration.js";
 import type { Liveness } from "./liveness.js";
-import type { KeyRecord, LedgerEntry, PolicyDatabase, ReservationRecord, Timings, WindowRecord } from "./store.js";
+import type {
+  AccountRecord,
+  KeyRecord,
+  LedgerEntry,
+  PolicyDatabase,
+  ReservationRecord,
+  Timings,
+  WindowRecord,
+} from "./store.js";
 
 const windowMs = 60_000;
 
@@ -126,6 +135,18 @@ interface LeaseGrant {
   counted: LiveWindow;
   commit(): void;
   rollback(): void;
+}
+
+/** The 403's sentence: what the request may cost, what the account has free, and the two ways out. */
+function shortOf(request: AdmitRequest, amount: number, account: AccountRecord | undefined): string {
+  const balance = account?.balanceNanoUsd ?? 0;
+  const held = account?.reservedNanoUsd ?? 0;
+  return (
+    `This key's account has insufficient balance for this request: it may cost up to ${formatUsd(amount)} ` +
+    `(${request.promptTokens} prompt tokens and up to ${request.maxCompletionTokens} completion tokens), and ` +
+    `${formatUsd(Math.max(0, balance - held))} is free (a balance of ${formatUsd(balance)}, less ${formatUsd(held)} ` +
+    "held for requests in progress). Credit the account (admin.credit), or ask for fewer tokens (max_tokens)."
+  );
 }
 
 /** A lease block: an eighth of the limit, so about one request in eight writes the lease. */
@@ -348,17 +369,29 @@ export class Policy {
     tokens: number,
     now: number,
   ): void {
-    const retryAfter = (window.windowStart + windowMs - now) / 1000;
+    const wait = window.windowStart + windowMs - now;
+    const again = `Please try again in ${durationText(wait)}.`;
     if (window.requests + 1 > key.rpm) {
       throw new RateLimitError(
-        `Rate limit reached for requests on key ${key.prefix}: limit ${key.rpm} per minute. Please try again in ${Math.ceil(retryAfter)}s.`,
-        retryAfter,
+        `Rate limit reached for key ${key.prefix} on requests per min (RPM): Limit ${key.rpm}, Used ${window.requests}, Requested 1. ${again}`,
+        "requests",
+        wait / 1000,
+      );
+    }
+    // More than the limit itself: no wait admits it.
+    if (tokens > key.tpm) {
+      throw new RateLimitError(
+        `Request too large for key ${key.prefix} on tokens per min (TPM): Limit ${key.tpm}, Requested ${tokens}. ` +
+          "The input or output tokens must be reduced in order to run successfully (a shorter prompt, a lower max_tokens), or the key's limit raised (admin.setLimits).",
+        "tokens",
+        null,
       );
     }
     if (window.tokens + tokens > key.tpm) {
       throw new RateLimitError(
-        `Rate limit reached for tokens on key ${key.prefix}: limit ${key.tpm} per minute, used ${window.tokens}, requested ${tokens}. Please try again in ${Math.ceil(retryAfter)}s.`,
-        retryAfter,
+        `Rate limit reached for key ${key.prefix} on tokens per min (TPM): Limit ${key.tpm}, Used ${window.tokens}, Requested ${tokens}. ${again}`,
+        "tokens",
+        wait / 1000,
       );
     }
   }
@@ -395,9 +428,8 @@ export class Policy {
       const key = writeLastUse ? { ...stored, lastUsedAt: now } : stored;
       counted = await this.#count(transaction.objectStore("windows"), key, admittedTokens, now);
       const account = expected?.id === key.accountId ? expected : await accounts.get(key.accountId);
-      if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount) {
-        throw new PermissionDeniedError("insufficient balance");
-      }
+      if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount)
+        throw new PermissionDeniedError(shortOf(request, amount, account));
       account.reservedNanoUsd += amount;
       const reservation = this.#reservation(request, key, amount, admittedTokens, counted.window.windowStart, now);
       const writes = [accounts.put(account), transaction.objectStore("reservations").add(reservation)];

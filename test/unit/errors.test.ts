@@ -31,7 +31,8 @@ describe("errors", () => {
         "invalid_request_error",
         "model_not_found",
       ],
-      [new RateLimitError("slow down", 1.2), 429, "rate_limit_exceeded", "rate_limit_exceeded"],
+      [new RateLimitError("slow down", "requests", 1.2), 429, "requests", "rate_limit_exceeded"],
+      [new RateLimitError("slow down", "tokens", 1.2), 429, "tokens", "rate_limit_exceeded"],
       [new InternalServerError("boom"), 500, "server_error", "internal_error"],
       [new ServiceUnavailableError("busy"), 503, "service_unavailable", "service_unavailable"],
     ];
@@ -43,14 +44,17 @@ describe("errors", () => {
   });
 
   it("serialises in one place, with the headers the failure implies", async () => {
-    const response = errorResponse(new RateLimitError("Rate limit reached", 1.2), { "x-extra": "1" });
+    const response = errorResponse(new RateLimitError("Rate limit reached", "tokens", 1.2), { "x-extra": "1" });
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("2");
     expect(response.headers.get("x-extra")).toBe("1");
     expect(response.headers.get("content-type")).toBe("application/json");
     expect(await response.json()).toEqual({
-      error: { message: "Rate limit reached", type: "rate_limit_exceeded", code: "rate_limit_exceeded", param: null },
+      error: { message: "Rate limit reached", type: "tokens", code: "rate_limit_exceeded", param: null },
     });
+    // A wait that cannot help: no Retry-After, and the SDK told not to retry.
+    const never = errorResponse(new RateLimitError("Request too large", "tokens", null));
+    expect([never.headers.get("retry-after"), never.headers.get("x-should-retry")]).toEqual([null, "false"]);
   });
 
   it("turns unknown failures into 500s that name the request id, never 400", () => {

@@ -3,7 +3,7 @@ import { Catalogue } from "../../src/model/catalogue.js";
 import { hashKey } from "../../src/policy/keys.js";
 import { costNano } from "../../src/policy/money.js";
 import { broadcastKeyChange, listenForKeyChanges } from "../../src/bridge/key-changes.js";
-import { resetDuration } from "../../src/http/headers.js";
+import { durationText } from "../../src/wire/duration.js";
 import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
 import { webLocksLiveness } from "../../src/policy/liveness.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
@@ -232,11 +232,15 @@ describe("reservation and settlement", () => {
     const { policy, database, created } = await setup(0.000001); // 1000 nano-USD: exactly two requests.
     const first = await admitOne(policy, created.id);
     await admitOne(policy, created.id);
+    // The cause, in money and tokens, and the two ways out.
     await expect(admitOne(policy, created.id)).rejects.toMatchObject({
       status: 403,
       type: "insufficient_quota",
       code: "insufficient_quota",
-      message: "insufficient balance",
+      message:
+        "This key's account has insufficient balance for this request: it may cost up to $0.000000500 " +
+        "(10 prompt tokens and up to 20 completion tokens), and $0.000000000 is free (a balance of $0.000001000, " +
+        "less $0.000001000 held for requests in progress). Credit the account (admin.credit), or ask for fewer tokens (max_tokens).",
     });
     await checkLedgerInvariant(database);
     // Settling releases the unused part of the reservation: 10 prompt + 5 completion = 200.
@@ -345,11 +349,13 @@ describe("rate limits", () => {
     }
     clock.now = start + 59_500;
     const refused = await count(policy, created.key).catch((error: unknown) => error);
+    // OpenAI's words, type and duration form: 600 ms from the window's end.
     expect(refused).toMatchObject({
       status: 429,
-      type: "rate_limit_exceeded",
+      type: "requests",
       code: "rate_limit_exceeded",
       headers: { "retry-after": "1" },
+      message: `Rate limit reached for key ${created.prefix} on requests per min (RPM): Limit 60, Used 60, Requested 1. Please try again in 600ms.`,
     });
     // The window opened with the first request, at start + 100.
     clock.now = start + 100 + 59_999;
@@ -522,6 +528,39 @@ describe("over HTTP", () => {
     expect(anonymous.headers.get("x-ratelimit-limit-requests")).toBeNull();
   });
 
+  it("a request larger than the key's tokens per minute: OpenAI's 'Request too large', not worth a retry", async () => {
+    const { app, post, key } = await makeApp({ tpm: 40 });
+    const ask = (maxTokens: number) =>
+      app.handle(
+        post("/v1/chat/completions", {
+          model: "gamma-7b-instruct-v0.3",
+          messages: [{ role: "user", content: "hi" }],
+          max_tokens: maxTokens,
+        }),
+      );
+    const large = await ask(100);
+    expect(large.status).toBe(429);
+    expect([large.headers.get("retry-after"), large.headers.get("x-should-retry")]).toEqual([null, "false"]);
+    const { error } = (await large.json()) as { error: { message: string; type: string; code: string } };
+    expect(error).toMatchObject({ type: "tokens", code: "rate_limit_exceeded" });
+    expect(error.message).toMatch(
+      new RegExp(
+        `^Request too large for key ${key.slice(0, 6)}.* on tokens per min \\(TPM\\): Limit 40, Requested \\d+\\. The input or output tokens must be reduced`,
+      ),
+    );
+    // Within the limit, but not with what the window has used: a wait helps, and says how long.
+    expect((await ask(20)).status).toBe(200);
+    const later = await ask(20);
+    expect([later.status, later.headers.get("retry-after"), later.headers.get("x-should-retry")]).toEqual([
+      429,
+      "60",
+      null,
+    ]);
+    expect(((await later.json()) as { error: { message: string } }).error.message).toMatch(
+      /on tokens per min \(TPM\): Limit 40, Used \d+, Requested \d+\. Please try again in 1m0s\.$/,
+    );
+  });
+
   it("writes a ledger entry per generation and bills an abandoned stream for the tokens it streamed", async () => {
     const { app, post, database, keyId } = await makeApp({ tokenDelayMs: 2 });
     const full = await app.handle(
@@ -577,7 +616,14 @@ describe("over HTTP", () => {
     );
     expect(response.status).toBe(403);
     expect(await response.json()).toEqual({
-      error: { message: "insufficient balance", type: "insufficient_quota", code: "insufficient_quota", param: null },
+      error: {
+        message: expect.stringMatching(
+          /^This key's account has insufficient balance for this request: .* \$0\.000000000 is free/,
+        ),
+        type: "insufficient_quota",
+        code: "insufficient_quota",
+        param: null,
+      },
     });
   });
 });
@@ -596,6 +642,6 @@ describe("reset durations", () => {
       [3_723_000, "1h2m3s"],
     ];
     for (const [milliseconds, written] of cases)
-      expect([milliseconds, resetDuration(milliseconds)]).toEqual([milliseconds, written]);
+      expect([milliseconds, durationText(milliseconds)]).toEqual([milliseconds, written]);
   });
 });
