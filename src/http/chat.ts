@@ -174,6 +174,9 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
     choicesPerPrompt: request.n ?? 1,
     sampling: {
       ...samplingOf(request, maxTokens),
+      // A reply that must be a call (tool_choice `required` or a named function) is the call's
+      // JSON: a stop sequence could only cut it into text that is no call.
+      ...(structured.constraint?.kind === "tools" && structured.constraint.choice !== "auto" ? { stop: [] } : {}),
       ...(logprobs !== undefined ? { logprobs } : {}),
       ...(logitBias ? { logitBias } : {}),
     },

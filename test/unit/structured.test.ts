@@ -353,6 +353,33 @@ describe("over HTTP, on the deterministic engine", () => {
     }
   });
 
+  it("a reply that must be a call is not cut by a stop sequence; a text reply is", async () => {
+    const { app, post } = await makeApp();
+    // Every call's JSON holds `"` and `name`: a stop sequence that would cut each one.
+    const stop = ['"', "name"];
+    for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
+      for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
+        const response = await app.handle(post("/v1/chat/completions", { model, messages, tools, tool_choice, stop }));
+        const choice = chatCompletionSchema.parse(await response.json()).choices[0]!;
+        expect({ model, tool_choice, finish: choice.finish_reason }).toEqual({
+          model,
+          tool_choice,
+          finish: "tool_calls",
+        });
+        expect(choice.message.tool_calls?.length).toBeGreaterThan(0);
+      }
+    }
+    const plain = { model: "alpha3:8b-instruct-q8_0", messages, max_tokens: 40 };
+    const whole = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", plain))).json());
+    const text = whole.choices[0]!.message.content!;
+    const cut = text.split(" ")[2]!;
+    const stopped = await app.handle(
+      post("/v1/chat/completions", { ...plain, tools, tool_choice: "none", stop: [cut] }),
+    );
+    const choice = chatCompletionSchema.parse(await stopped.json()).choices[0]!;
+    expect([choice.message.content, choice.finish_reason]).toEqual([text.slice(0, text.indexOf(cut)), "stop"]);
+  });
+
   it("calls the named function, two in parallel when required, and answers in text after a tool result", async () => {
     const { app, post } = await makeApp();
     const named = chatCompletionSchema.parse(
