@@ -51,6 +51,8 @@ export type OutputConstraint =
       parallel: boolean;
       /** The conversation's last turn is a tool result. */
       afterToolResult: boolean;
+      /** Under `auto` with a response_format: a reply that is no call is JSON (of `schema`, else any object). */
+      text?: { schema?: string };
     };
 
 /** A piece of a conversation's prompt (see `renderChatSegments`): `reply` marks an earlier reply given back verbatim. */

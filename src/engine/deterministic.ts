@@ -146,14 +146,13 @@ export class DeterministicEngine implements Engine {
       case undefined:
         return prose;
       case "json":
-        return constraint.schema === undefined
-          ? JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 })
-          : JSON.stringify(sampleSchema(JSON.parse(constraint.schema) as JsonSchema, random, budget));
+        return jsonReply(constraint.schema, prose, random, budget);
       case "grammar":
         throw new EngineError("unsupported", "The deterministic engine cannot follow an arbitrary grammar.");
       case "tools": {
-        const { tools, choice } = constraint;
-        if (choice === "auto" && constraint.afterToolResult) return prose;
+        const { tools, choice, text } = constraint;
+        if (choice === "auto" && constraint.afterToolResult)
+          return text ? jsonReply(text.schema, prose, random, budget) : prose;
         const first =
           typeof choice === "object"
             ? tools.find((tool) => tool.name === choice.name)
@@ -222,6 +221,13 @@ export class DeterministicEngine implements Engine {
     const ids = tokenizer.encode(this.compose(request, prompt, budget));
     return { ids, cut: budget.cut };
   }
+}
+
+/** A JSON reply: an instance of `schema`, or, for JSON mode without one, an object holding the prose. */
+function jsonReply(schema: string | undefined, prose: string, random: () => number, budget: SampleBudget): string {
+  return schema === undefined
+    ? JSON.stringify({ reply: prose, confidence: Math.round(random() * 100) / 100 })
+    : JSON.stringify(sampleSchema(JSON.parse(schema) as JsonSchema, random, budget));
 }
 
 /** The prompt's text, and its count: our rendering's ids where the request has them (a message's text is text), else the raw prompt's. */

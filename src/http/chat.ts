@@ -184,7 +184,7 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
   };
   return {
     plan,
-    syntax: structured.tools ? toolSyntax[model.family] : null,
+    syntax: structured.tools ? (structured.syntax ?? toolSyntax[model.family]) : null,
     logprobsAsked: logprobs !== undefined,
     rules: structured.rules,
   };

@@ -5,6 +5,7 @@
  * `finish` goes out, and one that breaks it ends as an error, never as a success.
  */
 import { InvalidOutputError } from "../errors/api.js";
+import type { JsonSchema } from "../grammar/schema.js";
 import { validate, type Violation } from "../grammar/validate.js";
 import { ToolCallParser } from "../prompt/tool-calls.js";
 import type { ToolSyntax } from "../prompt/templates.js";
@@ -25,18 +26,19 @@ function parsed(text: string): { value: unknown } | null {
   }
 }
 
-function jsonFinding(rules: Extract<ReplyRules, { kind: "json" }>, text: string): Finding | null {
+function jsonFinding(schema: JsonSchema, text: string): Finding | null {
   const param = "response_format.json_schema.schema";
   const reply = parsed(text);
-  const violation = reply ? validate(rules.schema, reply.value) : { at: "", message: "is not JSON" };
+  const violation = reply ? validate(schema, reply.value) : { at: "", message: "is not JSON" };
   return violation ? { violation, param, subject: "reply" } : null;
 }
 
+/** Each call's arguments against its tool's parameters; a reply that is no call, against the response_format's schema if there is one. */
 function toolFinding(rules: Extract<ReplyRules, { kind: "tools" }>, text: string, syntax: ToolSyntax): Finding | null {
   const parser = new ToolCallParser(syntax);
   parser.push(text);
   parser.end();
-  if (parser.mode !== "calls") return null;
+  if (parser.mode !== "calls") return rules.text ? jsonFinding(rules.text, text) : null;
   for (const call of parser.calls) {
     const schema = rules.parameters.get(call.name);
     if (schema === undefined) continue;
@@ -48,7 +50,7 @@ function toolFinding(rules: Extract<ReplyRules, { kind: "tools" }>, text: string
 }
 
 function replyFinding(rules: ReplyRules, text: string, syntax: ToolSyntax | null): Finding | null {
-  if (rules.kind === "json") return jsonFinding(rules, text);
+  if (rules.kind === "json") return jsonFinding(rules.schema, text);
   return syntax ? toolFinding(rules, text, syntax) : null;
 }
 

@@ -13,7 +13,7 @@ import { checkFinite } from "../grammar/finite.js";
 import { literal } from "../grammar/ebnf.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../grammar/schema.js";
 import { GrammarBuilder, grammarFor, schemaToGrammar } from "../grammar/schema-grammar.js";
-import { toolSyntax, type ToolSpec } from "../prompt/templates.js";
+import { toolSyntax, type ToolSpec, type ToolSyntax } from "../prompt/templates.js";
 import type { ChatCompletionRequest } from "../wire/chat-request.js";
 
 export interface StructuredPlan {
@@ -26,9 +26,13 @@ export interface StructuredPlan {
   ownPrompt: boolean;
   /** What a finished reply is checked against: the JSON schema, or each tool's parameters by name. */
   rules?: ReplyRules;
+  /** Tool mode: how the reply is read, calls apart from text (the family's syntax, its openers made exact where a JSON reply could begin like a call). */
+  syntax?: ToolSyntax;
 }
 
-export type ReplyRules = { kind: "json"; schema: JsonSchema } | { kind: "tools"; parameters: Map<string, JsonSchema> };
+/** `text`: in tool mode with a `response_format`, the schema a reply that is not a call must match. */
+export type ReplyRules =
+  { kind: "json"; schema: JsonSchema } | { kind: "tools"; parameters: Map<string, JsonSchema>; text?: JsonSchema };
 
 const jsonInstruction = "Respond with a JSON object.";
 
@@ -109,13 +113,14 @@ function notStartingWith(excluded: readonly string[]): string {
 /**
  * The grammar of a reply under `choice`: one of the tools' calls (or several, when parallel),
  * with arguments that match each tool's parameters; under `auto`, also any text that does not
- * begin like a call.
+ * begin like a call, or, given `textSchema` (a response_format), that schema's JSON.
  */
 export function toolGrammar(
   family: ModelFamily,
   tools: readonly ToolSpec[],
   choice: ToolChoiceSpec,
   parallel: boolean,
+  textSchema?: JsonSchema,
 ): string {
   const syntax = toolSyntax[family];
   const builder = new GrammarBuilder({ pythonSpacing: true });
@@ -131,35 +136,79 @@ export function toolGrammar(
   const call = builder.rule("call", calls.join(" | "));
   const replies = syntax.grammar(call, parallel && typeof choice !== "object");
   if (choice !== "auto") return builder.build(replies);
-  const text = builder.rule("text", `${notStartingWith(syntax.openers.map((opener) => opener[0] ?? ""))} [^\\x00]*`);
+  // Under a response_format, a reply that is no call is the format's JSON.
+  const text = textSchema
+    ? builder.schema(textSchema, textSchema, "reply")
+    : builder.rule("text", `${notStartingWith(syntax.openers.map((opener) => opener[0] ?? ""))} [^\\x00]*`);
   return builder.build(`${replies} | ${text}`);
 }
 
-/** Tool mode: the grammar of the calls `tool_choice` allows, and each tool's parameters to check the calls against. */
+/** The JSON a `response_format` asks for: the schema a reply must match, and the instruction that asks for it. */
+interface JsonReply {
+  schema: JsonSchema;
+  /** The client's own schema (json_schema), rather than json_object's any object. */
+  declared: boolean;
+  instruction: string;
+}
+
+function jsonReplyOf(request: ChatCompletionRequest): JsonReply | null {
+  const format = request.response_format;
+  if (format?.type === "json_object")
+    return { schema: { type: "object" }, declared: false, instruction: jsonInstruction };
+  if (format?.type !== "json_schema") return null;
+  const schema = checked(format.json_schema.schema ?? {}, "response_format.json_schema.schema");
+  const instruction = `${jsonInstruction} It must match this JSON Schema: ${JSON.stringify(schema)}`;
+  return { schema, declared: true, instruction };
+}
+
+/**
+ * The messages with the JSON instruction in the system turn. The hosted API requires JSON mode
+ * requests to ask for JSON; we ask on the caller's behalf, unless a json_object request already does.
+ */
+function askingForJson(messages: EngineMessage[], json: JsonReply): EngineMessage[] {
+  if (!json.declared && messages.some((message) => /json/i.test(message.content))) return messages;
+  const [first, ...rest] = messages;
+  return first?.role === "system"
+    ? [{ ...first, content: `${first.content}\n\n${json.instruction}` }, ...rest]
+    : [{ role: "system", content: json.instruction }, ...messages];
+}
+
+/**
+ * Tool mode: the grammar of the calls `tool_choice` allows, and each tool's parameters to check
+ * the calls against. With a response_format under `auto`, a reply is a call or the format's JSON
+ * (as OpenAI's agents ask, tools and an output type together); a reply that must be a call has
+ * no use for the format.
+ */
 function toolPlan(
   request: ChatCompletionRequest,
   family: ModelFamily,
   messages: EngineMessage[],
   tools: ToolSpec[],
-  ownPrompt: boolean,
+  json: JsonReply | null,
 ): StructuredPlan {
   const raw = request.tool_choice ?? "auto";
   const choice: ToolChoiceSpec =
     typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
   const parallel = request.parallel_tool_calls ?? true;
+  const text = choice === "auto" ? json : null;
+  const syntax = toolSyntax[family];
+  const parameters = new Map(tools.map((tool) => [tool.name, tool.parameters as JsonSchema]));
   return {
-    messages,
+    messages: text ? askingForJson(messages, text) : messages,
     tools,
-    ownPrompt,
-    rules: { kind: "tools", parameters: new Map(tools.map((tool) => [tool.name, tool.parameters as JsonSchema])) },
+    ownPrompt: true,
+    rules: { kind: "tools", parameters, ...(text ? { text: text.schema } : {}) },
     constraint: {
       kind: "tools",
-      grammar: schemaWork("tools", () => toolGrammar(family, tools, choice, parallel)),
+      grammar: schemaWork("tools", () => toolGrammar(family, tools, choice, parallel, text?.schema)),
       tools,
       choice,
       parallel,
       afterToolResult: messages.at(-1)?.role === "tool",
+      ...(text ? { text: text.declared ? { schema: JSON.stringify(text.schema) } : {} } : {}),
     },
+    // Where a call is JSON itself (Llama), only a call's own opening tells it from a JSON reply.
+    ...(text && syntax.openersBeside ? { syntax: { ...syntax, openers: syntax.openersBeside(tools) } } : {}),
   };
 }
 
@@ -169,46 +218,20 @@ export function planStructured(
   messages: EngineMessage[],
 ): StructuredPlan {
   const tools = toolsOf(request);
-  const toolMode = tools !== null && request.tool_choice !== "none";
-  const format = request.response_format;
-  const wantsJson = format?.type === "json_object" || format?.type === "json_schema";
-  if (toolMode && wantsJson) {
-    throw new BadRequestError(
-      "'response_format' together with 'tools' is not supported: a reply is either a tool call or JSON. Send one of them.",
-      {
-        param: "response_format",
-        code: "unsupported_request",
-      },
-    );
-  }
-  const ownPrompt =
-    toolMode || messages.some((message) => message.role === "tool" || (message.toolCalls?.length ?? 0) > 0);
-
-  if (toolMode) return toolPlan(request, family, messages, tools, ownPrompt);
-  if (!wantsJson) return { messages, tools: null, ownPrompt };
+  const json = jsonReplyOf(request);
+  if (tools !== null && request.tool_choice !== "none") return toolPlan(request, family, messages, tools, json);
+  const ownPrompt = messages.some((message) => message.role === "tool" || (message.toolCalls?.length ?? 0) > 0);
+  if (!json) return { messages, tools: null, ownPrompt };
   // Our own compact grammars, for JSON mode too: no whitespace for a model to wander in.
-  let constraint: OutputConstraint = { kind: "json", grammar: schemaToGrammar({ type: "object" }) };
-  let instruction = jsonInstruction;
-  let rules: ReplyRules | undefined;
-  if (format?.type === "json_schema") {
-    const param = "response_format.json_schema.schema";
-    const schema = checked(format.json_schema.schema ?? {}, param);
-    constraint = {
-      kind: "json",
-      schema: JSON.stringify(schema),
-      // Checked above: built without checking again.
-      grammar: schemaWork(param, () => grammarFor(schema)),
-    };
-    instruction = `${jsonInstruction} It must match this JSON Schema: ${JSON.stringify(schema)}`;
-    rules = { kind: "json", schema };
-  }
-  // The hosted API requires JSON mode requests to ask for JSON; we ask on the caller's behalf.
-  const mentionsJson = messages.some((message) => /json/i.test(message.content));
-  if (mentionsJson && format?.type === "json_object") return { messages, tools: null, ownPrompt, constraint };
-  const [first, ...rest] = messages;
-  const withInstruction: EngineMessage[] =
-    first?.role === "system"
-      ? [{ ...first, content: `${first.content}\n\n${instruction}` }, ...rest]
-      : [{ role: "system", content: instruction }, ...messages];
-  return { messages: withInstruction, tools: null, ownPrompt, constraint, ...(rules ? { rules } : {}) };
+  const param = "response_format.json_schema.schema";
+  const constraint: OutputConstraint = json.declared
+    ? { kind: "json", schema: JSON.stringify(json.schema), grammar: schemaWork(param, () => grammarFor(json.schema)) }
+    : { kind: "json", grammar: schemaToGrammar(json.schema) };
+  return {
+    messages: askingForJson(messages, json),
+    tools: null,
+    ownPrompt,
+    constraint,
+    ...(json.declared ? { rules: { kind: "json", schema: json.schema } } : {}),
+  };
 }

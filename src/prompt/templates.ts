@@ -60,6 +60,11 @@ export interface ToolSyntax {
   control?: string;
   /** Grammar for one or more calls, given the grammar expression of each single call. */
   grammar(call: string, parallel: boolean): string;
+  /**
+   * Where calls are JSON themselves (Llama's), the openers that tell one from a JSON reply:
+   * each call's start up to its arguments, in every spacing the grammar allows.
+   */
+  openersBeside?(tools: readonly { name: string }[]): string[];
 }
 
 /** A control token our template writes; a plain string in a rendering is text. */
@@ -126,6 +131,15 @@ const llamaSyntax: ToolSyntax = {
   argumentsKey: "parameters",
   write: (calls) => oneOrList(calls, "parameters"),
   grammar: (call, parallel) => (parallel ? `(${call} | "[" ${call} (${comma} ${call})* "]")` : call),
+  openersBeside: (tools) =>
+    tools.flatMap((tool) =>
+      [":", ": "].flatMap((colon) =>
+        [",", ", "].flatMap((separator) => {
+          const call = `{"name"${colon}${JSON.stringify(tool.name)}${separator}"parameters"${colon}`;
+          return [call, `[${call}`];
+        }),
+      ),
+    ),
 };
 
 const gemmaSyntax: ToolSyntax = {

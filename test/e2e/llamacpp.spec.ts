@@ -643,6 +643,47 @@ test("tool_choice auto and none on llama.cpp: auto answers with text or a schema
   }
 });
 
+test("tools beside a response_format on llama.cpp: a schema-valid call, or the format's JSON", async () => {
+  const answer = {
+    type: "object",
+    properties: { colour: { type: "string", enum: ["red", "green"] } },
+    required: ["colour"],
+    additionalProperties: false,
+  };
+  const results = await page.evaluate(
+    async ({ ids, tools, answer }) => {
+      const out = [];
+      for (const id of ids) {
+        const completion = await window.harness.client().chat.completions.create({
+          model: id,
+          messages: [{ role: "user", content: "Pick a colour, or do something." }],
+          tools,
+          response_format: { type: "json_schema", json_schema: { name: "answer", schema: answer, strict: true } },
+          parallel_tool_calls: false,
+          max_tokens: 48,
+          temperature: 0,
+        });
+        out.push({ id, choice: completion.choices[0]! });
+      }
+      return out;
+    },
+    { ids: [model, ...otherFamilies.map((family) => `family-${family}`)], tools, answer },
+  );
+  for (const { id, choice } of results) {
+    expect(["tool_calls", "stop"], id).toContain(choice.finish_reason);
+    if (choice.finish_reason === "stop") {
+      expect(choice.message.tool_calls ?? [], id).toHaveLength(0);
+      expect(JSON.parse(choice.message.content!), id).toEqual({ colour: expect.stringMatching(/^(red|green)$/) });
+    } else {
+      for (const call of choice.message.tool_calls!) {
+        if (call.type !== "function") throw new Error(`not a function call: ${JSON.stringify(call)}`);
+        expect(["set_flag", "pick"], id).toContain(call.function.name);
+        expect(() => JSON.parse(call.function.arguments), id).not.toThrow();
+      }
+    }
+  }
+});
+
 test("a client abort stops llama.cpp within about a second, and what streamed is billed", async () => {
   const result = await page.evaluate(async (id) => {
     const controller = new AbortController();

@@ -62,6 +62,14 @@ test("every grammar we generate parses with the real xgrammar", async ({ page })
         true,
       );
     }
+    // Tools beside a response_format: a call, or the format's JSON.
+    grammars[`${family}-auto-json`] = toolGrammar(
+      family,
+      [weather, lights],
+      "auto",
+      true,
+      weather.parameters as JsonSchema,
+    );
   }
   const results = await page.evaluate(async (all) => {
     const outcome: Record<string, string> = {};

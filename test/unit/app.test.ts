@@ -214,17 +214,6 @@ describe("HTTP surface", () => {
       status: 400,
       param: "tool_choice.function.name",
     });
-    expect(
-      await errorOf(
-        await app.handle(
-          post("/v1/chat/completions", { model, messages, tools, response_format: { type: "json_object" } }),
-        ),
-      ),
-    ).toMatchObject({
-      status: 400,
-      code: "unsupported_request",
-      param: "response_format",
-    });
   });
 
   it("refuses prompt plus max_tokens beyond the context window", async () => {

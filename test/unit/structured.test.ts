@@ -233,8 +233,36 @@ describe("tool grammars", () => {
       const auto = toolGrammar(family, [weather, lights], "auto", true);
       expect(accepts(auto, one)).toBe(true);
       expect(accepts(auto, "It is sunny in Oslo.")).toBe(true);
+      // With a response_format: a call, or the format's JSON, and no other text.
+      const answer = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+      const formatted = toolGrammar(family, [weather, lights], "auto", true, answer);
+      expect(accepts(formatted, one)).toBe(true);
+      expect(accepts(formatted, '{"city":"Oslo"}')).toBe(true);
+      expect(accepts(formatted, '{"town":"Oslo"}')).toBe(false);
+      expect(accepts(formatted, "It is sunny in Oslo.")).toBe(false);
     });
   }
+
+  it("Llama's calls are JSON: beside a JSON reply, only a call's own opening says it is one", () => {
+    const syntax = toolSyntax.llama3;
+    const openers = syntax.openersBeside!([weather, lights]);
+    const read = (text: string) => {
+      const parser = new ToolCallParser({ ...syntax, openers });
+      const events = [...text].flatMap((character) => parser.push(character));
+      return { mode: (events.push(...parser.end()), parser.mode), calls: parser.calls.map((call) => call.name) };
+    };
+    const call = syntax.write([{ name: "get_weather", arguments: { city: "Oslo" } }]);
+    expect(read(call)).toEqual({ mode: "calls", calls: ["get_weather"] });
+    expect(read(call.replace(/([,:]) /g, "$1"))).toEqual({ mode: "calls", calls: ["get_weather"] });
+    const two = syntax.write([
+      { name: "get_weather", arguments: { city: "Oslo" } },
+      { name: "set_lights", arguments: { on: true } },
+    ]);
+    expect(read(two)).toEqual({ mode: "calls", calls: ["get_weather", "set_lights"] });
+    // JSON replies, even one with a "name" first, or a list, are text.
+    for (const reply of ['{"city": "Oslo"}', '{"name": "Oslo", "country": "NO"}', '[{"name": "x"}]', '"Oslo"'])
+      expect(read(reply)).toEqual({ mode: "text", calls: [] });
+  });
 });
 
 function feed(family: ModelFamily, text: string, pieces: number[]): { events: ToolEvent[]; parser: ToolCallParser } {
@@ -421,6 +449,51 @@ describe("over HTTP, on the deterministic engine", () => {
     );
     expect(followUp.choices[0]).toMatchObject({ finish_reason: "stop", message: { content: expect.any(String) } });
     expect(followUp.choices[0]!.message.tool_calls).toBeUndefined();
+  });
+
+  it("tools and a response_format together, as OpenAI's agents send them: a call, or the format's JSON after a tool result", async () => {
+    const { app, post } = await makeApp();
+    const report = {
+      type: "object",
+      properties: { city: { type: "string" }, summary: { type: "string" } },
+      required: ["city", "summary"],
+      additionalProperties: false,
+    };
+    const response_format = { type: "json_schema", json_schema: { name: "report", schema: report, strict: true } };
+    for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
+      const ask = async (history: unknown[], extra: Record<string, unknown> = {}) => {
+        const body = { model, messages: history, tools, response_format, ...extra };
+        const response = await app.handle(post("/v1/chat/completions", body));
+        expect({ model, status: response.status }).toEqual({ model, status: 200 });
+        return chatCompletionSchema.parse(await response.json()).choices[0]!;
+      };
+      const first = await ask(messages);
+      expect({ model, finish: first.finish_reason }).toEqual({ model, finish: "tool_calls" });
+      const call = first.message.tool_calls![0]!;
+      const history = [
+        ...messages,
+        { role: "assistant", content: null, tool_calls: [call] },
+        { role: "tool", tool_call_id: call.id, content: '{"temp":3}' },
+      ];
+      const answer = await ask(history);
+      expect({ model, finish: answer.finish_reason, calls: answer.message.tool_calls }).toEqual({
+        model,
+        finish: "stop",
+        calls: undefined,
+      });
+      expect(ajv.validate(report, JSON.parse(answer.message.content!))).toBe(true);
+      // Streamed, the JSON arrives as content; json_object asks for any object.
+      const streamed = await app.handle(
+        post("/v1/chat/completions", { model, messages: history, tools, response_format, stream: true }),
+      );
+      const content = sseEvents(await streamed.text())
+        .filter((event) => event !== "[DONE]")
+        .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)).choices[0]?.delta.content ?? "")
+        .join("");
+      expect(content).toBe(answer.message.content);
+      const object = await ask(history, { response_format: { type: "json_object" } });
+      expect(typeof JSON.parse(object.message.content!)).toBe("object");
+    }
   });
 
   it("streams tool calls the OpenAI way: index, id, type and name first with empty arguments, then fragments", async () => {
