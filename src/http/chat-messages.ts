@@ -141,20 +141,36 @@ export function toEngineMessages(messages: readonly ChatMessage[]): EngineMessag
   });
 }
 
+type AssistantMessage = Extract<ChatMessage, { role: "assistant" }>;
+
 /**
- * The messages as an upstream is sent them: an assistant's refusal parts become text parts. They
- * are what it said, and servers that take OpenAI's messages need not know the part
- * (llama-server answers "unsupported content[].type").
+ * An assistant turn as an upstream is sent it: refusal parts become text parts (they are what it
+ * said, and llama-server answers the part with "unsupported content[].type"), and the reply's own
+ * fields a client sent back (`parsed`, `annotations`, a call's `parsed_arguments`) are left out.
  */
-export function upstreamMessages(messages: readonly ChatMessage[]): ChatMessage[] {
-  return messages.map((message) =>
-    message.role === "assistant" && Array.isArray(message.content)
+function assistantUpstream(message: AssistantMessage): AssistantMessage {
+  const { parsed: _parsed, annotations: _annotations, audio: _audio, function_call: _call, ...kept } = message;
+  return {
+    ...kept,
+    ...(Array.isArray(message.content)
       ? {
-          ...message,
           content: message.content.map((part) =>
             part.type === "refusal" ? { type: "text" as const, text: part.refusal } : part,
           ),
         }
-      : message,
-  );
+      : {}),
+    ...(message.tool_calls
+      ? {
+          tool_calls: message.tool_calls.map(({ function: { name, arguments: text }, ...call }) => ({
+            ...call,
+            function: { name, arguments: text },
+          })),
+        }
+      : {}),
+  };
+}
+
+/** The messages as an upstream is sent them (`assistantUpstream`). */
+export function upstreamMessages(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((message) => (message.role === "assistant" ? assistantUpstream(message) : message));
 }

@@ -13,12 +13,28 @@ const systemMessage = z.strictObject({
   name: z.string().optional(),
 });
 const userMessage = z.strictObject({ role: z.literal("user"), content, name: z.string().optional() });
+/**
+ * A tool call given back in an assistant turn. openai-python's `.parse()` returns calls that carry
+ * `parsed_arguments` (and a message that carries `parsed`), and its docs append that message to
+ * the history as it is: taken, and not read (the arguments and the content say the same).
+ */
+const toolCallSentBack = z.strictObject({
+  ...toolCallSchema.shape,
+  function: z.strictObject({ ...toolCallSchema.shape.function.shape, parsed_arguments: z.unknown().optional() }),
+});
+
 const assistantMessage = z.strictObject({
   role: z.literal("assistant"),
   content: assistantContent.nullish(),
   name: z.string().optional(),
-  tool_calls: list(toolCallSchema).optional(),
+  tool_calls: list(toolCallSentBack).optional(),
   refusal: z.string().nullish(),
+  // A reply's own fields, as clients send a reply back: not read.
+  parsed: z.unknown().optional(),
+  annotations: z.array(z.unknown()).nullish(),
+  // OpenAI's audio reply reference and the deprecated call; none here, so only their absence.
+  audio: z.null().optional(),
+  function_call: z.null().optional(),
 });
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
 

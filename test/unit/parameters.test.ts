@@ -171,6 +171,36 @@ describe("parameters", () => {
     expect(await usage([{ type: "refusal", refusal: said }])).toBe(await usage(said));
   });
 
+  it("takes a reply sent back as openai-python's .parse() returns it: parsed, parsed_arguments and annotations", async () => {
+    const test = await makeApp();
+    const sentBack = {
+      role: "assistant",
+      content: null,
+      refusal: null,
+      parsed: null,
+      annotations: [],
+      audio: null,
+      function_call: null,
+      tool_calls: [
+        {
+          id: "call_1",
+          type: "function",
+          function: { name: "f", arguments: '{"city":"Oslo"}', parsed_arguments: { city: "Oslo" } },
+        },
+      ],
+    };
+    const history = [...messages, sentBack, { role: "tool", tool_call_id: "call_1", content: "3 degrees" }];
+    const response = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages: history, max_tokens: 1 }),
+    );
+    expect(response.status).toBe(200);
+    // What a reply cannot be sent back with is still refused by name.
+    const odd = { ...sentBack, tool_calls: [{ ...sentBack.tool_calls[0]!, extra: 1 }] };
+    expect(
+      await refusal(test, "/v1/chat/completions", { model, messages: [...history.slice(0, 1), odd, history[2]] }),
+    ).toMatchObject({ code: "unknown_parameter", param: "messages[1].tool_calls[0].extra" });
+  });
+
   it("holds tool turns to OpenAI's rule: each call answered by the tool messages right after it", async () => {
     const test = await makeApp();
     const call = (id: string) => ({ id, type: "function", function: { name: "f", arguments: "{}" } });

@@ -835,14 +835,24 @@ describe("forwarding to upstreams", () => {
     expect(deltas.at(-1)!.finish_reason).toBe("function_call");
   });
 
-  it("sends an assistant's refusal parts as text parts, which every upstream takes", async () => {
+  it("sends an assistant's refusal parts as text parts, and none of a reply's own fields sent back", async () => {
     const answer = () =>
       new Response(sseBody([chunk("ok"), chunk(null, "stop")]), { headers: { "content-type": "text/event-stream" } });
     const { app, post, calls } = await remoteApp({ "https://a.example/v1/chat/completions": answer });
+    const call = { id: "call_1", type: "function", function: { name: "f", arguments: "{}" } };
     const messages = [
       { role: "user", content: "Hi" },
       { role: "assistant", content: [{ type: "refusal", refusal: "I cannot." }] },
       { role: "user", content: [{ type: "text", text: "Why?" }] },
+      // As openai-python's .parse() returns a reply, sent back: its own fields stay here.
+      {
+        role: "assistant",
+        content: null,
+        parsed: null,
+        annotations: [],
+        tool_calls: [{ ...call, function: { ...call.function, parsed_arguments: {} } }],
+      },
+      { role: "tool", tool_call_id: "call_1", content: "done" },
     ];
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
     expect(response.status).toBe(200);
@@ -851,6 +861,8 @@ describe("forwarding to upstreams", () => {
       messages[0],
       { role: "assistant", content: [{ type: "text", text: "I cannot." }] },
       messages[2],
+      { role: "assistant", content: null, tool_calls: [call] },
+      messages[4],
     ]);
   });
 
