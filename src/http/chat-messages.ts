@@ -12,10 +12,11 @@ function text(content: ChatMessage["content"]): string {
 
 /**
  * What OpenAI answers for a model without the capability, in its words: reasoning parameters,
- * audio output, and image, audio or file inputs (every model here reads and writes text only).
+ * audio output, moderation (none runs here, so a policy to block on could not be kept), and
+ * image, audio or file inputs (every model here reads and writes text only).
  */
 export function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
-  for (const name of ["reasoning_effort", "audio", "verbosity"] as const) {
+  for (const name of ["reasoning_effort", "audio", "verbosity", "moderation"] as const) {
     if (request[name] != null)
       throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, {
         param: name,

@@ -12,6 +12,7 @@ import { completionBudget, promptTokenIds } from "../serve/budget.js";
 import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
+import { narrowedToAllowedTools } from "./allowed-tools.js";
 import { checkToolReplies, refuseCapabilities, toEngineMessages, upstreamMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
 import { checkedGeneration } from "./checked-reply.js";
@@ -66,12 +67,15 @@ async function serveChat(
   json: unknown,
   legacy: boolean,
 ): Promise<Outcome> {
-  const request = parseWith(chatCompletionRequestSchema, json);
+  const { request, json: sent } = narrowedToAllowedTools(
+    parseWith(chatCompletionRequestSchema, json),
+    json as Record<string, unknown>,
+  );
   checkStreamOptions(request);
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
-  const call: ChatCall = { request, json: json as Record<string, unknown>, legacy, model };
+  const call: ChatCall = { request, json: sent, legacy, model };
   const route = await routeFor(dependencies.engine, model);
   return routed(route, () =>
     route.decision.target === "remote"

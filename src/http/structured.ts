@@ -84,7 +84,7 @@ function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
     }
     names.add(tool.function.name);
   });
-  if (choice && typeof choice === "object" && !names.has(choice.function.name)) {
+  if (typeof choice === "object" && choice?.type === "function" && !names.has(choice.function.name)) {
     throw new BadRequestError(
       `Invalid value for 'tool_choice': no function named '${choice.function.name}' was specified in 'tools'.`,
       {
@@ -187,8 +187,15 @@ function toolPlan(
   json: JsonReply | null,
 ): StructuredPlan {
   const raw = request.tool_choice ?? "auto";
+  // `allowed_tools` was narrowed to its mode before (http/allowed-tools.ts).
   const choice: ToolChoiceSpec =
-    typeof raw === "object" ? { name: raw.function.name } : raw === "required" ? "required" : "auto";
+    typeof raw !== "object"
+      ? raw === "required"
+        ? "required"
+        : "auto"
+      : raw.type === "function"
+        ? { name: raw.function.name }
+        : raw.allowed_tools.mode;
   const parallel = request.parallel_tool_calls ?? true;
   const text = choice === "auto" ? json : null;
   const syntax = toolSyntax[family];

@@ -64,9 +64,20 @@ const toolSchema = z.strictObject({
   }),
 });
 
+/** A tool by name, as `allowed_tools` lists it: Chat Completions' form, or the Responses API's flat one. */
+const toolReference = z.union([
+  z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string() }) }),
+  z.strictObject({ type: z.literal("function"), name: z.string() }),
+]);
+
 const toolChoiceSchema = z.union([
   z.enum(["none", "auto", "required"]),
   z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: z.string() }) }),
+  // Calls limited to some of the tools; the handler narrows `tools` to them (http/allowed-tools.ts).
+  z.strictObject({
+    type: z.literal("allowed_tools"),
+    allowed_tools: z.strictObject({ mode: z.enum(["auto", "required"]), tools: list(toolReference, { min: 1 }) }),
+  }),
 ]);
 
 const responseFormatSchema = z.discriminatedUnion("type", [
@@ -99,8 +110,15 @@ export const chatCompletionRequestSchema = z.strictObject({
   metadata: dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 }).nullish(),
   // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
   store: z.boolean().nullish(),
-  service_tier: z.enum(["auto", "default", "flex", "scale", "priority"]).nullish(),
+  service_tier: z.enum(["auto", "default", "flex", "scale", "priority", "fast"]).nullish(),
   prompt_cache_key: z.string().nullish(),
+  // Caching hints: taken, and not needed: the device's engines reuse the prompt prefix they last
+  // decoded without being asked (usage.prompt_tokens_details.cached_tokens says how much), and
+  // an upstream is sent them as they came.
+  prompt_cache_options: z
+    .strictObject({ mode: z.enum(["implicit", "explicit"]).optional(), ttl: z.literal("30m").optional() })
+    .nullish(),
+  prompt_cache_retention: z.enum(["in_memory", "in-memory", "24h"]).nullish(),
   safety_identifier: z.string().nullish(),
   modalities: list(z.literal("text")).nullish(),
   prediction: z.strictObject({ type: z.literal("content"), content }).nullish(),
@@ -109,6 +127,7 @@ export const chatCompletionRequestSchema = z.strictObject({
   audio: z.unknown().optional(),
   verbosity: z.unknown().optional(),
   web_search_options: z.unknown().optional(),
+  moderation: z.unknown().optional(),
   ...sampling,
 });
 

@@ -9,7 +9,12 @@
 import { z } from "zod";
 import { dictionary, list } from "./collections.js";
 
-const textPart = z.strictObject({ type: z.literal("text"), text: z.string() });
+/** A text part; `prompt_cache_breakpoint` is a caching hint, taken and not needed (see `prompt_cache_options`). */
+const textPart = z.strictObject({
+  type: z.literal("text"),
+  text: z.string(),
+  prompt_cache_breakpoint: z.strictObject({ mode: z.literal("explicit") }).optional(),
+});
 /** Parts the hosted API takes for models with vision or audio; checked here, refused by the handler with OpenAI's message. */
 const mediaPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "file"]) });
 /** An assistant turn's refusal, as OpenAI returns it and clients send back in the history. */

@@ -27,7 +27,7 @@ async function refusal(test: TestApp, path: string, body: Record<string, unknown
 }
 
 describe("parameters", () => {
-  it("accepts what is faithful to accept: store, prompt_cache_key, safety_identifier, user, modalities text, prediction", async () => {
+  it("accepts what is faithful to accept: store, prompt caching hints, safety_identifier, user, modalities text, prediction", async () => {
     const test = await makeApp();
     for (const extra of [
       { store: true },
@@ -37,6 +37,16 @@ describe("parameters", () => {
       { user: "someone" },
       { modalities: ["text"] },
       { prediction: { type: "content", content: "Hello there" } },
+      // What openai-python 3.22 sends for prompt caching; the engines cache prefixes unasked.
+      { prompt_cache_options: { mode: "explicit", ttl: "30m" } },
+      { prompt_cache_retention: "24h" },
+      { prompt_cache_retention: "in_memory" },
+      {
+        messages: [
+          { role: "user", content: [{ type: "text", text: "Hi", prompt_cache_breakpoint: { mode: "explicit" } }] },
+        ],
+      },
+      { service_tier: "fast" },
       {
         metadata: Object.fromEntries(
           Array.from({ length: 16 }, (_, index) => [`k${index}`.padEnd(64, "k"), "v".repeat(512)]),
@@ -110,7 +120,7 @@ describe("parameters", () => {
     expect(response.status).toBe(200);
   });
 
-  it("refuses what these models cannot do, in OpenAI's words: reasoning_effort, audio, non-text modalities, image and audio inputs", async () => {
+  it("refuses what these models cannot do, in OpenAI's words: reasoning_effort, audio, moderation, non-text modalities, image and audio inputs", async () => {
     const test = await makeApp();
     expect(await refusal(test, "/v1/chat/completions", { model, messages, reasoning_effort: "low" })).toMatchObject({
       status: 400,
@@ -125,6 +135,13 @@ describe("parameters", () => {
       status: 400,
       param: "verbosity",
       message: "Unsupported parameter: 'verbosity' is not supported with this model.",
+    });
+    expect(
+      await refusal(test, "/v1/chat/completions", { model, messages, moderation: { model: "omni-moderation-latest" } }),
+    ).toMatchObject({
+      status: 400,
+      param: "moderation",
+      message: "Unsupported parameter: 'moderation' is not supported with this model.",
     });
     expect(await refusal(test, "/v1/chat/completions", { model, messages, web_search_options: {} })).toMatchObject({
       status: 400,

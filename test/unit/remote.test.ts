@@ -1010,6 +1010,39 @@ describe("forwarding to upstreams", () => {
     expect(local.generated_by).toEqual({ where: "device", engine: "deterministic", hosts: [] });
   });
 
+  it("sends an allowed_tools choice as the tools it allows and its mode, which every upstream reads", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        Response.json({
+          id: "x",
+          object: "chat.completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+        }),
+    });
+    const tool = (name: string) => ({ type: "function", function: { name, parameters: { type: "object" } } });
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "remote-llama",
+        messages,
+        tools: [tool("a"), tool("b"), tool("c")],
+        tool_choice: {
+          type: "allowed_tools",
+          allowed_tools: {
+            mode: "required",
+            tools: [
+              { type: "function", name: "c" },
+              { type: "function", function: { name: "a" } },
+            ],
+          },
+        },
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(calls[0]!.body).toMatchObject({ tools: [tool("a"), tool("c")], tool_choice: "required" });
+  });
+
   it("says in each response where it was generated: this device's engine, or the upstream's host", async () => {
     const { app, post } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -451,6 +451,40 @@ describe("over HTTP, on the deterministic engine", () => {
     expect(followUp.choices[0]!.message.tool_calls).toBeUndefined();
   });
 
+  it("calls only the tools an allowed_tools choice lists, in its mode, and refuses one it names that is not given", async () => {
+    const { app, post } = await makeApp();
+    const allowedOnly = (mode: string, names: string[]) => ({
+      type: "allowed_tools",
+      allowed_tools: { mode, tools: names.map((name) => ({ type: "function", function: { name } })) },
+    });
+    for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const body = {
+          model,
+          messages: [{ role: "user", content: `Turn on the lights, ${attempt}` }],
+          tools,
+          tool_choice: allowedOnly("required", ["set_lights"]),
+        };
+        const response = await app.handle(post("/v1/chat/completions", body));
+        const choice = chatCompletionSchema.parse(await response.json()).choices[0]!;
+        expect(choice.finish_reason).toBe("tool_calls");
+        expect(new Set(choice.message.tool_calls!.map((call) => call.function.name))).toEqual(new Set(["set_lights"]));
+      }
+    }
+    const unknown = await app.handle(
+      post("/v1/chat/completions", {
+        model: "beta-2-9b-it",
+        messages,
+        tools,
+        tool_choice: allowedOnly("auto", ["nope"]),
+      }),
+    );
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: { param: string } }).error.param).toBe(
+      "tool_choice.allowed_tools.tools[0]",
+    );
+  });
+
   it("tools and a response_format together, as OpenAI's agents send them: a call, or the format's JSON after a tool result", async () => {
     const { app, post } = await makeApp();
     const report = {

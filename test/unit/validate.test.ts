@@ -186,8 +186,8 @@ describe("request schemas", () => {
       "messages[0].role",
       "invalid_value",
     ]);
-    expect(chat({ service_tier: "fast" }).message).toBe(
-      "Invalid value: 'fast'. Supported values are: 'auto', 'default', 'flex', 'scale', and 'priority'.",
+    expect(chat({ service_tier: "turbo" }).message).toBe(
+      "Invalid value: 'turbo'. Supported values are: 'auto', 'default', 'flex', 'scale', 'priority', and 'fast'.",
     );
     // z.record would drop a `__proto__` key in silence; it is refused as the non-id it is.
     for (const bias of [{ abc: 1 }, JSON.parse('{"1":2,"__proto__":5}')]) {
