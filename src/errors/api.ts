@@ -1,6 +1,6 @@
 /**
  * The one error type of the API surface. Every failure that reaches a client is an
- * `ApiError`, and `errorResponse` (src/http/responses.ts) is the only place that turns one into bytes, so the
+ * `ApiError`, and `errorResponse` (src/http/json-response.ts) is the only place that turns one into bytes, so the
  * body is always `{error:{message,type,code,param}}` (OpenAI's shape).
  *
  * As in openai-node, each status has its own class, so callers can `instanceof` them.

@@ -1,6 +1,6 @@
 /**
  * The HTTP surface: authentication, routing, request ids, and the one place where an outcome
- * becomes a response: a failure is serialised (src/http/responses.ts) and every header is put on
+ * becomes a response: a failure is serialised (src/http/json-response.ts) and every header is put on
  * (src/http/headers.ts). It takes `Request`s and returns `Response`s, so it runs the same in a
  * service worker and in a unit test.
  */
@@ -12,20 +12,24 @@ import { completionsPath, completionsRoute } from "./completions.js";
 import type { HttpDependencies } from "./dependencies.js";
 import { outcomeHeaders } from "./headers.js";
 import { modelPaths, modelRoutes } from "./models.js";
+import { responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
 import type { Outcome } from "./outcome.js";
-import { errorResponse } from "./responses.js";
+import { errorResponse } from "./json-response.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { endsInRoute, Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
 /** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
-const endpointPaths = [chatPath, completionsPath, ...Object.values(modelPaths)];
+const endpointPaths = [chatPath, completionsPath, ...Object.values(responsesPaths), ...Object.values(modelPaths)];
 
 function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
   return [
     chatRoute(dependencies),
     completionsRoute(dependencies),
-    ...modelRoutes(dependencies).map((route) => countedFirst(dependencies.policy, route)),
+    responsesRoute(dependencies),
+    ...[...modelRoutes(dependencies), ...storedResponseRoutes(dependencies)].map((route) =>
+      countedFirst(dependencies.policy, route),
+    ),
   ];
 }
 

@@ -19,27 +19,31 @@ import { checkedGeneration } from "./checked-reply.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { samplingOf } from "./convert.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import {
-  fromLegacyFunctions,
-  inLegacyTerms,
-  legacyReshape,
-  toLegacyChunks,
-  toLegacyCompletion,
-} from "./legacy-functions.js";
+import { fromLegacyFunctions, inLegacyTerms, legacyReshape } from "./legacy-functions.js";
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
-import { checkStreamOptions, forwardRemotely, generateLocally } from "./serving.js";
+import { checkStreamOptions, forwardRemotely, generateLocally, type Reshape } from "./serving.js";
 import { planStructured } from "./structured.js";
 import { parseWith, readJson } from "./validate.js";
 
 export const chatPath = /^\/chat\/completions\/?$/;
 
-/** A parsed chat request, with its JSON as sent (forwarded as is) and whether it used the legacy `functions`. */
+/** A parsed chat request, with its JSON as sent (forwarded as is) and how its answer is written. */
 interface ChatCall {
   request: ChatCompletionRequest;
   json: Record<string, unknown>;
   legacy: boolean;
+  reshape: Reshape | undefined;
   model: ModelEntry;
+}
+
+/**
+ * How a chat request that came in other terms is served: `legacy`, the deprecated `functions`
+ * (whose history has no pairing rule for tool turns); `reshape`, its answer in those terms.
+ */
+export interface ChatTerms {
+  legacy: boolean;
+  reshape?: Reshape;
 }
 
 export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
@@ -48,11 +52,11 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
     path: chatPath,
     handler: async (context) => {
       const { json, legacy } = fromLegacyFunctions(await readJson(context.body));
-      if (!legacy) return serveChat(dependencies, context, json, legacy);
+      if (!legacy) return serveChat(dependencies, context, json, { legacy });
       // A refusal of the rewritten request names what the client sent: `functions[0].name`.
       const legacyTerms = (error: unknown) => (error instanceof BadRequestError ? inLegacyTerms(error) : error);
       try {
-        const outcome = await serveChat(dependencies, context, json, legacy);
+        const outcome = await serveChat(dependencies, context, json, { legacy, reshape: legacyReshape });
         return "error" in outcome ? { ...outcome, error: legacyTerms(outcome.error) } : outcome;
       } catch (error) {
         throw legacyTerms(error);
@@ -61,11 +65,12 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
   };
 }
 
-async function serveChat(
+/** Serves a chat request's JSON: checked, routed, generated here or forwarded, written in `terms`. */
+export async function serveChat(
   dependencies: HttpDependencies,
   context: RequestContext,
   json: unknown,
-  legacy: boolean,
+  { legacy, reshape }: ChatTerms,
 ): Promise<Outcome> {
   const { request, json: sent } = narrowedToAllowedTools(
     parseWith(chatCompletionRequestSchema, json),
@@ -75,7 +80,7 @@ async function serveChat(
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
-  const call: ChatCall = { request, json: sent, legacy, model };
+  const call: ChatCall = { request, json: sent, legacy, reshape, model };
   const route = await routeFor(dependencies.engine, model);
   return routed(route, () =>
     route.decision.target === "remote"
@@ -102,7 +107,7 @@ async function forwardChat(
   dependencies: HttpDependencies,
   context: RequestContext,
   route: Route,
-  { request, json, model, legacy }: ChatCall,
+  { request, json, model, reshape }: ChatCall,
 ): Promise<Outcome> {
   const messages = toEngineMessages(request.messages);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
@@ -132,7 +137,7 @@ async function forwardChat(
       maxCompletionTokens: maxTokens * (request.n ?? 1),
       countTokens: (text) => tokenizer.encode(text).length,
     },
-    legacy ? legacyReshape : undefined,
+    reshape,
   );
 }
 
@@ -200,7 +205,7 @@ async function generateChat(
   route: Route,
   call: ChatCall,
 ): Promise<Outcome> {
-  const { request, legacy, model } = call;
+  const { request, reshape, model } = call;
   const { plan, syntax, logprobsAsked, rules } = await planChat(dependencies, call);
   const checked = (running: Generation) => (rules ? checkedGeneration(running, rules, syntax) : running);
   const base = {
@@ -214,6 +219,7 @@ async function generateChat(
   const includeUsage = request.stream_options?.include_usage === true;
   return generateLocally(dependencies, context, route, plan, {
     stream: request.stream === true,
+    named: reshape?.named === true,
     toEvents: (running) => {
       const stream = chatChunks(
         checked(running),
@@ -222,7 +228,7 @@ async function generateChat(
         syntax,
         dependencies.newId,
       );
-      return legacy ? toLegacyChunks(stream) : stream;
+      return reshape ? reshape.chunks(stream) : stream;
     },
     toBody: async (running) => {
       const completion = await chatCompletion(
@@ -233,7 +239,7 @@ async function generateChat(
         dependencies.newId,
         logprobsAsked,
       );
-      return legacy ? toLegacyCompletion(completion) : completion;
+      return reshape ? await reshape.whole(completion) : completion;
     },
   });
 }

@@ -103,7 +103,7 @@ export function inLegacyTerms(error: BadRequestError): BadRequestError {
  * one too: its choices are checked only loosely (src/wire/upstream.ts), so one without a message
  * passes as it is.
  */
-export function toLegacyCompletion(completion: ChatCompletion): ChatCompletion {
+function toLegacyCompletion(completion: ChatCompletion): ChatCompletion {
   return {
     ...completion,
     choices: completion.choices.map((choice) => {
@@ -120,7 +120,7 @@ export function toLegacyCompletion(completion: ChatCompletion): ChatCompletion {
 }
 
 /** Chunks in the old shape: each tool-call delta as a `function_call` delta. */
-export async function* toLegacyChunks(chunks: AsyncIterable<ChatCompletionChunk>): AsyncGenerator<ChatCompletionChunk> {
+async function* toLegacyChunks(chunks: AsyncIterable<ChatCompletionChunk>): AsyncGenerator<ChatCompletionChunk> {
   for await (const chunk of chunks) {
     yield {
       ...chunk,

@@ -5,7 +5,7 @@ import type { ModelInfo, ModelObject } from "../wire/models.js";
 import { decideRoute } from "../serve/route-decision.js";
 import type { InferenceRoute } from "./context.js";
 import { findModel, type HttpDependencies } from "./dependencies.js";
-import { jsonResponse } from "./responses.js";
+import { jsonResponse } from "./json-response.js";
 
 function buildInfo(model: ModelEntry, build: MlcBuild | GgufBuild): NonNullable<ModelInfo["build"]> {
   if ("file" in build) {

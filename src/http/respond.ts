@@ -12,7 +12,7 @@
 import { toApiError } from "../errors/api.js";
 import type { ChoicePart, Generation } from "../serve/generation.js";
 import type { Forwarded } from "../serve/upstream/forward.js";
-import { jsonResponse } from "./responses.js";
+import { jsonResponse } from "./json-response.js";
 import { sseHeaders, sseStream } from "./sse.js";
 
 const encoder = new TextEncoder();
@@ -82,6 +82,7 @@ export async function respond<Event>(
   toEvents: (generation: Generation) => AsyncGenerator<Event>,
   toBody: (generation: Generation) => Promise<unknown>,
   options: RespondOptions = defaultRespondOptions,
+  named = false,
 ): Promise<Response> {
   const clientLeft = () => controller.abort(new DOMException("The client went away.", "AbortError"));
   const errorBody = (error: unknown) => toApiError(error, requestId).toJSON();
@@ -103,7 +104,7 @@ export async function respond<Event>(
   }
 
   const events = (ready: Generation) =>
-    sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft });
+    sseStream({ events: toEvents(ready), onError: errorBody, onCancel: clientLeft, named });
   if ((await settledWithin(running, options.graceMs)) === "settled")
     return new Response(events(await running), { headers: sseHeaders });
   const late = running.then(events, (error: unknown) => textStream(`data: ${JSON.stringify(errorBody(error))}\n\n`));
@@ -133,9 +134,15 @@ async function settledWithin(promise: Promise<unknown>, ms: number): Promise<"se
 }
 
 /** An upstream's answer as our response: the whole completion as JSON, or its chunks as SSE. */
-export function respondForwarded(forwarded: Forwarded, requestId: string, controller: AbortController): Response {
+export function respondForwarded(
+  forwarded: Forwarded,
+  requestId: string,
+  controller: AbortController,
+  named: boolean,
+): Response {
   if (forwarded.kind === "whole") return jsonResponse(forwarded.body);
   const stream = sseStream({
+    named,
     events: forwarded.events,
     onError: (error) => toApiError(error, requestId).toJSON(),
     onCancel: () => controller.abort(new DOMException("The client went away.", "AbortError")),

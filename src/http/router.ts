@@ -6,7 +6,7 @@
 import { BadRequestError } from "../errors/api.js";
 
 export interface Route<Context, Result> {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   /** Matched against the path below the base URL with any `/v1` prefix removed. */
   path: RegExp;
   handler: (context: Context, params: Record<string, string>) => Promise<Result>;

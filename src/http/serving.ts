@@ -37,6 +37,8 @@ function serveRequest(context: RequestContext, signal: AbortSignal): ServeReques
 /** How a generation becomes the endpoint's reply: streamed as events, or whole. */
 export interface Reply<Event> {
   stream: boolean;
+  /** Streamed in the Responses API's framing (src/http/sse.ts). */
+  named?: boolean;
   toEvents: (generation: Generation) => AsyncGenerator<Event>;
   toBody: (generation: Generation) => Promise<unknown>;
 }
@@ -68,15 +70,20 @@ export async function generateLocally<Event>(
         reply.toEvents,
         reply.toBody,
         dependencies.respond,
+        reply.named === true,
       ),
     };
   });
 }
 
-/** How the http layer writes an upstream's answer for the client (the deprecated `functions` shape). */
+/**
+ * How the http layer writes a chat answer, ours or an upstream's, in the terms the client asked
+ * in: the deprecated `functions` shape, or the Responses API's objects and (`named`) framing.
+ */
 export interface Reshape {
   whole(body: unknown): unknown;
   chunks(events: AsyncGenerator<unknown>): AsyncGenerator<unknown>;
+  named?: boolean;
 }
 
 /** Forwards to the model's upstreams, which generate; the answer is re-framed and billed here. */
@@ -98,8 +105,11 @@ export async function forwardRemotely(
     const forwarded: Forwarded = !reshape
       ? answer
       : answer.kind === "whole"
-        ? { ...answer, body: reshape.whole(answer.body) }
+        ? { ...answer, body: await reshape.whole(answer.body) }
         : { ...answer, events: reshape.chunks(answer.events) };
-    return { response: respondForwarded(forwarded, context.requestId, controller), upstream: forwarded.upstream };
+    return {
+      response: respondForwarded(forwarded, context.requestId, controller, reshape?.named === true),
+      upstream: forwarded.upstream,
+    };
   });
 }

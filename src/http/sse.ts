@@ -3,6 +3,9 @@
  * An error after the first byte cannot change the status, so it is sent as an `error` frame,
  * which the openai SDK raises as an APIError. A reader that falls behind gets the text that
  * waited merged into one frame; one that keeps up gets every chunk as it comes.
+ *
+ * The Responses API frames its events otherwise (`named`): each under `event: <its type>`, an
+ * error as its `error` event, and no `[DONE]`.
  */
 import type { ErrorBody } from "../errors/api.js";
 
@@ -10,6 +13,15 @@ const encoder = new TextEncoder();
 
 /** One event's text: `data: <json>` (or a bare string such as `[DONE]`), then a blank line. */
 const frameText = (data: unknown) => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+
+/** A Responses API event's text: its type named, then its data. */
+const namedFrameText = (data: unknown) => `event: ${(data as { type: string }).type}\n${frameText(data)}`;
+
+/** The Responses API's error event for a failure after `sequence` events. */
+function errorEvent(body: ErrorBody, sequence: number) {
+  const { code, message, param } = body.error;
+  return { type: "error", code, message, param, sequence_number: sequence };
+}
 
 export function frame(data: unknown): Uint8Array {
   return encoder.encode(frameText(data));
@@ -21,6 +33,8 @@ export interface SseSource {
   onError: (error: unknown) => ErrorBody;
   /** The reader went away: stop producing (the events are then drained, not sent). */
   onCancel: () => void;
+  /** The Responses API's framing (events named by their `type`, no `[DONE]`). */
+  named?: boolean;
 }
 
 /**
@@ -125,8 +139,16 @@ export function mergeTextChunks(first: unknown, second: unknown): unknown {
   return { ...(first as object), choices: [choice] };
 }
 
-/** The frames for what waited, text merged where it can be, as one write. */
-function framesOf(results: IteratorResult<unknown>[]): { bytes: Uint8Array; done: boolean } {
+/** The frames for what waited, as one write: a Responses API stream's each named, a chat stream's text merged where it can be. */
+function framesOf(
+  results: IteratorResult<unknown>[],
+  named: boolean,
+): { bytes: Uint8Array; done: boolean; count: number } {
+  if (named) {
+    const events = results.filter((result) => !result.done).map((result) => result.value);
+    const done = events.length < results.length;
+    return { bytes: encoder.encode(events.map(namedFrameText).join("")), done, count: events.length };
+  }
   let text = "";
   let pending: unknown;
   let done = false;
@@ -144,7 +166,7 @@ function framesOf(results: IteratorResult<unknown>[]): { bytes: Uint8Array; done
   }
   if (pending !== undefined) text += frameText(pending);
   if (done) text += frameText("[DONE]");
-  return { bytes: encoder.encode(text), done };
+  return { bytes: encoder.encode(text), done, count: 0 };
 }
 
 /** How many events may wait for a reader that is behind before the producer is paused. */
@@ -152,6 +174,8 @@ const readAheadLimit = 256;
 
 export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
   let finished = false;
+  let sent = 0;
+  const named = source.named === true;
   const ahead = new ReadAhead(source.events, readAheadLimit);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -161,12 +185,14 @@ export function sseStream(source: SseSource): ReadableStream<Uint8Array> {
         results = await ahead.take();
       } catch (error) {
         finished = true;
-        controller.enqueue(frame(source.onError(error)));
+        const body = source.onError(error);
+        controller.enqueue(encoder.encode(named ? namedFrameText(errorEvent(body, sent)) : frameText(body)));
         controller.close();
         return;
       }
       if (finished) return;
-      const { bytes, done } = framesOf(results);
+      const { bytes, done, count } = framesOf(results, named);
+      sent += count;
       controller.enqueue(bytes);
       if (done) {
         finished = true;

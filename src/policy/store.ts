@@ -95,6 +95,24 @@ interface UpstreamCredentialRecord {
   updatedAt: number;
 }
 
+/**
+ * A stored Responses API response (`store`, the default): what its `previous_response_id` and its
+ * items' `item_reference`s resolve to, for the account that made it. Kept 30 days, as OpenAI keeps them.
+ */
+export interface StoredResponseRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  /** The conversation it answered, as input items: earlier turns first, `instructions` left out (they do not carry over). */
+  input: unknown[];
+  /** Its output items, which later input can reference. */
+  output: unknown[];
+  /** The response object as it was answered, for `GET /v1/responses/{id}`. */
+  response: unknown;
+  /** The output items' ids, indexed so that an `item_reference` finds its response. */
+  itemIds: string[];
+}
+
 interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
@@ -106,6 +124,7 @@ interface PolicySchema extends DBSchema {
   reservations: { key: string; value: ReservationRecord; indexes: { holder: string } };
   windows: { key: string; value: WindowRecord };
   upstreamCredentials: { key: string; value: UpstreamCredentialRecord };
+  responses: { key: string; value: StoredResponseRecord; indexes: { itemIds: string; createdAt: number } };
 }
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
@@ -130,6 +149,11 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
   },
   (database) => {
     database.createObjectStore("upstreamCredentials", { keyPath: "name" });
+  },
+  (database) => {
+    const responses = database.createObjectStore("responses", { keyPath: "id" });
+    responses.createIndex("itemIds", "itemIds", { multiEntry: true });
+    responses.createIndex("createdAt", "createdAt");
   },
 ];
 

@@ -3,6 +3,7 @@ import type { Engine } from "../engine/contract.js";
 import type { Tokenizers } from "../model/tokenizer.js";
 import type { Policy } from "../policy/policy.js";
 import type { Scheduler } from "./scheduler.js";
+import type { StoredResponses } from "./stored-responses.js";
 
 /** Everything serving uses, wired once in the worker entry (src/worker/install.ts). */
 export interface Services {
@@ -12,6 +13,8 @@ export interface Services {
   tokenizers: Tokenizers;
   /** Keys, limits, reservations and the ledger. */
   policy: Policy;
+  /** The Responses API's stored responses, which later requests continue or refer to. */
+  responses: StoredResponses;
   /** Settles when the policy is ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */

@@ -39,7 +39,7 @@ const assistantMessage = z.strictObject({
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
 
 /** A metadata value: at most 512 characters, counted as OpenAI counts them (an emoji is one). */
-const metadataValue = z.string().superRefine((text, context) => {
+export const metadataValue = z.string().superRefine((text, context) => {
   if (characters(text) > 512) context.addIssue({ code: "too_big", origin: "string", maximum: 512, inclusive: true });
 });
 
@@ -49,7 +49,7 @@ const chatMessageSchema = z.discriminatedUnion("role", [systemMessage, userMessa
  * A JSON Schema object as the client sent it. Not `z.record`, which copies the object key by key:
  * a `__proto__` key would then set the copy's prototype and vanish instead of being refused.
  */
-const jsonSchemaObject = z.custom<Record<string, unknown>>(
+export const jsonSchemaObject = z.custom<Record<string, unknown>>(
   (value) => typeof value === "object" && value !== null && !Array.isArray(value),
   { message: "expected a JSON Schema object" },
 );

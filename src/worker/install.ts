@@ -12,6 +12,7 @@ import { createEngine } from "../engine/factory.js";
 import { ChoosingEngine } from "../engine/choice.js";
 import { hostAnnouncement, PageHosts, PageHostedEngine, type HostAnnouncement } from "../bridge/hosted-engine.js";
 import { Scheduler } from "../serve/scheduler.js";
+import { StoredResponses } from "../serve/stored-responses.js";
 import type { Engine, LoadProgress } from "../engine/contract.js";
 import type { WebLlmModule } from "../engine/webllm.js";
 import { InferenceApp } from "../http/app.js";
@@ -110,8 +111,9 @@ export function createInference(
     webllm !== undefined,
   );
   const clock = () => Date.now();
+  const database = openPolicyStore(config.databaseName);
   const policy = new Policy({
-    database: openPolicyStore(config.databaseName),
+    database,
     clock,
     holder: randomId("worker_"),
     liveness: webLocksLiveness(),
@@ -123,6 +125,7 @@ export function createInference(
     scheduler,
     tokenizers,
     policy,
+    responses: new StoredResponses({ database, clock }),
     // Reservations a killed worker left open are released before this one admits anything.
     ready: policy.releaseOrphans(),
     clock,

@@ -5,6 +5,7 @@
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/wire/models.js";
+import { responseSchema } from "../../src/wire/response.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { expect, openHarness, test } from "./harness.js";
 
@@ -114,6 +115,51 @@ test("chat completion, streaming: role first, null finish until the end, usage c
   expect(choiceChunks.every((chunk) => chunk.usage === null)).toBe(true);
   const streamedText = choiceChunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
   expect(result.text).toBe(streamedText);
+});
+
+test("the Responses API through the openai SDK: create, stream, continue, read back and delete", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async (modelId) => {
+    const client = window.harness.client();
+    const first = await client.responses.create({ model: modelId, instructions: "Be brief.", input: "Say hello." });
+    const next = await client.responses.create({
+      model: modelId,
+      input: "And again.",
+      previous_response_id: first.id,
+      max_output_tokens: 16,
+    });
+    const stream = client.responses.stream({ model: modelId, input: "Stream please.", max_output_tokens: 400 });
+    const types: string[] = [];
+    let streamed = "";
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === "response.output_text.delta") streamed += event.delta;
+    }
+    const final = await stream.finalResponse();
+    const read = await client.responses.retrieve(first.id);
+    await client.responses.delete(first.id);
+    const gone = await client.responses.retrieve(first.id).then(
+      () => null,
+      (error: { status?: number }) => error.status,
+    );
+    return { first, next, types, streamed, final, read, gone };
+  }, model);
+  // The SDK adds `output_text` (its own convenience) to the wire object.
+  const wire = ({ output_text: _text, ...object }: { output_text: string }) => object;
+  const first = responseSchema.parse(wire(result.first));
+  expect(first).toMatchObject({ object: "response", status: "completed", model, store: true });
+  expect(first.output[0]).toMatchObject({ type: "message", role: "assistant", status: "completed" });
+  expect(result.first.output_text.length).toBeGreaterThan(10);
+  expect(first.usage!.total_tokens).toBe(first.usage!.input_tokens + first.usage!.output_tokens);
+  const next = responseSchema.parse(wire(result.next));
+  expect(next).toMatchObject({ status: "incomplete", previous_response_id: first.id });
+  // The earlier turns are in the prompt: the instructions are not (they do not carry over), the rest is.
+  expect(next.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + first.usage!.output_tokens - 10);
+  expect(result.types[0]).toBe("response.created");
+  expect(result.types.at(-1)).toBe("response.completed");
+  expect(result.final.output_text).toBe(result.streamed);
+  expect(result.read).toEqual(result.first);
+  expect(result.gone).toBe(404);
 });
 
 test("legacy completions: one choice per prompt, stop sequences, streaming", async ({ page }) => {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EngineError } from "../../src/errors/engine.js";
-import { errorResponse } from "../../src/http/responses.js";
+import { errorResponse } from "../../src/http/json-response.js";
 import { engineErrorToApi, toApiError } from "../../src/errors/api.js";
 import { fetchTokenizerSource, Tokenizers, tokenizerFromFiles } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script

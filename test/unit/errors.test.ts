@@ -11,7 +11,7 @@ import {
   toApiError,
 } from "../../src/errors/api.js";
 import { SetupError } from "../../src/errors/setup.js";
-import { errorResponse } from "../../src/http/responses.js";
+import { errorResponse } from "../../src/http/json-response.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 
 describe("errors", () => {

@@ -5,6 +5,7 @@ import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js"
 import { resolveConfig } from "../../src/config/config.js";
 import { readSse } from "../../src/serve/upstream/read-sse.js";
 import { decideRoute as decide } from "../../src/serve/route-decision.js";
+import { responseEventSchema, responseSchema } from "../../src/wire/response.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
@@ -1041,6 +1042,56 @@ describe("forwarding to upstreams", () => {
     );
     expect(response.status).toBe(200);
     expect(calls[0]!.body).toMatchObject({ tools: [tool("a"), tool("c")], tool_choice: "required" });
+  });
+
+  it("serves a Responses API request for a remote model: the upstream is sent chat, the client gets a response", async () => {
+    const { app, post, calls, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": (call) =>
+        call.body.stream
+          ? new Response(
+              sseBody([
+                chunk(""),
+                chunk("Hi"),
+                chunk(" there"),
+                chunk(null, "stop"),
+                chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
+              ]),
+              { headers: { "content-type": "text/event-stream" } },
+            )
+          : Response.json({
+              id: "x",
+              object: "chat.completion",
+              created: 1,
+              model: "m",
+              choices: [{ index: 0, message: { role: "assistant", content: "Hi there" }, finish_reason: "stop" }],
+              usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
+            }),
+    });
+    const body = { model: "remote-llama", instructions: "Be brief.", input: "Hello", max_output_tokens: 64 };
+    const whole = responseSchema.parse(await (await app.handle(post("/v1/responses", body))).json());
+    expect(calls[0]!.body).toMatchObject({
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Hello" },
+      ],
+      max_completion_tokens: 64,
+    });
+    expect(calls[0]!.body).not.toHaveProperty("input");
+    expect(whole).toMatchObject({
+      status: "completed",
+      model: "remote-llama",
+      output: [{ type: "message", content: [{ type: "output_text", text: "Hi there" }] }],
+      usage: { input_tokens: 11, output_tokens: 3, total_tokens: 14 },
+    });
+    const streamed = await app.handle(post("/v1/responses", { ...body, stream: true }));
+    const frames = (await streamed.text()).split("\n\n").filter(Boolean);
+    const last = frames.at(-1)!;
+    expect(last.split("\n")[0]).toBe("event: response.completed");
+    const completed = responseEventSchema.parse(JSON.parse(last.split("\n")[1]!.slice(6)));
+    expect(completed).toMatchObject({
+      response: { output: [{ content: [{ text: "Hi there" }] }], usage: { output_tokens: 3 } },
+    });
+    expect((await database.getAll("ledger")).filter((entry) => entry.kind === "charge")).toHaveLength(2);
   });
 
   it("says in each response where it was generated: this device's engine, or the upstream's host", async () => {

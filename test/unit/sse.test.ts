@@ -34,6 +34,29 @@ describe("SSE writer", () => {
     );
   });
 
+  it("frames the Responses API's events by name, with no [DONE], and a failure as its numbered error event", async () => {
+    const stream = sseStream({
+      named: true,
+      events: from([{ type: "response.created", sequence_number: 0 }, { type: "response.in_progress" }, {}], 2),
+      onError: (error) => ({
+        error: { message: (error as Error).message, type: "server_error", code: "internal_error", param: null },
+      }),
+      onCancel: () => {},
+    });
+    expect(await new Response(stream).text()).toBe(
+      'event: response.created\ndata: {"type":"response.created","sequence_number":0}\n\n' +
+        'event: response.in_progress\ndata: {"type":"response.in_progress"}\n\n' +
+        'event: error\ndata: {"type":"error","code":"internal_error","message":"engine exploded","param":null,"sequence_number":2}\n\n',
+    );
+    const whole = sseStream({
+      named: true,
+      events: from([{ type: "response.completed" }]),
+      onError: () => ({ error: { message: "", type: "server_error", code: null, param: null } }),
+      onCancel: () => {},
+    });
+    expect(await new Response(whole).text()).toBe('event: response.completed\ndata: {"type":"response.completed"}\n\n');
+  });
+
   it("tells the producer when the reader goes away, and drains the source to its end", async () => {
     let cancelled = false;
     let drained = false;

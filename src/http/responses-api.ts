@@ -1,0 +1,158 @@
+/**
+ * `POST /v1/responses`, OpenAI's Responses API, which the Vercel AI SDK's `openai(model)` and the
+ * SDKs' `responses.create` speak: served as the chat request it amounts to (the same checks,
+ * admission, billing, engines and upstreams), its answer written as a `response` object or as
+ * the Responses API's named events. With `store` (the default) the response is kept for its
+ * account, so that `previous_response_id` continues it and an `item_reference` finds its items.
+ */
+import { BadRequestError, NotFoundError } from "../errors/api.js";
+import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
+import type { OutputItem } from "../wire/response.js";
+import { responseRequestSchema, type ResponseRequest } from "../wire/responses-request.js";
+import type { StoredResponses } from "../serve/stored-responses.js";
+import { serveChat } from "./chat.js";
+import type { InferenceRoute, RequestContext } from "./context.js";
+import type { HttpDependencies } from "./dependencies.js";
+import { jsonResponse } from "./json-response.js";
+import type { Outcome } from "./outcome.js";
+import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
+import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
+import type { Reshape } from "./serving.js";
+import { parseWith, readJson } from "./validate.js";
+
+export const responsesPaths = { create: /^\/responses\/?$/, one: /^\/responses\/(?<id>[^/]+)\/?$/ };
+
+/**
+ * A chat request's param as the Responses request names it. A message's index is not its item's
+ * (instructions, continued turns and merged calls come between), so a message is named `input`.
+ */
+function responsesParam(param: string): string {
+  return param
+    .replace(/^messages(?:[.[].*)?$/, "input")
+    .replace(/^max_completion_tokens$/, "max_output_tokens")
+    .replace(/^response_format(?:\.json_schema)?(?=$|\.)/, "text.format")
+    .replace(/^tools\[(\d+)\]\.function(?=$|\.)/, "tools[$1]")
+    .replace(/^tool_choice\.function(?=$|\.)/, "tool_choice");
+}
+
+/** A refusal of the chat request it became, in the Responses request's terms. */
+function inResponsesTerms(error: unknown): unknown {
+  if (!(error instanceof BadRequestError) || error.param === null) return error;
+  const param = responsesParam(error.param);
+  if (param === error.param) return error;
+  const message = error.message.split(`'${error.param}'`).join(`'${param}'`);
+  return new BadRequestError(message, { param, code: error.code });
+}
+
+function reshapeFor(frame: ResponseFrame): Reshape {
+  return {
+    named: true,
+    whole: (body) => responseOf(body as ChatCompletion, frame),
+    chunks: (events) => responseEvents(events as AsyncGenerator<ChatCompletionChunk>, frame),
+  };
+}
+
+/** A stored item's id as an error quotes it. */
+const quoted = (id: string) => (id.length > 64 ? `${id.slice(0, 64)}…` : id);
+
+/**
+ * The conversation a request answers: the turns of the response it continues (its input, then
+ * its output), then its own input, each `item_reference` replaced by the item it names.
+ */
+async function conversationOf(
+  request: ResponseRequest,
+  accountId: string,
+  stored: StoredResponses,
+): Promise<ConversationItem[]> {
+  const earlier: ConversationItem[] = [];
+  if (request.previous_response_id != null) {
+    const previous = await stored.response(accountId, request.previous_response_id);
+    if (!previous)
+      throw new BadRequestError(`Previous response with id '${quoted(request.previous_response_id)}' not found.`, {
+        param: "previous_response_id",
+        code: "previous_response_not_found",
+      });
+    earlier.push(...(previous.input as ConversationItem[]), ...(previous.output as OutputItem[]).map(asInputItem));
+  }
+  const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
+  const own: ConversationItem[] = [];
+  for (const [index, item] of input.entries()) {
+    if (!("type" in item) || item.type !== "item_reference") {
+      own.push(item);
+      continue;
+    }
+    const found = (await stored.item(accountId, item.id)) as OutputItem | undefined;
+    if (!found)
+      throw new BadRequestError(
+        `Item with id '${quoted(item.id)}' not found. Items are kept for 30 days, for the account whose response made them, when the response was stored ('store' true, the default).`,
+        { param: `input[${index}]`, code: "invalid_value" },
+      );
+    own.push(asInputItem(found));
+  }
+  return [...earlier, ...own];
+}
+
+async function serveResponse(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {
+  const request = parseWith(responseRequestSchema, await readJson(context.body));
+  checkSupported(request);
+  const accountId = context.key.accountId;
+  const conversation = await conversationOf(request, accountId, dependencies.responses);
+  const id = dependencies.newId("resp_");
+  const frame: ResponseFrame = {
+    id,
+    createdAt: Math.floor(dependencies.clock() / 1000),
+    model: request.model,
+    request,
+    newId: dependencies.newId,
+    // Kept only once it has completed: a failed response has nothing to continue from.
+    keep:
+      request.store === false
+        ? null
+        : (response) =>
+            dependencies.responses.save({ id, accountId, input: conversation, output: response.output, response }),
+  };
+  const chat = chatRequestOf(request, conversation);
+  return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });
+}
+
+function notFound(id: string): NotFoundError {
+  return new NotFoundError(`Response with id '${quoted(id)}' not found.`);
+}
+
+/** `GET` and `DELETE /v1/responses/{id}`: a stored response of the key's account, read back or deleted. */
+export function storedResponseRoutes(dependencies: HttpDependencies): InferenceRoute[] {
+  return [
+    {
+      method: "GET",
+      path: responsesPaths.one,
+      handler: async ({ key }, { id = "" }) => {
+        const record = await dependencies.responses.response(key.accountId, id);
+        if (!record) throw notFound(id);
+        return { response: jsonResponse(record.response) };
+      },
+    },
+    {
+      method: "DELETE",
+      path: responsesPaths.one,
+      handler: async ({ key }, { id = "" }) => {
+        if (!(await dependencies.responses.remove(key.accountId, id))) throw notFound(id);
+        return { response: jsonResponse({ id, object: "response", deleted: true }) };
+      },
+    },
+  ];
+}
+
+export function responsesRoute(dependencies: HttpDependencies): InferenceRoute {
+  return {
+    method: "POST",
+    path: responsesPaths.create,
+    handler: async (context) => {
+      try {
+        const outcome = await serveResponse(dependencies, context);
+        return "error" in outcome ? { ...outcome, error: inResponsesTerms(outcome.error) } : outcome;
+      } catch (error) {
+        throw inResponsesTerms(error);
+      }
+    },
+  };
+}

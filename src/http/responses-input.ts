@@ -1,0 +1,168 @@
+/**
+ * A Responses API request as the chat request it amounts to: `instructions` as the first system
+ * turn, input items as messages (consecutive function calls as one assistant turn's `tool_calls`,
+ * their outputs as `tool` turns), function tools, the text format as `response_format`, and the
+ * limits under chat's names. What has no chat meaning here is refused in OpenAI's words.
+ */
+import { BadRequestError } from "../errors/api.js";
+import type { OutputItem } from "../wire/response.js";
+import type { ResponseInputItem, ResponseRequest } from "../wire/responses-request.js";
+
+type ChatMessage = Record<string, unknown> & { role: string; tool_calls?: unknown[] };
+type Part = Exclude<Extract<ResponseInputItem, { role: string }>["content"], string>[number];
+/** An input item with its reference resolved: a message, a call or a call's output. */
+export type ConversationItem = Exclude<ResponseInputItem, { type: "item_reference" }>;
+
+/** An earlier output item as the input item it is in a later request. */
+export function asInputItem(item: OutputItem): ConversationItem {
+  if (item.type === "function_call")
+    return { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
+  return {
+    type: "message",
+    role: "assistant",
+    content: item.content.map((part) => ({ type: "output_text" as const, text: part.text })),
+  };
+}
+
+/** Parameters these models or this API cannot honour, refused as OpenAI refuses them. */
+export function checkSupported(request: ResponseRequest): void {
+  const unsupported: [keyof ResponseRequest, string][] = [
+    ["reasoning", "Unsupported parameter: 'reasoning' is not supported with this model."],
+    ["moderation", "Unsupported parameter: 'moderation' is not supported with this model."],
+    ["access_programs", "Unsupported parameter: 'access_programs' is not supported with this model."],
+    ["prompt", "Unsupported parameter: 'prompt': this API has no stored prompts; send the prompt's text as input."],
+    [
+      "conversation",
+      "Unsupported parameter: 'conversation': this API keeps no conversations; send the conversation's items as input.",
+    ],
+    ["context_management", "Unsupported parameter: 'context_management' is not supported with this model."],
+  ];
+  for (const [name, message] of unsupported)
+    if (request[name] != null) throw new BadRequestError(message, { param: name, code: "unsupported_parameter" });
+  if (request.background === true)
+    throw new BadRequestError("Unsupported parameter: 'background': responses are generated while the request waits.", {
+      param: "background",
+      code: "unsupported_parameter",
+    });
+  refuseMedia(request);
+  if (request.text?.verbosity != null)
+    throw new BadRequestError("Unsupported parameter: 'text.verbosity' is not supported with this model.", {
+      param: "text.verbosity",
+      code: "unsupported_parameter",
+    });
+}
+
+/** Image, audio and file parts, refused in OpenAI's words: every model here reads text only. */
+function refuseMedia(request: ResponseRequest): void {
+  if (typeof request.input === "string") return;
+  request.input.forEach((item, index) => {
+    const content = "content" in item ? item.content : "output" in item ? item.output : "";
+    if (typeof content === "string") return;
+    content.forEach((part, position) => {
+      if (part.type === "input_text" || part.type === "output_text" || part.type === "refusal") return;
+      const what = part.type === "input_image" ? "images" : part.type === "input_audio" ? "audio" : "files";
+      const field = "content" in item ? "content" : "output";
+      throw new BadRequestError(
+        `Invalid content type. ${part.type} is only supported by models that take ${what}; ${request.model} takes text only.`,
+        { param: `input[${index}].${field}[${position}].type`, code: "invalid_value" },
+      );
+    });
+  });
+}
+
+/** A text part as a chat content part (an earlier refusal is what was said); media was refused before. */
+function chatPart(part: Part): Record<string, unknown> {
+  return { type: "text", text: part.type === "refusal" ? part.refusal : "text" in part ? part.text : "" };
+}
+
+function chatContent(content: string | Part[]): unknown {
+  return typeof content === "string" ? content : content.map(chatPart);
+}
+
+/** The conversation's items as chat messages. */
+function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  items.forEach((item) => {
+    if ("role" in item) {
+      messages.push({ role: item.role, content: chatContent(item.content) });
+      return;
+    }
+    if (item.type === "function_call") {
+      const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
+      const last = messages.at(-1);
+      // Calls that follow an assistant's words, or each other, are that one turn's calls.
+      if (last?.role === "assistant") last.tool_calls = [...(last.tool_calls ?? []), call];
+      else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+      return;
+    }
+    const output = typeof item.output === "string" ? item.output : item.output.map(chatPart);
+    messages.push({ role: "tool", tool_call_id: item.call_id, content: output });
+  });
+  return messages;
+}
+
+function chatToolChoice(choice: ResponseRequest["tool_choice"]): unknown {
+  if (choice == null || typeof choice === "string") return choice;
+  if (choice.type === "function") return { type: "function", function: { name: choice.name } };
+  return {
+    type: "allowed_tools",
+    allowed_tools: {
+      mode: choice.mode,
+      tools: choice.tools.map((tool) => ({ type: "function", function: { name: tool.name } })),
+    },
+  };
+}
+
+function chatResponseFormat(format: NonNullable<ResponseRequest["text"]>["format"]): unknown {
+  if (format?.type !== "json_schema") return format;
+  const { type, ...schema } = format;
+  return { type, json_schema: schema };
+}
+
+/** Log probabilities are given only when `include` asks for them, as on the hosted API. */
+const logprobsIncluded = "message.output_text.logprobs";
+
+/**
+ * The chat request this Responses request amounts to (its JSON, validated again as chat is), over
+ * `conversation`: the earlier turns it continues and its own input, references resolved.
+ */
+export function chatRequestOf(
+  request: ResponseRequest,
+  conversation: readonly ConversationItem[],
+): Record<string, unknown> {
+  const messages = [
+    ...(request.instructions ? [{ role: "system", content: request.instructions }] : []),
+    ...messagesOf(conversation),
+  ];
+  const logprobs = request.include?.includes(logprobsIncluded) === true;
+  const entries: [string, unknown][] = [
+    ["model", request.model],
+    ["messages", messages],
+    ["max_completion_tokens", request.max_output_tokens],
+    ["temperature", request.temperature],
+    ["top_p", request.top_p],
+    ["stream", request.stream],
+    // The events close with the usage, so a stream always asks for it.
+    ["stream_options", request.stream ? { include_usage: true } : undefined],
+    [
+      "tools",
+      request.tools?.length
+        ? request.tools.map(({ type, ...definition }) => ({
+            type,
+            function: Object.fromEntries(Object.entries(definition).filter(([, value]) => value != null)),
+          }))
+        : undefined,
+    ],
+    ["tool_choice", chatToolChoice(request.tool_choice)],
+    ["parallel_tool_calls", request.tools?.length ? request.parallel_tool_calls : undefined],
+    ["response_format", chatResponseFormat(request.text?.format)],
+    ["logprobs", logprobs || undefined],
+    ["top_logprobs", logprobs ? (request.top_logprobs ?? 0) : undefined],
+    ["metadata", request.metadata],
+    ["user", request.user],
+    ["safety_identifier", request.safety_identifier],
+    ["prompt_cache_key", request.prompt_cache_key],
+    ["service_tier", request.service_tier],
+  ];
+  return Object.fromEntries(entries.filter(([, value]) => value != null));
+}

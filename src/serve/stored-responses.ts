@@ -1,0 +1,63 @@
+/**
+ * The Responses API's stored responses, in the origin's database: a later request continues one
+ * (`previous_response_id`) or refers to one of its output items (`item_reference`, which the
+ * Vercel AI SDK sends for every earlier assistant turn while `store` is on, its default). Each is
+ * the account's own: another account's id is not found. Kept 30 days, as OpenAI keeps them; each
+ * save deletes a few of the expired ones, so the work per request stays bounded.
+ */
+import type { PolicyDatabase, StoredResponseRecord } from "../policy/store.js";
+
+const keptMs = 30 * 24 * 60 * 60 * 1000;
+/** Expired responses deleted per save: enough to keep up with any rate of saves. */
+const expiredPerSave = 4;
+
+export class StoredResponses {
+  readonly #database: Promise<PolicyDatabase>;
+  readonly #clock: () => number;
+
+  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock: () => number }) {
+    this.#database = Promise.resolve(options.database);
+    this.#clock = options.clock;
+  }
+
+  /** Stores a response's conversation and output, in one transaction with the expired ones' deletion. */
+  async save(record: Omit<StoredResponseRecord, "createdAt" | "itemIds">): Promise<void> {
+    const database = await this.#database;
+    const now = this.#clock();
+    const transaction = database.transaction("responses", "readwrite");
+    const itemIds = record.output.map((item) => (item as { id: string }).id);
+    void transaction.store.put({ ...record, createdAt: now, itemIds });
+    let cursor = await transaction.store.index("createdAt").openCursor(IDBKeyRange.upperBound(now - keptMs, true));
+    for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
+      await cursor.delete();
+      cursor = await cursor.continue();
+    }
+    await transaction.done;
+  }
+
+  /** The account's response `id`, unexpired; undefined otherwise. */
+  async response(accountId: string, id: string): Promise<StoredResponseRecord | undefined> {
+    const record = await (await this.#database).get("responses", id);
+    return this.#visible(record, accountId);
+  }
+
+  /** The account's output item `id`, from an unexpired response; undefined otherwise. */
+  async item(accountId: string, id: string): Promise<unknown> {
+    const record = this.#visible(await (await this.#database).getFromIndex("responses", "itemIds", id), accountId);
+    return record?.output.find((item) => (item as { id: string }).id === id);
+  }
+
+  /** Deletes the account's response `id`; whether there was one. */
+  async remove(accountId: string, id: string): Promise<boolean> {
+    const transaction = (await this.#database).transaction("responses", "readwrite");
+    const record = this.#visible(await transaction.store.get(id), accountId);
+    if (record) await transaction.store.delete(id);
+    await transaction.done;
+    return record !== undefined;
+  }
+
+  #visible(record: StoredResponseRecord | undefined, accountId: string): StoredResponseRecord | undefined {
+    if (!record || record.accountId !== accountId || record.createdAt <= this.#clock() - keptMs) return undefined;
+    return record;
+  }
+}

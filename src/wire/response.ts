@@ -1,0 +1,141 @@
+/**
+ * The Responses API's answer: the `response` object, its output items (an assistant message of
+ * `output_text` parts, function calls), its usage, and the events a stream sends.
+ */
+import { z } from "zod";
+
+const logprobAlternative = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.number()) });
+const outputLogprob = z.strictObject({ ...logprobAlternative.shape, top_logprobs: z.array(logprobAlternative) });
+
+const outputTextSchema = z.strictObject({
+  type: z.literal("output_text"),
+  text: z.string(),
+  annotations: z.array(z.never()),
+  logprobs: z.array(outputLogprob),
+});
+
+const itemStatus = z.enum(["in_progress", "completed", "incomplete"]);
+
+const messageItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("message"),
+  status: itemStatus,
+  role: z.literal("assistant"),
+  content: z.array(outputTextSchema),
+});
+
+const functionCallItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("function_call"),
+  status: itemStatus,
+  call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
+
+const outputItemSchema = z.discriminatedUnion("type", [messageItemSchema, functionCallItemSchema]);
+
+const responseUsageSchema = z.strictObject({
+  input_tokens: z.number().int().min(0),
+  input_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }),
+  output_tokens: z.number().int().min(0),
+  output_tokens_details: z.strictObject({ reasoning_tokens: z.number().int().min(0) }),
+  total_tokens: z.number().int().min(0),
+});
+
+export const responseSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("response"),
+  created_at: z.number().int(),
+  status: z.enum(["in_progress", "completed", "incomplete"]),
+  background: z.boolean(),
+  error: z.null(),
+  incomplete_details: z.strictObject({ reason: z.enum(["max_output_tokens", "content_filter"]) }).nullable(),
+  instructions: z.string().nullable(),
+  max_output_tokens: z.number().int().nullable(),
+  max_tool_calls: z.number().int().nullable(),
+  model: z.string(),
+  output: z.array(outputItemSchema),
+  parallel_tool_calls: z.boolean(),
+  previous_response_id: z.string().nullable(),
+  prompt_cache_key: z.string().nullable(),
+  reasoning: z.strictObject({ effort: z.null(), summary: z.null() }),
+  safety_identifier: z.string().nullable(),
+  service_tier: z.string(),
+  store: z.boolean(),
+  temperature: z.number(),
+  text: z.strictObject({ format: z.record(z.string(), z.unknown()) }),
+  tool_choice: z.unknown(),
+  tools: z.array(z.record(z.string(), z.unknown())),
+  top_logprobs: z.number().int(),
+  top_p: z.number(),
+  truncation: z.enum(["auto", "disabled"]),
+  usage: responseUsageSchema.nullable(),
+  user: z.string().nullable(),
+  metadata: z.record(z.string(), z.string()),
+});
+
+const sequenced = { sequence_number: z.number().int().min(0) };
+const inItem = { item_id: z.string(), output_index: z.number().int().min(0) };
+const inPart = { ...inItem, content_index: z.number().int().min(0) };
+
+/** Every event a streamed response sends, in the order they come for each item. */
+export const responseEventSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.enum(["response.created", "response.in_progress", "response.completed", "response.incomplete"]),
+    response: responseSchema,
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.enum(["response.output_item.added", "response.output_item.done"]),
+    output_index: z.number().int().min(0),
+    item: outputItemSchema,
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.enum(["response.content_part.added", "response.content_part.done"]),
+    ...inPart,
+    part: outputTextSchema,
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("response.output_text.delta"),
+    ...inPart,
+    delta: z.string(),
+    logprobs: z.array(outputLogprob),
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("response.output_text.done"),
+    ...inPart,
+    text: z.string(),
+    logprobs: z.array(outputLogprob),
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("response.function_call_arguments.delta"),
+    ...inItem,
+    delta: z.string(),
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("response.function_call_arguments.done"),
+    ...inItem,
+    name: z.string(),
+    arguments: z.string(),
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("error"),
+    code: z.string().nullable(),
+    message: z.string(),
+    param: z.string().nullable(),
+    ...sequenced,
+  }),
+]);
+
+export type ResponseObject = z.infer<typeof responseSchema>;
+export type ResponseEvent = z.infer<typeof responseEventSchema>;
+export type OutputItem = z.infer<typeof outputItemSchema>;
+export type OutputText = z.infer<typeof outputTextSchema>;
+export type OutputLogprob = z.infer<typeof outputLogprob>;

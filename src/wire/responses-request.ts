@@ -1,0 +1,152 @@
+/**
+ * The Responses API's request (`POST /v1/responses`): input items, instructions, function tools
+ * and the text format, with OpenAI's names and ranges. A strict object, as the chat request is:
+ * an argument we do not know is refused with 400 naming it. The handler (http/responses-api.ts)
+ * serves it as the chat request it amounts to.
+ */
+import { z } from "zod";
+import { dictionary, list } from "./collections.js";
+import { functionName } from "./shared.js";
+import { jsonSchemaObject, metadataValue } from "./chat-request.js";
+
+/** A caching hint on a part, as on chat's text parts: taken, not needed. */
+const breakpoint = { prompt_cache_breakpoint: z.strictObject({ mode: z.literal("explicit") }).optional() };
+/** Parts the hosted API takes for models that read images or files; refused by the handler in OpenAI's words. */
+const mediaPart = z.looseObject({ type: z.enum(["input_image", "input_file", "input_audio"]) });
+const inputText = z.strictObject({ type: z.literal("input_text"), text: z.string(), ...breakpoint });
+/** An earlier reply's text sent back: its annotations and log probabilities are taken, not read. */
+const outputText = z.strictObject({
+  type: z.literal("output_text"),
+  text: z.string(),
+  annotations: z.array(z.unknown()).optional(),
+  logprobs: z.array(z.unknown()).optional(),
+  ...breakpoint,
+});
+const refusal = z.strictObject({ type: z.literal("refusal"), refusal: z.string() });
+const contentPart = z.discriminatedUnion("type", [inputText, outputText, refusal, mediaPart]);
+
+const itemStatus = z.enum(["in_progress", "completed", "incomplete"]).nullish();
+
+const messageItem = z.strictObject({
+  type: z.literal("message").optional(),
+  role: z.enum(["user", "system", "developer", "assistant"]),
+  content: z.union([z.string(), list(contentPart, { min: 1 })]),
+  // An earlier reply's own fields, sent back: not read.
+  id: z.string().nullish(),
+  status: itemStatus,
+  phase: z.string().nullish(),
+});
+/** Who made a call, as the hosted API says of its calls (a client sends its items back as they came): not read. */
+const caller = z
+  .union([
+    z.strictObject({ type: z.literal("direct") }),
+    z.strictObject({ type: z.literal("program"), caller_id: z.string() }),
+  ])
+  .nullish();
+
+const functionCallItem = z.strictObject({
+  type: z.literal("function_call"),
+  call_id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+  id: z.string().nullish(),
+  status: itemStatus,
+  // An earlier call's own fields, sent back: not read.
+  async: z.boolean().nullish(),
+  caller,
+  namespace: z.string().nullish(),
+});
+const functionCallOutputItem = z.strictObject({
+  type: z.literal("function_call_output"),
+  call_id: z.string().min(1),
+  output: z.union([z.string(), list(contentPart, { min: 1 })]),
+  id: z.string().nullish(),
+  status: itemStatus,
+  caller,
+  name: z.string().nullish(),
+  namespace: z.string().nullish(),
+});
+const itemReference = z.strictObject({ type: z.literal("item_reference"), id: z.string().min(1) });
+
+/** An input item: a message (its `type` may be left out), a call, a call's output, or a reference to a stored item. */
+const inputItem = z.union([
+  messageItem,
+  z.discriminatedUnion("type", [functionCallItem, functionCallOutputItem, itemReference]),
+]);
+
+const functionTool = z.strictObject({
+  type: z.literal("function"),
+  name: functionName,
+  description: z.string().nullish(),
+  parameters: jsonSchemaObject.nullish(),
+  strict: z.boolean().nullish(),
+});
+
+const toolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), name: z.string() }),
+  z.strictObject({
+    type: z.literal("allowed_tools"),
+    mode: z.enum(["auto", "required"]),
+    tools: list(z.strictObject({ type: z.literal("function"), name: z.string() }), { min: 1 }),
+  }),
+]);
+
+const textFormat = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    name: functionName,
+    schema: jsonSchemaObject,
+    description: z.string().nullish(),
+    strict: z.boolean().nullish(),
+  }),
+]);
+
+export const responseRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), list(inputItem, { min: 1 })]),
+  instructions: z.string().nullish(),
+  // OpenAI's floor for this endpoint: 16.
+  max_output_tokens: z.number().int().min(16).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  include: list(z.string()).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullish(),
+  tools: list(functionTool, { max: 128 }).nullish(),
+  tool_choice: toolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  // Counts calls to OpenAI's built-in tools; there are none here, so it bounds nothing.
+  max_tool_calls: z.number().int().min(1).nullish(),
+  text: z.strictObject({ format: textFormat.optional(), verbosity: z.unknown().optional() }).nullish(),
+  truncation: z.enum(["auto", "disabled"]).nullish(),
+  store: z.boolean().nullish(),
+  metadata: dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 }).nullish(),
+  user: z.string().optional(),
+  safety_identifier: z.string().nullish(),
+  prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.enum(["in_memory", "in-memory", "24h"]).nullish(),
+  prompt_cache_options: z
+    .strictObject({
+      mode: z.enum(["implicit", "explicit"]).optional(),
+      ttl: z.literal("30m").optional(),
+      prewarm: z.boolean().optional(),
+    })
+    .nullish(),
+  service_tier: z.enum(["auto", "default", "flex", "scale", "priority", "fast"]).nullish(),
+  // Known to OpenAI, refused for these models in OpenAI's words by the handler.
+  reasoning: z.unknown().optional(),
+  background: z.boolean().nullish(),
+  previous_response_id: z.string().nullish(),
+  conversation: z.unknown().optional(),
+  prompt: z.unknown().optional(),
+  moderation: z.unknown().optional(),
+  context_management: z.unknown().optional(),
+  access_programs: z.unknown().optional(),
+});
+
+export type ResponseRequest = z.infer<typeof responseRequestSchema>;
+export type ResponseInputItem = z.infer<typeof inputItem>;

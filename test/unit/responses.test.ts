@@ -1,0 +1,313 @@
+/**
+ * `POST /v1/responses`: OpenAI's Responses API (what the Vercel AI SDK's `openai(model)` and the
+ * SDKs' `responses.create` send), served as the chat request it amounts to, answered and streamed
+ * in the Responses API's own objects and events, and stored for `previous_response_id` and
+ * `item_reference`.
+ */
+import { describe, expect, it } from "vitest";
+import { Ajv } from "ajv";
+import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/wire/error.js";
+import { responseEventSchema, responseSchema, type ResponseEvent } from "../../src/wire/response.js";
+import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
+
+const model = "alpha3:8b-instruct-q8_0";
+const families = ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
+const weather = {
+  type: "function",
+  name: "get_weather",
+  description: "The weather in a city",
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+
+async function create(test: TestApp, body: Record<string, unknown>) {
+  const response = await test.app.handle(test.post("/v1/responses", { model, ...body }));
+  expect(response.status, JSON.stringify(body).slice(0, 120)).toBe(200);
+  return responseSchema.parse(await response.json());
+}
+
+async function refusal(test: TestApp, body: Record<string, unknown>) {
+  const response = await test.app.handle(test.post("/v1/responses", { model, ...body }));
+  return { status: response.status, ...errorBodySchema.parse(await response.json()).error };
+}
+
+/** A Responses API stream's events, each checked: its `event:` line names its type, and no `[DONE]`. */
+async function events(test: TestApp, body: Record<string, unknown>): Promise<ResponseEvent[]> {
+  const response = await test.app.handle(test.post("/v1/responses", { model, stream: true, ...body }));
+  expect(response.headers.get("content-type")).toContain("text/event-stream");
+  const frames = (await response.text()).split("\n\n").filter(Boolean);
+  return frames.map((frame) => {
+    const [name, data, ...rest] = frame.split("\n");
+    expect(rest).toEqual([]);
+    const event = responseEventSchema.parse(JSON.parse(data!.replace(/^data: /, "")));
+    expect(name).toBe(`event: ${event.type}`);
+    return event;
+  });
+}
+
+const outputText = (response: { output: { type: string; content?: { text: string }[] }[] }) =>
+  response.output.flatMap((item) => (item.type === "message" ? item.content!.map((part) => part.text) : [])).join("");
+
+describe("the Responses API", () => {
+  it("answers with the reply the same chat request gets: instructions as the system turn, usage, and incomplete at the limit", async () => {
+    const test = await makeApp();
+    for (const id of families) {
+      const chat = await test.app.handle(
+        test.post("/v1/chat/completions", {
+          model: id,
+          messages: [
+            { role: "system", content: "Be brief." },
+            { role: "user", content: "Hello there" },
+          ],
+          max_completion_tokens: 20,
+        }),
+      );
+      const completion = chatCompletionSchema.parse(await chat.json());
+      const response = await create(test, {
+        model: id,
+        instructions: "Be brief.",
+        input: "Hello there",
+        max_output_tokens: 20,
+      });
+      expect(response).toMatchObject({
+        object: "response",
+        model: id,
+        status: "incomplete",
+        incomplete_details: { reason: "max_output_tokens" },
+        instructions: "Be brief.",
+        store: true,
+        usage: {
+          input_tokens: completion.usage.prompt_tokens,
+          output_tokens: 20,
+          total_tokens: completion.usage.prompt_tokens + 20,
+        },
+      });
+      expect(response.id).toMatch(/^resp_/);
+      expect(response.output).toHaveLength(1);
+      expect(response.output[0]).toMatchObject({ type: "message", role: "assistant", status: "incomplete" });
+      expect(outputText(response)).toBe(completion.choices[0]!.message.content);
+    }
+    await checkLedgerInvariant(test.database);
+    expect((await test.database.getAll("ledger")).filter((entry) => entry.kind === "charge")).toHaveLength(6);
+  });
+
+  it("streams its events in order, numbered, each item opened and closed, the last one the whole response", async () => {
+    const test = await makeApp();
+    const streamed = await events(test, { input: "Tell me more", max_output_tokens: 400 });
+    expect(streamed.map((event) => event.sequence_number)).toEqual(streamed.map((_, index) => index));
+    expect(streamed.map((event) => event.type).filter((type) => type !== "response.output_text.delta")).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    const deltas = streamed.flatMap((event) => (event.type === "response.output_text.delta" ? [event.delta] : []));
+    expect(deltas.length).toBeGreaterThan(1);
+    const last = streamed.at(-1)!;
+    if (last.type !== "response.completed") throw new Error(last.type);
+    expect(last.response.status).toBe("completed");
+    expect(outputText(last.response)).toBe(deltas.join(""));
+    const whole = await create(test, { input: "Tell me more", max_output_tokens: 400 });
+    expect(outputText(whole)).toBe(deltas.join(""));
+    expect(last.response.usage).toEqual(whole.usage);
+  });
+
+  it("calls function tools as function_call items, streams their arguments, and answers their outputs", async () => {
+    const test = await makeApp();
+    const ajv = new Ajv();
+    for (const id of families) {
+      const called = await create(test, {
+        model: id,
+        input: "Weather in Oslo?",
+        tools: [weather],
+        tool_choice: "required",
+      });
+      const calls = called.output.filter((item) => item.type === "function_call");
+      expect(calls.length).toBeGreaterThan(0);
+      for (const call of calls) {
+        expect(call).toMatchObject({
+          name: "get_weather",
+          status: "completed",
+          call_id: expect.stringMatching(/^call_/),
+        });
+        expect(ajv.validate(weather.parameters, JSON.parse(call.arguments))).toBe(true);
+      }
+      const streamed = await events(test, {
+        model: id,
+        input: "Weather in Oslo?",
+        tools: [weather],
+        tool_choice: "required",
+      });
+      const done = streamed.filter((event) => event.type === "response.function_call_arguments.done");
+      for (const event of done) {
+        const pieces = streamed.filter(
+          (each) => each.type === "response.function_call_arguments.delta" && each.item_id === event.item_id,
+        );
+        expect(pieces.map((piece) => ("delta" in piece ? piece.delta : "")).join("")).toBe(event.arguments);
+      }
+      expect(done.length).toBeGreaterThan(0);
+      const answered = await create(test, {
+        model: id,
+        tools: [weather],
+        input: [
+          { role: "user", content: "Weather in Oslo?" },
+          ...calls,
+          ...calls.map((call) => ({ type: "function_call_output", call_id: call.call_id, output: '{"temp":3}' })),
+        ],
+      });
+      expect(answered.output.map((item) => item.type)).toEqual(["message"]);
+    }
+  });
+
+  it("gives log probabilities when include asks for them, top_logprobs alternatives each", async () => {
+    const test = await makeApp();
+    const plain = await create(test, { input: "Hello", max_output_tokens: 16 });
+    const part = (response: typeof plain) => (response.output[0] as { content: { logprobs: unknown[] }[] }).content[0]!;
+    expect(part(plain).logprobs).toEqual([]);
+    const asked = await create(test, {
+      input: "Hello",
+      max_output_tokens: 16,
+      include: ["message.output_text.logprobs"],
+      top_logprobs: 2,
+    });
+    const logprobs = part(asked).logprobs as { token: string; top_logprobs: unknown[] }[];
+    expect(logprobs).toHaveLength(16);
+    expect(logprobs.map((entry) => entry.token).join("")).toBe(outputText(asked));
+    expect(logprobs.every((entry) => entry.top_logprobs.length === 2)).toBe(true);
+  });
+
+  it("answers in the JSON of a text.format json_schema", async () => {
+    const test = await makeApp();
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string" }, age: { type: "integer" } },
+      required: ["name", "age"],
+      additionalProperties: false,
+    };
+    const response = await create(test, {
+      input: "A person",
+      text: { format: { type: "json_schema", name: "person", schema, strict: true } },
+    });
+    expect(new Ajv().validate(schema, JSON.parse(outputText(response)))).toBe(true);
+    expect(response.text.format).toMatchObject({ type: "json_schema", name: "person" });
+  });
+
+  it("keeps a response for its account: previous_response_id continues it, item_reference finds its items, GET and DELETE", async () => {
+    const test = await makeApp();
+    const first = await create(test, { input: "Hello", max_output_tokens: 16 });
+    const continued = await create(test, { input: "And then?", previous_response_id: first.id, max_output_tokens: 16 });
+    // The same conversation sent whole, items and all, gets the same reply.
+    const sent = await create(test, {
+      input: [{ role: "user", content: "Hello" }, ...first.output, { role: "user", content: "And then?" }],
+      max_output_tokens: 16,
+      store: false,
+    });
+    expect(sent.store).toBe(false);
+    expect([outputText(continued), continued.usage]).toEqual([outputText(sent), sent.usage]);
+    expect(continued.previous_response_id).toBe(first.id);
+    const referred = await create(test, {
+      input: [
+        { role: "user", content: "Hello" },
+        { type: "item_reference", id: first.output[0]!.id },
+        { role: "user", content: "And then?" },
+      ],
+      max_output_tokens: 16,
+    });
+    expect(outputText(referred)).toBe(outputText(sent));
+
+    const read = await test.app.handle(test.get(`/v1/responses/${first.id}`));
+    expect(responseSchema.parse(await read.json())).toEqual(first);
+    const unstored = await test.app.handle(test.get(`/v1/responses/${sent.id}`));
+    expect(unstored.status).toBe(404);
+
+    const otherKey = await test.admin.createKey({
+      accountId: (await test.admin.createAccount({ name: "other", creditUsd: 1 })).id,
+    });
+    const asOther = await test.app.handle(
+      new Request(`https://app.example/openai/v1/responses/${first.id}`, {
+        headers: { authorization: `Bearer ${otherKey.key}` },
+      }),
+    );
+    expect(asOther.status).toBe(404);
+
+    const deleting = new Request(`https://app.example/openai/v1/responses/${first.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${test.key}` },
+    });
+    expect(await (await test.app.handle(deleting)).json()).toEqual({ id: first.id, object: "response", deleted: true });
+    expect((await refusal(test, { input: "x", previous_response_id: first.id })).code).toBe(
+      "previous_response_not_found",
+    );
+  });
+
+  it("forgets a response after 30 days, as OpenAI does", async () => {
+    const test = await makeApp();
+    const first = await create(test, { input: "Hello", max_output_tokens: 16 });
+    test.clock.now += 30 * 24 * 60 * 60 * 1000 + 1;
+    expect((await test.app.handle(test.get(`/v1/responses/${first.id}`))).status).toBe(404);
+    await create(test, { input: "Hello", max_output_tokens: 16 });
+    expect((await test.database.getAll("responses")).map((record) => record.id)).not.toContain(first.id);
+  });
+
+  it("refuses in OpenAI's words what it cannot honour or find", async () => {
+    const test = await makeApp();
+    expect(await refusal(test, { input: "x", max_output_tokens: 8 })).toMatchObject({
+      status: 400,
+      param: "max_output_tokens",
+    });
+    expect(await refusal(test, { input: "x", reasoning: { effort: "low" } })).toMatchObject({
+      status: 400,
+      param: "reasoning",
+      code: "unsupported_parameter",
+      message: "Unsupported parameter: 'reasoning' is not supported with this model.",
+    });
+    expect(await refusal(test, { input: "x", seed: 1 })).toMatchObject({
+      status: 400,
+      param: "seed",
+      code: "unknown_parameter",
+    });
+    expect(await refusal(test, { input: "x", previous_response_id: "resp_missing" })).toMatchObject({
+      status: 400,
+      param: "previous_response_id",
+      message: "Previous response with id 'resp_missing' not found.",
+    });
+    const reference = await refusal(test, { input: [{ type: "item_reference", id: "msg_missing" }] });
+    expect(reference).toMatchObject({ status: 400, param: "input[0]" });
+    expect(reference.message).toMatch(/^Item with id 'msg_missing' not found\./);
+    expect(await refusal(test, { input: "x", background: true })).toMatchObject({ status: 400, param: "background" });
+    // A refusal of the chat request it became names the Responses request's own fields.
+    expect(
+      await refusal(test, { model: "gamma-7b-instruct-v0.3", instructions: "Be brief.", input: "word ".repeat(5000) }),
+    ).toMatchObject({ status: 400, param: "input", code: "context_length_exceeded" });
+    expect(
+      await refusal(test, {
+        input: "x",
+        text: { format: { type: "json_schema", name: "s", schema: { type: "nope" } } },
+      }),
+    ).toMatchObject({ status: 400, param: "text.format.schema" });
+    expect(
+      await refusal(test, {
+        input: [{ role: "user", content: [{ type: "input_image", image_url: "https://x/y.png" }] }],
+      }),
+    ).toMatchObject({
+      status: 400,
+      code: "invalid_value",
+      param: "input[0].content[0].type",
+      message: `Invalid content type. input_image is only supported by models that take images; ${model} takes text only.`,
+    });
+    expect(await refusal(test, { input: "x", tools: [{ type: "web_search" }] })).toMatchObject({
+      status: 400,
+      param: "tools[0].type",
+    });
+  });
+});
