@@ -8,7 +8,7 @@
 import { BadRequestError, NotFoundError } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 import type { OutputItem } from "../wire/response.js";
-import { responseRequestSchema, type ResponseRequest } from "../wire/responses-request.js";
+import { responseRequestSchema, type ResponseInputItem, type ResponseRequest } from "../wire/responses-request.js";
 import type { StoredResponses } from "../serve/stored-responses.js";
 import { serveChat } from "./chat.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
@@ -64,7 +64,7 @@ async function conversationOf(
   accountId: string,
   stored: StoredResponses,
 ): Promise<ConversationItem[]> {
-  const earlier: ConversationItem[] = [];
+  let earlier: ConversationItem[] = [];
   if (request.previous_response_id != null) {
     const previous = await stored.response(accountId, request.previous_response_id);
     if (!previous)
@@ -72,24 +72,43 @@ async function conversationOf(
         param: "previous_response_id",
         code: "previous_response_not_found",
       });
-    earlier.push(...(previous.input as ConversationItem[]), ...(previous.output as OutputItem[]).map(asInputItem));
+    earlier = (previous.input as ConversationItem[]).concat((previous.output as OutputItem[]).map(asInputItem));
   }
   const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
-  const own: ConversationItem[] = [];
-  for (const [index, item] of input.entries()) {
-    if (!("type" in item) || item.type !== "item_reference") {
-      own.push(item);
-      continue;
-    }
-    const found = (await stored.item(accountId, item.id)) as OutputItem | undefined;
-    if (!found)
+  const found = await referredItems(input, accountId, stored);
+  const own = input.map((item, index): ConversationItem => {
+    if (!("type" in item) || item.type !== "item_reference") return item;
+    const referred = found.get(item.id) as OutputItem | undefined;
+    if (!referred)
       throw new BadRequestError(
         `Item with id '${quoted(item.id)}' not found. Items are kept for 30 days, for the account whose response made them, when the response was stored ('store' true, the default).`,
         { param: `input[${index}]`, code: "invalid_value" },
       );
-    own.push(asInputItem(found));
-  }
-  return [...earlier, ...own];
+    return asInputItem(referred);
+  });
+  return earlier.concat(own);
+}
+
+/**
+ * The most items one request may refer to: each is a read of the database before the request is
+ * admitted, and a conversation that fits a context window has far fewer earlier replies.
+ */
+const maxReferences = 4096;
+
+/** The stored items the input refers to, each id read once. */
+async function referredItems(
+  input: readonly ResponseInputItem[],
+  accountId: string,
+  stored: StoredResponses,
+): Promise<Map<string, unknown>> {
+  const ids = new Set<string>();
+  for (const item of input) if ("type" in item && item.type === "item_reference") ids.add(item.id);
+  if (ids.size > maxReferences)
+    throw new BadRequestError(
+      `Invalid 'input': it refers to ${ids.size} stored items; at most ${maxReferences} are read for one request. Send the items themselves.`,
+      { param: "input", code: "invalid_value" },
+    );
+  return ids.size ? stored.items(accountId, ids) : new Map();
 }
 
 async function serveResponse(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {

@@ -91,8 +91,9 @@ function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
       const last = messages.at(-1);
       // Calls that follow an assistant's words, or each other, are that one turn's calls.
-      if (last?.role === "assistant") last.tool_calls = [...(last.tool_calls ?? []), call];
-      else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+      if (last?.role !== "assistant") messages.push({ role: "assistant", content: null, tool_calls: [call] });
+      else if (last.tool_calls) last.tool_calls.push(call);
+      else last.tool_calls = [call];
       return;
     }
     const output = typeof item.output === "string" ? item.output : item.output.map(chatPart);

@@ -41,10 +41,18 @@ export class StoredResponses {
     return this.#visible(record, accountId);
   }
 
-  /** The account's output item `id`, from an unexpired response; undefined otherwise. */
-  async item(accountId: string, id: string): Promise<unknown> {
-    const record = this.#visible(await (await this.#database).getFromIndex("responses", "itemIds", id), accountId);
-    return record?.output.find((item) => (item as { id: string }).id === id);
+  /** The account's output items of these ids, from unexpired responses, read in one transaction; one not found is absent. */
+  async items(accountId: string, ids: ReadonlySet<string>): Promise<Map<string, unknown>> {
+    const index = (await this.#database).transaction("responses").store.index("itemIds");
+    const found = new Map<string, unknown>();
+    await Promise.all(
+      [...ids].map(async (id) => {
+        const record = this.#visible(await index.get(id), accountId);
+        const item = record?.output.find((each) => (each as { id: string }).id === id);
+        if (item !== undefined) found.set(id, item);
+      }),
+    );
+    return found;
   }
 
   /** Deletes the account's response `id`; whether there was one. */

@@ -639,6 +639,23 @@ describe("adversarial input: linear time on every path", () => {
       { model, messages: [{ role: "user", content: "Hi" }], stop: [text.slice(0, 5_000)], max_tokens: 1 },
     ],
     "legacy prompt": (model, text) => ["/v1/completions", { model, prompt: text, max_tokens: 1 }],
+    "responses input": (model, text) => ["/v1/responses", { model, input: text, max_output_tokens: 16 }],
+    "responses instructions": (model, text) => [
+      "/v1/responses",
+      { model, instructions: text, input: "Hi", max_output_tokens: 16 },
+    ],
+    "responses call output": (model, text) => [
+      "/v1/responses",
+      {
+        model,
+        input: [
+          { role: "user", content: "Hi" },
+          { type: "function_call", call_id: "call_1", name: "f", arguments: "{}" },
+          { type: "function_call_output", call_id: "call_1", output: text },
+        ],
+        max_output_tokens: 16,
+      },
+    ],
   };
   const families = {
     llama3: "alpha3:8b-instruct-q8_0",
@@ -672,7 +689,7 @@ describe("adversarial input: linear time on every path", () => {
         .flatMap(([shape, text]) => Object.keys(fields).map((field) => [shape, text, field] as const))
         .concat(
           Object.entries(giants).flatMap(([shape, text]) =>
-            ["user content", "legacy prompt"].map((field) => [shape, text, field] as const),
+            ["user content", "legacy prompt", "responses input"].map((field) => [shape, text, field] as const),
           ),
         )
         .map(([shape, text, field]) => ({ shape, text, field, family }));
@@ -710,6 +727,30 @@ describe("adversarial input: linear time on every path", () => {
         if (elapsed > slowest.ms) Object.assign(slowest, { name, ms: elapsed });
         await new Promise((resolve) => setTimeout(resolve, 0));
       }
+    }
+    // Responses API items: many calls merged into one turn, and many references, each a database read.
+    const call = (index: number) => ({ type: "function_call", call_id: `call_${index}`, name: "f", arguments: "{}" });
+    const output = (index: number) => ({ type: "function_call_output", call_id: `call_${index}`, output: "ok" });
+    const reference = (index: number) => ({ type: "item_reference", id: `msg_${index}` });
+    const itemCases: Record<string, unknown[]> = {
+      "20,000 calls and their outputs": [
+        ...Array.from({ length: 20_000 }, (_, index) => call(index)),
+        ...Array.from({ length: 20_000 }, (_, index) => output(index)),
+      ],
+      "4,000 references": Array.from({ length: 4_000 }, (_, index) => reference(index)),
+      "100,000 references": Array.from({ length: 100_000 }, (_, index) => reference(index)),
+    };
+    for (const [shape, input] of Object.entries(itemCases)) {
+      const started = performance.now();
+      const response = await test.app.handle(
+        test.post("/v1/responses", { model: families.llama3, input, max_output_tokens: 16 }),
+      );
+      await response.text();
+      const elapsed = performance.now() - started;
+      const name = `responses · ${shape}: ${response.status}`;
+      expect(response.status, name).toBe(400);
+      if (elapsed > slowest.ms) Object.assign(slowest, { name, ms: elapsed });
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
     const slowestProbe = await otherTab.slowest();
     expect(slowest.ms, `slowest: ${slowest.name}`).toBeLessThan(answerBound);
