@@ -23,13 +23,12 @@ export interface ResponseFrame {
 /** The response, stored when asked and saying whether it was. */
 async function kept(response: ResponseObject, frame: ResponseFrame): Promise<ResponseObject> {
   if (!frame.keep) return response;
-  const stored = { ...response, store: true };
   try {
-    await frame.keep(stored);
-    return stored;
+    await frame.keep(response);
+    return response;
   } catch {
     // The database refused (its quota, say): the answer stands, and says it was not stored.
-    return response;
+    return { ...response, store: false };
   }
 }
 
@@ -56,8 +55,8 @@ function skeleton(frame: ResponseFrame): ResponseObject {
     reasoning: { effort: null, summary: null },
     safety_identifier: request.safety_identifier ?? null,
     service_tier: "default",
-    // True once stored (see `kept`).
-    store: false,
+    // As asked; false in the end if storing it failed (see `kept`).
+    store: frame.keep !== null,
     temperature: request.temperature ?? 1,
     text: { format: request.text?.format ?? { type: "text" } },
     tool_choice: request.tool_choice ?? "auto",

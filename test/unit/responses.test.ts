@@ -113,8 +113,9 @@ describe("the Responses API", () => {
     ]);
     const deltas = streamed.flatMap((event) => (event.type === "response.output_text.delta" ? [event.delta] : []));
     expect(deltas.length).toBeGreaterThan(1);
-    const last = streamed.at(-1)!;
-    if (last.type !== "response.completed") throw new Error(last.type);
+    const [created, last] = [streamed[0]!, streamed.at(-1)!];
+    if (created.type !== "response.created" || last.type !== "response.completed") throw new Error(last.type);
+    expect([created.response.store, created.response.status, last.response.store]).toEqual([true, "in_progress", true]);
     expect(last.response.status).toBe("completed");
     expect(outputText(last.response)).toBe(deltas.join(""));
     const whole = await create(test, { input: "Tell me more", max_output_tokens: 400 });
