@@ -170,6 +170,31 @@ describe("the Responses API", () => {
     }
   });
 
+  it("takes tool_choice in its own forms: a function by name, allowed_tools, and parallel_tool_calls false", async () => {
+    const test = await makeApp();
+    const lights = { ...weather, name: "set_lights", description: "Turns the lights on or off" };
+    const names = async (extra: Record<string, unknown>) => {
+      const response = await create(test, {
+        model: "gamma-7b-instruct-v0.3",
+        input: "Go",
+        tools: [weather, lights],
+        ...extra,
+      });
+      return response.output.flatMap((item) => (item.type === "function_call" ? [item.name] : []));
+    };
+    expect(await names({ tool_choice: { type: "function", name: "set_lights" } })).toEqual(["set_lights"]);
+    expect(await names({ tool_choice: "required" })).toHaveLength(2);
+    expect(await names({ tool_choice: "required", parallel_tool_calls: false })).toHaveLength(1);
+    const allowed = { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "get_weather" }] };
+    expect(await names({ tool_choice: allowed })).toEqual(["get_weather"]);
+    expect(
+      await refusal(test, { input: "Go", tools: [weather], tool_choice: { type: "function", name: "nope" } }),
+    ).toMatchObject({
+      status: 400,
+      param: "tool_choice.name",
+    });
+  });
+
   it("gives log probabilities when include asks for them, top_logprobs alternatives each", async () => {
     const test = await makeApp();
     const plain = await create(test, { input: "Hello", max_output_tokens: 16 });
