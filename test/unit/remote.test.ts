@@ -68,6 +68,27 @@ function legacyCompletion(text: string): Response {
   });
 }
 
+/** An upstream's stream of "Hi there", then its usage (11 prompt tokens, 3 completion). */
+const hiThere = [
+  chunk(""),
+  chunk("Hi"),
+  chunk(" there"),
+  chunk(null, "stop"),
+  chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
+];
+
+/** An upstream's whole chat completion: one text choice, and its usage when given. */
+function chatAnswer(content: string, usage?: Record<string, number>, model = "m"): Response {
+  return Response.json({
+    id: "x",
+    object: "chat.completion",
+    created: 1,
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+    ...(usage ? { usage } : {}),
+  });
+}
+
 function sseBody(events: unknown[]): string {
   return events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("") + "data: [DONE]\n\n";
 }
@@ -183,18 +204,9 @@ describe("forwarding to upstreams", () => {
   it("streams the upstream's chunks under our model id, bills its usage, and asks it for usage even when the client did not", async () => {
     const { app, post, calls, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        new Response(
-          sseBody([
-            chunk(""),
-            chunk("Hi"),
-            chunk(" there"),
-            chunk(null, "stop"),
-            chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
-          ]),
-          {
-            headers: { "content-type": "text/event-stream" },
-          },
-        ),
+        new Response(sseBody(hiThere), {
+          headers: { "content-type": "text/event-stream" },
+        }),
     });
     const response = await app.handle(
       post("/v1/chat/completions", { model: "remote-llama", messages, stream: true, max_tokens: 20 }),
@@ -294,14 +306,7 @@ describe("forwarding to upstreams", () => {
       "https://a.example/": () =>
         new Response(JSON.stringify({ error: { message: "CUDA out of memory" } }), { status: 500 }),
       "http://127.0.0.1:9/v1/chat/completions": () =>
-        Response.json({
-          id: "x",
-          object: "chat.completion",
-          created: 1,
-          model: "llama3:8b",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-          usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
-        }),
+        chatAnswer("ok", { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }, "llama3:8b"),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
     expect(response.status).toBe(200);
@@ -641,14 +646,7 @@ describe("forwarding to upstreams", () => {
   it("bounds every completion limit the client sent by what was reserved, and reserves for best_of", async () => {
     const { app, post, calls, database, policy } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        Response.json({
-          id: "x",
-          object: "chat.completion",
-          created: 1,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-          usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
-        }),
+        chatAnswer("ok", { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }),
       "https://a.example/v1/completions": () =>
         Response.json({
           id: "x",
@@ -682,14 +680,7 @@ describe("forwarding to upstreams", () => {
   it("never charges more than was reserved: an upstream that reports more is recorded, and charged the reservation", async () => {
     const { app, post, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>
-        Response.json({
-          id: "x",
-          object: "chat.completion",
-          created: 1,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-          usage: { prompt_tokens: 5, completion_tokens: 900_000, total_tokens: 900_005 },
-        }),
+        chatAnswer("ok", { prompt_tokens: 5, completion_tokens: 900_000, total_tokens: 900_005 }),
     });
     const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, max_tokens: 2 }));
     expect(response.status).toBe(200);
@@ -1013,14 +1004,7 @@ describe("forwarding to upstreams", () => {
 
   it("sends an allowed_tools choice as the tools it allows and its mode, which every upstream reads", async () => {
     const { app, post, calls } = await remoteApp({
-      "https://a.example/v1/chat/completions": () =>
-        Response.json({
-          id: "x",
-          object: "chat.completion",
-          created: 1,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-        }),
+      "https://a.example/v1/chat/completions": () => chatAnswer("ok"),
     });
     const tool = (name: string) => ({ type: "function", function: { name, parameters: { type: "object" } } });
     const response = await app.handle(
@@ -1048,24 +1032,8 @@ describe("forwarding to upstreams", () => {
     const { app, post, calls, database } = await remoteApp({
       "https://a.example/v1/chat/completions": (call) =>
         call.body.stream
-          ? new Response(
-              sseBody([
-                chunk(""),
-                chunk("Hi"),
-                chunk(" there"),
-                chunk(null, "stop"),
-                chunk(null, null, { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
-              ]),
-              { headers: { "content-type": "text/event-stream" } },
-            )
-          : Response.json({
-              id: "x",
-              object: "chat.completion",
-              created: 1,
-              model: "m",
-              choices: [{ index: 0, message: { role: "assistant", content: "Hi there" }, finish_reason: "stop" }],
-              usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
-            }),
+          ? new Response(sseBody(hiThere), { headers: { "content-type": "text/event-stream" } })
+          : chatAnswer("Hi there", { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 }),
     });
     const body = { model: "remote-llama", instructions: "Be brief.", input: "Hello", max_output_tokens: 64 };
     const whole = responseSchema.parse(await (await app.handle(post("/v1/responses", body))).json());
@@ -1096,14 +1064,7 @@ describe("forwarding to upstreams", () => {
 
   it("says in each response where it was generated: this device's engine, or the upstream's host", async () => {
     const { app, post } = await remoteApp({
-      "https://a.example/v1/chat/completions": () =>
-        Response.json({
-          id: "x",
-          object: "chat.completion",
-          created: 1,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-        }),
+      "https://a.example/v1/chat/completions": () => chatAnswer("ok"),
     });
     const remote = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
     expect(remote.headers.get("x-inference-generated-by")).toBe("upstream a.example");
