@@ -114,10 +114,14 @@ function chatToolChoice(choice: ResponseRequest["tool_choice"]): unknown {
   };
 }
 
+/** An object without its null fields, which the Responses API takes where chat wants them left out. */
+const withoutNulls = (object: object) =>
+  Object.fromEntries(Object.entries(object).filter(([, value]) => value != null));
+
 function chatResponseFormat(format: NonNullable<ResponseRequest["text"]>["format"]): unknown {
   if (format?.type !== "json_schema") return format;
   const { type, ...schema } = format;
-  return { type, json_schema: schema };
+  return { type, json_schema: withoutNulls(schema) };
 }
 
 /** Log probabilities are given only when `include` asks for them, as on the hosted API. */
@@ -148,10 +152,7 @@ export function chatRequestOf(
     [
       "tools",
       request.tools?.length
-        ? request.tools.map(({ type, ...definition }) => ({
-            type,
-            function: Object.fromEntries(Object.entries(definition).filter(([, value]) => value != null)),
-          }))
+        ? request.tools.map(({ type, ...definition }) => ({ type, function: withoutNulls(definition) }))
         : undefined,
     ],
     ["tool_choice", chatToolChoice(request.tool_choice)],

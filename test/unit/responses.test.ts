@@ -172,7 +172,8 @@ describe("the Responses API", () => {
 
   it("takes tool_choice in its own forms: a function by name, allowed_tools, and parallel_tool_calls false", async () => {
     const test = await makeApp();
-    const lights = { ...weather, name: "set_lights", description: "Turns the lights on or off" };
+    // Null where chat leaves a field out, as the Responses API allows.
+    const lights = { ...weather, name: "set_lights", description: null, strict: null };
     const names = async (extra: Record<string, unknown>) => {
       const response = await create(test, {
         model: "gamma-7b-instruct-v0.3",
@@ -222,7 +223,8 @@ describe("the Responses API", () => {
     };
     const response = await create(test, {
       input: "A person",
-      text: { format: { type: "json_schema", name: "person", schema, strict: true } },
+      // Null where chat leaves a field out, as the Responses API allows.
+      text: { format: { type: "json_schema", name: "person", schema, strict: true, description: null } },
     });
     expect(new Ajv().validate(schema, JSON.parse(outputText(response)))).toBe(true);
     expect(response.text.format).toMatchObject({ type: "json_schema", name: "person" });
