@@ -32,7 +32,6 @@ export const chatPath = /^\/chat\/completions\/?$/;
 interface ChatCall {
   request: ChatCompletionRequest;
   json: Record<string, unknown>;
-  legacy: boolean;
   reshape: Reshape | undefined;
   model: ModelEntry;
 }
@@ -80,7 +79,7 @@ export async function serveChat(
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
-  const call: ChatCall = { request, json: sent, legacy, reshape, model };
+  const call: ChatCall = { request, json: sent, reshape, model };
   const route = await routeFor(dependencies.engine, model);
   return routed(route, () =>
     route.decision.target === "remote"

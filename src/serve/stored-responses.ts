@@ -26,7 +26,7 @@ export class StoredResponses {
     const now = this.#clock();
     const transaction = database.transaction("responses", "readwrite");
     const itemIds = record.output.map((item) => (item as { id: string }).id);
-    void transaction.store.put({ ...record, createdAt: now, itemIds });
+    await transaction.store.put({ ...record, createdAt: now, itemIds });
     let cursor = await transaction.store.index("createdAt").openCursor(IDBKeyRange.upperBound(now - keptMs, true));
     for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
       await cursor.delete();
