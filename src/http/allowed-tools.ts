@@ -5,8 +5,8 @@
  * model this size follows better than an instruction not to call it. OpenAI keeps the others in
  * the prompt for its cache only.
  */
-import { BadRequestError } from "../errors/api.js";
 import type { ChatCompletionRequest } from "../wire/chat-request.js";
+import { noSuchTool } from "./structured.js";
 
 type AllowedTools = Extract<NonNullable<ChatCompletionRequest["tool_choice"]>, { type: "allowed_tools" }>;
 type Reference = AllowedTools["allowed_tools"]["tools"][number];
@@ -28,11 +28,7 @@ export function narrowedToAllowedTools(
   const allowed = new Set<string>();
   choice.allowed_tools.tools.forEach((reference, index) => {
     const name = nameOf(reference);
-    if (!given.has(name))
-      throw new BadRequestError(
-        `Invalid value for 'tool_choice': no function named '${name.slice(0, 64)}' was specified in 'tools'.`,
-        { param: `tool_choice.allowed_tools.tools[${index}]`, code: "invalid_value" },
-      );
+    if (!given.has(name)) throw noSuchTool(name, `tool_choice.allowed_tools.tools[${index}]`);
     allowed.add(name);
   });
   // The JSON's tools are the request's, as sent: the same list, item for item.

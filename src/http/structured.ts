@@ -59,6 +59,17 @@ function checked(schema: unknown, param: string): JsonSchema {
   return schema as JsonSchema;
 }
 
+/** A `tool_choice` naming a function that `tools` does not give; the name quoted at most 64 characters long. */
+export function noSuchTool(name: string, param: string): BadRequestError {
+  const quoted = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+  return new BadRequestError(
+    `Invalid value for 'tool_choice': no function named '${quoted}' was specified in 'tools'.`,
+    {
+      param,
+    },
+  );
+}
+
 function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
   const choice = request.tool_choice;
   if (!request.tools?.length) {
@@ -84,14 +95,8 @@ function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
     }
     names.add(tool.function.name);
   });
-  if (typeof choice === "object" && choice?.type === "function" && !names.has(choice.function.name)) {
-    throw new BadRequestError(
-      `Invalid value for 'tool_choice': no function named '${choice.function.name}' was specified in 'tools'.`,
-      {
-        param: "tool_choice.function.name",
-      },
-    );
-  }
+  if (typeof choice === "object" && choice?.type === "function" && !names.has(choice.function.name))
+    throw noSuchTool(choice.function.name, "tool_choice.function.name");
   return request.tools.map((tool, index) => ({
     name: tool.function.name,
     ...(tool.function.description !== undefined ? { description: tool.function.description } : {}),

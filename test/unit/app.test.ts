@@ -214,6 +214,20 @@ describe("HTTP surface", () => {
       status: 400,
       param: "tool_choice.function.name",
     });
+    // A name that is no tool's is quoted short, however long it is.
+    const long = await errorOf(
+      await app.handle(
+        post("/v1/chat/completions", {
+          model,
+          messages,
+          tools,
+          tool_choice: { type: "function", function: { name: "x".repeat(100_000) } },
+        }),
+      ),
+    );
+    expect(long.message).toBe(
+      `Invalid value for 'tool_choice': no function named '${"x".repeat(64)}…' was specified in 'tools'.`,
+    );
   });
 
   it("refuses prompt plus max_tokens beyond the context window", async () => {
