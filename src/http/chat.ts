@@ -99,6 +99,16 @@ function boundedBody(body: Record<string, unknown>, maxTokens: number): Record<s
 }
 
 /**
+ * JSON mode as every upstream holds a reply to it: `json_object` is sent as the JSON Schema it
+ * means, any object. llama-server reads a bare `json_object` as no constraint at all and answers
+ * with plain text; it, vLLM and Ollama all constrain a reply to a `json_schema`.
+ */
+function upstreamFormat(request: ChatCompletionRequest): Record<string, unknown> {
+  if (request.response_format?.type !== "json_object") return {};
+  return { response_format: { type: "json_schema", json_schema: { name: "json_object", schema: { type: "object" } } } };
+}
+
+/**
  * The upstream applies its own template and tool syntax; here the messages are checked and the
  * prompt counted, for the context window and the reservation.
  */
@@ -129,7 +139,11 @@ async function forwardChat(
     {
       model,
       endpoint: "chat/completions",
-      body: { ...boundedBody(json, maxTokens), messages: upstreamMessages(request.messages) },
+      body: {
+        ...boundedBody(json, maxTokens),
+        messages: upstreamMessages(request.messages),
+        ...upstreamFormat(request),
+      },
       stream: request.stream === true,
       includeUsage: request.stream_options?.include_usage === true,
       promptTokens,

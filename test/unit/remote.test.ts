@@ -1028,6 +1028,23 @@ describe("forwarding to upstreams", () => {
     expect(calls[0]!.body).toMatchObject({ tools: [tool("a"), tool("c")], tool_choice: "required" });
   });
 
+  it("sends JSON mode as the schema of any object, which llama-server holds a reply to (a bare json_object it does not)", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/v1/chat/completions": () => chatAnswer("{}"),
+    });
+    const asked = (response_format: unknown) =>
+      app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, response_format }));
+    expect((await asked({ type: "json_object" })).status).toBe(200);
+    const schema = { type: "json_schema", json_schema: { name: "answer", schema: { type: "array" }, strict: true } };
+    expect((await asked(schema)).status).toBe(200);
+    expect((await asked({ type: "text" })).status).toBe(200);
+    expect(calls.map((call) => call.body.response_format)).toEqual([
+      { type: "json_schema", json_schema: { name: "json_object", schema: { type: "object" } } },
+      schema,
+      { type: "text" },
+    ]);
+  });
+
   it("serves a Responses API request for a remote model: the upstream is sent chat, the client gets a response", async () => {
     const { app, post, calls, database } = await remoteApp({
       "https://a.example/v1/chat/completions": (call) =>
