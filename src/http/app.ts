@@ -12,7 +12,7 @@ import { completionsPath, completionsRoute } from "./completions.js";
 import type { HttpDependencies } from "./dependencies.js";
 import { outcomeHeaders } from "./headers.js";
 import { modelPaths, modelRoutes } from "./models.js";
-import { responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
+import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
 import type { Outcome } from "./outcome.js";
 import { errorResponse } from "./json-response.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
@@ -27,8 +27,8 @@ function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
     chatRoute(dependencies),
     completionsRoute(dependencies),
     responsesRoute(dependencies),
-    ...[...modelRoutes(dependencies), ...storedResponseRoutes(dependencies)].map((route) =>
-      countedFirst(dependencies.policy, route),
+    ...[...modelRoutes(dependencies), ...storedResponseRoutes(dependencies), inputTokensRoute(dependencies)].map(
+      (route) => countedFirst(dependencies.policy, route),
     ),
   ];
 }

@@ -64,13 +64,8 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
   };
 }
 
-/** Serves a chat request's JSON: checked, routed, generated here or forwarded, written in `terms`. */
-export async function serveChat(
-  dependencies: HttpDependencies,
-  context: RequestContext,
-  json: unknown,
-  { legacy, reshape }: ChatTerms,
-): Promise<Outcome> {
+/** A chat request's JSON parsed and checked (its fields, then its model's), `allowed_tools` narrowed. */
+function checkedChat(dependencies: HttpDependencies, json: unknown, legacy: boolean): Omit<ChatCall, "reshape"> {
   const { request, json: sent } = narrowedToAllowedTools(
     parseWith(chatCompletionRequestSchema, json),
     json as Record<string, unknown>,
@@ -79,8 +74,31 @@ export async function serveChat(
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
-  const call: ChatCall = { request, json: sent, reshape, model };
+  return { request, json: sent, model };
+}
+
+/**
+ * The prompt tokens a chat request's JSON would be billed, counted as serving it counts them (on
+ * this device, or for its upstream); nothing is admitted or generated.
+ */
+export async function countChatPrompt(dependencies: HttpDependencies, json: unknown): Promise<number> {
+  const { request, model } = checkedChat(dependencies, json, false);
   const route = await routeFor(dependencies.engine, model);
+  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  return route.decision.target === "remote"
+    ? upstreamPromptTokens(tokenizer, model, request)
+    : renderedPrompt(tokenizer, model, request).tokens.length;
+}
+
+/** Serves a chat request's JSON: checked, routed, generated here or forwarded, written in `terms`. */
+export async function serveChat(
+  dependencies: HttpDependencies,
+  context: RequestContext,
+  json: unknown,
+  { legacy, reshape }: ChatTerms,
+): Promise<Outcome> {
+  const call: ChatCall = { ...checkedChat(dependencies, json, legacy), reshape };
+  const route = await routeFor(dependencies.engine, call.model);
   return routed(route, () =>
     route.decision.target === "remote"
       ? forwardChat(dependencies, context, route, call)
@@ -109,6 +127,18 @@ function upstreamFormat(request: ChatCompletionRequest): Record<string, unknown>
 }
 
 /**
+ * An upstream's prompt as counted here, for the context window and the reservation: the upstream
+ * applies its own template and tool syntax, so the family's template and the tools' JSON stand in.
+ */
+function upstreamPromptTokens(tokenizer: Tokenizer, model: ModelEntry, request: ChatCompletionRequest): number {
+  const pieces = [
+    ...renderChatPieces(model.family, toEngineMessages(request.messages), []),
+    { text: request.tools ? JSON.stringify(request.tools) : "", control: false },
+  ];
+  return promptTokenIds(tokenizer, pieces, model, "messages").length;
+}
+
+/**
  * The upstream applies its own template and tool syntax; here the messages are checked and the
  * prompt counted, for the context window and the reservation.
  */
@@ -118,13 +148,8 @@ async function forwardChat(
   route: Route,
   { request, json, model, reshape }: ChatCall,
 ): Promise<Outcome> {
-  const messages = toEngineMessages(request.messages);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const pieces = [
-    ...renderChatPieces(model.family, messages, []),
-    { text: request.tools ? JSON.stringify(request.tools) : "", control: false },
-  ];
-  const promptTokens = promptTokenIds(tokenizer, pieces, model, "messages").length;
+  const promptTokens = upstreamPromptTokens(tokenizer, model, request);
   const maxTokens = completionBudget(
     model,
     promptTokens,
@@ -164,12 +189,17 @@ function segmentsWithTokens(segments: readonly ChatSegment[], whole: number[], t
   }));
 }
 
+/** The prompt this device's engines are given: the structured-output rewrite, rendered in the family's template, and its ids. */
+function renderedPrompt(tokenizer: Tokenizer, model: ModelEntry, request: ChatCompletionRequest) {
+  const structured = planStructured(request, model.family, toEngineMessages(request.messages));
+  const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
+  return { structured, pieces, tokens: promptTokenIds(tokenizer, pieces, model, "messages") };
+}
+
 /** The local generation's plan: the structured-output rewrite, the prompt rendered and counted, and the sampling. */
 async function planChat(dependencies: HttpDependencies, { request, model }: ChatCall) {
-  const structured = planStructured(request, model.family, toEngineMessages(request.messages));
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
-  const tokens = promptTokenIds(tokenizer, pieces, model, "messages");
+  const { structured, pieces, tokens } = renderedPrompt(tokenizer, model, request);
   const maxTokens = completionBudget(
     model,
     tokens.length,

@@ -8,9 +8,14 @@
 import { BadRequestError, NotFoundError } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 import type { OutputItem } from "../wire/response.js";
-import { responseRequestSchema, type ResponseInputItem, type ResponseRequest } from "../wire/responses-request.js";
+import {
+  inputTokensRequestSchema,
+  responseRequestSchema,
+  type ResponseInputItem,
+  type ResponseRequest,
+} from "../wire/responses-request.js";
 import type { StoredResponses } from "../serve/stored-responses.js";
-import { serveChat } from "./chat.js";
+import { countChatPrompt, serveChat } from "./chat.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import type { HttpDependencies } from "./dependencies.js";
 import { jsonResponse } from "./json-response.js";
@@ -20,7 +25,11 @@ import { responseEvents, responseOf, type ResponseFrame } from "./responses-outp
 import type { Reshape } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
 
-export const responsesPaths = { create: /^\/responses\/?$/, one: /^\/responses\/(?<id>[^/]+)\/?$/ };
+export const responsesPaths = {
+  create: /^\/responses\/?$/,
+  inputTokens: /^\/responses\/input_tokens\/?$/,
+  one: /^\/responses\/(?<id>[^/]+)\/?$/,
+};
 
 /**
  * A chat request's param as the Responses request names it. A message's index is not its item's
@@ -159,6 +168,28 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
       },
     },
   ];
+}
+
+/**
+ * `POST /v1/responses/input_tokens`: the input tokens a response to the request would be billed
+ * (`usage.input_tokens`), counted as serving it counts them; nothing is generated or charged.
+ */
+export function inputTokensRoute(dependencies: HttpDependencies): InferenceRoute {
+  return {
+    method: "POST",
+    path: responsesPaths.inputTokens,
+    handler: async (context) => {
+      try {
+        const request = parseWith(inputTokensRequestSchema, await readJson(context.body));
+        checkSupported(request);
+        const conversation = await conversationOf(request, context.key.accountId, dependencies.responses);
+        const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
+        return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
+      } catch (error) {
+        throw inResponsesTerms(error);
+      }
+    },
+  };
 }
 
 export function responsesRoute(dependencies: HttpDependencies): InferenceRoute {

@@ -149,4 +149,19 @@ export const responseRequestSchema = z.strictObject({
 });
 
 export type ResponseRequest = z.infer<typeof responseRequestSchema>;
+
+/** `POST /v1/responses/input_tokens`: the fields that make a response's input, counted and not answered. */
+export const inputTokensRequestSchema = responseRequestSchema.pick({
+  model: true,
+  input: true,
+  instructions: true,
+  tools: true,
+  tool_choice: true,
+  parallel_tool_calls: true,
+  text: true,
+  truncation: true,
+  reasoning: true,
+  previous_response_id: true,
+  conversation: true,
+});
 export type ResponseInputItem = z.infer<typeof inputItem>;

@@ -287,6 +287,42 @@ describe("the Responses API", () => {
     expect((await test.database.getAll("responses")).map((record) => record.id)).not.toContain(first.id);
   });
 
+  it("counts a response's input tokens as the response is billed them, charging nothing: POST /v1/responses/input_tokens", async () => {
+    const test = await makeApp();
+    const count = async (body: Record<string, unknown>) => {
+      const response = await test.app.handle(test.post("/v1/responses/input_tokens", { model, ...body }));
+      expect(response.status, JSON.stringify(body).slice(0, 120)).toBe(200);
+      expect(response.headers.get("x-ratelimit-remaining-requests")).not.toBeNull();
+      return (await response.json()) as unknown;
+    };
+    const first = await create(test, { instructions: "Be brief.", input: "Hello there", max_output_tokens: 16 });
+    const asked = [
+      { instructions: "Be brief.", input: "Hello there" },
+      { input: "What is the weather in Paris?", tools: [weather], tool_choice: "required" },
+      { previous_response_id: first.id, input: [{ role: "user", content: "And again?" }] },
+      { input: "Answer in JSON.", text: { format: { type: "json_object" } } },
+    ];
+    for (const body of asked) {
+      const charges = (await test.database.getAll("ledger")).length;
+      const counted = await count(body);
+      expect((await test.database.getAll("ledger")).length).toBe(charges);
+      const response = await create(test, { ...body, max_output_tokens: 16 });
+      expect(counted).toEqual({ object: "response.input_tokens", input_tokens: response.usage!.input_tokens });
+    }
+    const refused = await test.app.handle(
+      test.post("/v1/responses/input_tokens", { model, input: "Hi", temperature: 1 }),
+    );
+    expect(refused.status).toBe(400);
+    expect(errorBodySchema.parse(await refused.json()).error).toMatchObject({ param: "temperature" });
+    const missing = await test.app.handle(
+      test.post("/v1/responses/input_tokens", { model, input: "Hi", previous_response_id: "resp_none" }),
+    );
+    expect(errorBodySchema.parse(await missing.json()).error).toMatchObject({
+      param: "previous_response_id",
+      code: "previous_response_not_found",
+    });
+  });
+
   it("refuses in OpenAI's words what it cannot honour or find", async () => {
     const test = await makeApp();
     expect(await refusal(test, { input: "x", max_output_tokens: 8 })).toMatchObject({
