@@ -5,6 +5,7 @@
 import { BadRequestError } from "../errors/api.js";
 import type { TokenLogprob } from "../engine/contract.js";
 import type { ModelEntry } from "../model/entry.js";
+import { rawPromptPrefixTokens } from "../model/families.js";
 import type { PromptPiece, Tokenizer } from "../model/tokenizer.js";
 import { completionBudget, countPromptIds, countPromptTokens } from "../serve/budget.js";
 import type { Generation } from "../serve/generation.js";
@@ -145,7 +146,10 @@ function promptsSent(prompt: CompletionRequest["prompt"]): (string | number[])[]
  */
 function countPrompt(sent: string | number[], tokenizer: Tokenizer, model: ModelEntry): CountedPrompt {
   if (typeof sent === "string")
-    return { input: { kind: "text", prompt: sent }, promptTokens: countPromptTokens(tokenizer, sent, model, "prompt") };
+    return {
+      input: { kind: "text", prompt: sent },
+      promptTokens: rawPromptPrefixTokens[model.family] + countPromptTokens(tokenizer, sent, model, "prompt"),
+    };
   const promptTokens = countPromptIds(sent, model, "prompt");
   const outside = sent.find((id) => id < 0 || id >= tokenizer.size);
   if (outside !== undefined)

@@ -13,3 +13,16 @@ export const tokenizerNames: Record<ModelFamily, string> = {
 export function tokenizerFileName(name: string): string {
   return `${name}.json.gz`;
 }
+
+/**
+ * The special tokens put before a client's raw text prompt (a legacy completion's): each family's
+ * BOS where its tokenizer adds one (`add_bos_token` in the official tokenizer_config.json and in
+ * the GGUF), as llama.cpp, llama-server and vLLM tokenize a text prompt. Qwen2 has no BOS. A
+ * prompt of token ids is fed as it is, with none.
+ */
+export const rawPromptPrefixTokens: Record<ModelFamily, number> = {
+  llama3: 1,
+  gemma2: 1,
+  mistral: 1,
+  qwen2: 0,
+};

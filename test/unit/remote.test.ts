@@ -407,6 +407,30 @@ describe("forwarding to upstreams", () => {
     expect(calls[0]!.body).toEqual({ model: "llama-3-8b", prompt: "Hello", max_tokens: 16 });
   });
 
+  it("reserves the BOS a raw prompt is given, as llama-server and vLLM count it: a completion that uses all its max_tokens is charged its usage", async () => {
+    const prompt = "Once upon a time";
+    const tokens = (await tokenizersFor()).encode(prompt).length;
+    // llama-server's answer at the limit: BOS and the prompt, then max_tokens tokens.
+    const usage = { prompt_tokens: tokens + 1, completion_tokens: 5, total_tokens: tokens + 6 };
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/completions": async () =>
+        Response.json({ ...(await legacyCompletion(" x").json()), usage }),
+    });
+    const remote = await app.handle(post("/v1/completions", { model: "remote-llama", prompt, max_tokens: 5 }));
+    expect(remote.status).toBe(200);
+    const local = await app.handle(
+      post("/v1/completions", { model: "alpha3:8b-instruct-q8_0", prompt, max_tokens: 5 }),
+    );
+    expect((await local.json()).usage).toMatchObject({ prompt_tokens: tokens + 1 });
+    const entries = await admin.ledger({ limit: 2 });
+    for (const entry of entries) {
+      expect(entry.chargeCapped).toBeUndefined();
+      expect(entry.amountNanoUsd).toBe(entry.promptTokens! * 10 + entry.completionTokens! * 20);
+    }
+    expect(entries.map((entry) => entry.promptTokens)).toEqual([tokens + 1, tokens + 1]);
+    await checkLedgerInvariant(database);
+  });
+
   it("forwards a prompt of token ids as ids, one call per prompt, echoing their text", async () => {
     const { app, post, calls } = await remoteApp({
       "https://a.example/v1/completions": () => legacyCompletion("!"),
