@@ -7,31 +7,52 @@
  * this site (its relay's WebSocket too) and where the default catalogue's files live: Hugging
  * Face (weights and GGUF files, and the CDNs it redirects to) and GitHub's raw files (web-llm's
  * model libraries). WebAssembly is compiled (llama.cpp, web-llm), and llama.cpp runs in workers
- * made from blob: URLs. A deployment whose ?config= adds remote upstreams or other file hosts
- * adds their origins to connect-src.
+ * made from blob: URLs. Servers on this machine's loopback (llama-server, Ollama or vLLM as a
+ * remote model's upstream, as the README's examples run them) may be reached too: nothing sent
+ * there leaves the device. A deployment whose ?config= adds upstreams or file hosts elsewhere
+ * names their origins (`npm start` takes them in DEMO_CONNECT_SRC).
  *
  * Cross-origin isolation (COOP same-origin, COEP credentialless) gives the page
  * SharedArrayBuffer, so llama.cpp runs its pthreads build on every core. `credentialless` rather
  * than `require-corp`: the catalogue's files on other hosts are fetched with CORS and need no
  * Cross-Origin-Resource-Policy header of their own.
  */
-const contentSecurityPolicy = [
-  "default-src 'self'",
-  "script-src 'self' 'wasm-unsafe-eval'",
-  "worker-src 'self' blob:",
-  "connect-src 'self' blob: data: https://huggingface.co https://*.huggingface.co https://*.hf.co https://raw.githubusercontent.com",
-  "img-src 'self' data: blob:",
-  "style-src 'self' 'unsafe-inline'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+const connectSources = [
+  "'self'",
+  "blob:",
+  "data:",
+  "https://huggingface.co",
+  "https://*.huggingface.co",
+  "https://*.hf.co",
+  "https://raw.githubusercontent.com",
+  "http://127.0.0.1:*",
+  "http://localhost:*",
+];
 
-export const demoHeaders = {
-  "content-security-policy": contentSecurityPolicy,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cross-origin-opener-policy": "same-origin",
-  "cross-origin-embedder-policy": "credentialless",
-};
+/** The page's and worker's policy, with `connect` (origins, as CSP sources) added to what they may fetch. */
+const contentSecurityPolicy = (connect) =>
+  [
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval'",
+    "worker-src 'self' blob:",
+    `connect-src ${[...connectSources, ...connect].join(" ")}`,
+    "img-src 'self' data: blob:",
+    "style-src 'self' 'unsafe-inline'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+
+/** The demo's headers; `connect`: a deployment's further origins its worker fetches (upstreams, file hosts). */
+export function demoHeadersWith(connect = []) {
+  return {
+    "content-security-policy": contentSecurityPolicy(connect),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-embedder-policy": "credentialless",
+  };
+}
+
+export const demoHeaders = demoHeadersWith();

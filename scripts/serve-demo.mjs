@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { demoHeaders } from "./demo-headers.mjs";
+import { demoHeadersWith } from "./demo-headers.mjs";
 import { createRelay } from "./relay.mjs";
 import { startStaticServer } from "./static-server.mjs";
 
@@ -18,10 +18,20 @@ for (const required of ["dist/demo/index.html", "dist/demo/sw.js"]) {
   }
 }
 const port = Number(process.env.PORT ?? 5173);
+// The origins a deployment's ?config= makes the worker fetch (upstreams and file hosts off this
+// machine), for the page's connect-src: space-separated, each a scheme, host and optional port.
+const connect = (process.env.DEMO_CONNECT_SRC ?? "").split(/\s+/).filter(Boolean);
+const notOrigin = connect.find((source) => !/^https?:\/\/[A-Za-z0-9.*-]+(:(\d+|\*))?$/.test(source));
+if (notOrigin !== undefined) {
+  console.error(
+    `DEMO_CONNECT_SRC: '${notOrigin}' is not an origin. Give each as a scheme, a host and an optional port, e.g. https://llm.example:8000.`,
+  );
+  process.exit(1);
+}
 const server = await startStaticServer([{ prefix: "/", directory: resolve(root, "dist/demo") }], {
   port,
   extend: (origin) => createRelay({ origin, log: (line) => console.log(line) }),
-  headers: demoHeaders,
+  headers: demoHeadersWith(connect),
 });
 console.log(`webgpu-inference demo: ${server.origin}/`);
 console.log(

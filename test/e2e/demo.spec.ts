@@ -7,6 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
+import { startUpstream } from "./upstream.js";
 
 async function openDemo(page: Page, delay = 30): Promise<string[]> {
   const errors: string[] = [];
@@ -300,6 +301,42 @@ test("a balance that cannot cover the reply is a plain sentence, and crediting t
   await expect(reply.locator(".stats")).toContainText("$", { timeout: 30_000 });
   await expect(reply.locator(".stats")).toContainText("Simulated reply (deterministic engine)");
   await expect(page.locator("#conversation li.user")).toHaveCount(1);
+});
+
+test("a ?config= model served by a server on this machine's loopback answers in the demo, under its Content Security Policy", async ({
+  page,
+}) => {
+  // llama-server's ways on 127.0.0.1, a port of its own: another origin than the demo's.
+  const upstream = await startUpstream("unused");
+  const config = resolve(import.meta.dirname, "../../.cache/e2e/demo/loopback-config.json");
+  try {
+    writeFileSync(
+      config,
+      JSON.stringify({
+        models: [
+          {
+            id: "laptop-8b",
+            family: "llama3",
+            contextWindow: 8_192,
+            price: { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 },
+            routing: "remote",
+            upstreams: [{ name: "laptop", baseUrl: `${upstream.origin}/llama/v1`, model: "llama-3-8b" }],
+          },
+        ],
+      }),
+    );
+    await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=/demo/loopback-config.json`);
+    await expect(page.locator("#status")).toContainText("Ready.", { timeout: 30_000 });
+    await page.locator("#model").selectOption("laptop-8b");
+    const reply = await chat(page, "Say four words.");
+    await expect(reply).toContainText("The quick brown fox");
+    expect(upstream.calls.map((call) => [call.mode, call.path, call.body.model])).toEqual([
+      ["llama", "/v1/chat/completions", "llama-3-8b"],
+    ]);
+  } finally {
+    rmSync(config, { force: true });
+    await upstream.close();
+  }
 });
 
 test("a new version of the worker is announced, and Reload takes it", async ({ page }) => {

@@ -40,9 +40,11 @@ export async function firstAnswering(
       response = await call(plan.prompts?.[0]);
     } catch (error) {
       if (request.signal.aborted) throw error;
-      // A refused connection and a missing CORS header look the same from inside the browser.
+      // A refused connection, a missing CORS header and a Content Security Policy that leaves the
+      // origin out look the same from inside the browser.
+      const upstreamOrigin = new URL(upstream.baseUrl).origin;
       failures.push(
-        `${upstream.name}: could not reach ${new URL(upstream.baseUrl).origin} (${(error as Error).message}); if it is running, it must allow cross-origin requests from ${request.origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings)`,
+        `${upstream.name}: could not reach ${upstreamOrigin} (${(error as Error).message}); if it is running, it must allow cross-origin requests from ${request.origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings), and a Content Security Policy the app serves must name ${upstreamOrigin} in connect-src`,
       );
       continue;
     }
