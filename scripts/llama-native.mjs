@@ -1,0 +1,42 @@
+/**
+ * llama.cpp's own native tools, built once from the same source as our WebAssembly build
+ * (node-llama-cpp's git bundle, see scripts/llama-source.mjs) with the system's CMake and C++
+ * compiler (apt-get install cmake g++), into the temporary folder, one target at a time:
+ * `llama-quantize` for the CPU benchmark's K-quant file, `llama-server` as a real peer for the
+ * remote-model check (npm run test:peer).
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { llamaSource, llamaWork } from "./llama-source.mjs";
+
+const build = join(llamaWork, "build-native");
+
+function need(command, target) {
+  try {
+    execFileSync(command, ["--version"], { stdio: "ignore" });
+  } catch {
+    throw new Error(
+      `building llama.cpp's ${target} needs ${command}, which is not installed: apt-get install cmake g++ (it is built once)`,
+    );
+  }
+}
+
+/** The path of llama.cpp's tool `target` (a CMake target, e.g. `llama-server`), built first when it is not there. */
+export function nativeTool(target) {
+  const tool = join(build, "bin", target);
+  if (existsSync(tool)) return tool;
+  need("cmake", target);
+  need("c++", target);
+  const { dir } = llamaSource({ reuse: true });
+  const options = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF"];
+  const off = ["LLAMA_BUILD_TESTS", "LLAMA_BUILD_EXAMPLES", "GGML_OPENMP"];
+  execFileSync("cmake", ["-S", dir, "-B", build, ...options, ...off.map((name) => `-D${name}=OFF`)], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  execFileSync("cmake", ["--build", build, "--target", target, "-j", String(availableParallelism())], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  return tool;
+}
