@@ -16,9 +16,9 @@ export function tokenizerFileName(name: string): string {
 
 /**
  * The special tokens put before a client's raw text prompt (a legacy completion's): each family's
- * BOS where its tokenizer adds one (`add_bos_token` in the official tokenizer_config.json and in
- * the GGUF), as llama.cpp, llama-server and vLLM tokenize a text prompt. Qwen2 has no BOS. A
- * prompt of token ids is fed as it is, with none.
+ * BOS where its tokenizer adds one (Llama 3's post-processor, Gemma's and Mistral's
+ * `add_bos_token`; `tokenizer.ggml.add_bos_token` in their GGUFs), as llama.cpp, llama-server and
+ * vLLM tokenize a text prompt. Qwen2 has no BOS. A prompt of token ids is fed as it is, with none.
  */
 export const rawPromptPrefixTokens: Record<ModelFamily, number> = {
   llama3: 1,
