@@ -51,6 +51,11 @@ export interface ErrorBody {
   error: { message: string; type: ErrorType; code: string | null; param: string | null };
 }
 
+/** A client's id or name as an error message quotes it: whole, unless over 64 characters. */
+export function quoted(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
 export class BadRequestError extends ApiError {
   constructor(message: string, options: { code?: string | null; param?: string | null } = {}) {
     super(400, message, { type: "invalid_request_error", code: options.code ?? null, param: options.param ?? null });

@@ -1,5 +1,5 @@
 /** A chat request's messages checked and converted at the boundary: OpenAI's wire messages to the templates' turns. */
-import { BadRequestError } from "../errors/api.js";
+import { BadRequestError, quoted } from "../errors/api.js";
 import type { EngineMessage } from "../prompt/messages.js";
 import type { ChatCompletionRequest, ChatMessage } from "../wire/chat-request.js";
 
@@ -45,14 +45,9 @@ export function refuseCapabilities(request: ChatCompletionRequest, model: string
   });
 }
 
-/** A client's id as a message quotes it: whole unless it is long. */
-function quotedId(id: string): string {
-  return id.length > 64 ? `${id.slice(0, 64)}…` : id;
-}
-
 /** OpenAI's refusal of tool calls left unanswered, listing them (the first 16 of a longer list). */
 function unansweredCalls(ids: ReadonlySet<string>, param: string): BadRequestError {
-  const listed = [...ids].slice(0, 16).map(quotedId);
+  const listed = [...ids].slice(0, 16).map(quoted);
   const more = ids.size > listed.length ? `, and ${ids.size - listed.length} more` : "";
   return new BadRequestError(
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
@@ -79,7 +74,7 @@ export function checkToolReplies(messages: readonly ChatMessage[]): void {
         );
       if (!calls.has(message.tool_call_id))
         throw new BadRequestError(
-          `Invalid parameter: 'tool_call_id' of '${quotedId(message.tool_call_id)}' not found in 'tool_calls' of previous message.`,
+          `Invalid parameter: 'tool_call_id' of '${quoted(message.tool_call_id)}' not found in 'tool_calls' of previous message.`,
           { param: `messages.[${index}].tool_call_id`, code: null },
         );
       unanswered.delete(message.tool_call_id);

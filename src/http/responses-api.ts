@@ -5,7 +5,7 @@
  * the Responses API's named events. With `store` (the default) the response is kept for its
  * account, so that `previous_response_id` continues it and an `item_reference` finds its items.
  */
-import { BadRequestError, NotFoundError } from "../errors/api.js";
+import { BadRequestError, NotFoundError, quoted } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 import type { OutputItem } from "../wire/response.js";
 import {
@@ -60,9 +60,6 @@ function reshapeFor(frame: ResponseFrame): Reshape {
     chunks: (events) => responseEvents(events as AsyncGenerator<ChatCompletionChunk>, frame),
   };
 }
-
-/** A stored item's id as an error quotes it. */
-const quoted = (id: string) => (id.length > 64 ? `${id.slice(0, 64)}…` : id);
 
 /**
  * The conversation a request answers: the turns of the response it continues (its input, then
@@ -170,6 +167,25 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
   ];
 }
 
+/** A route's answer, its refusals (thrown or answered) in the Responses request's terms. */
+async function inResponsesTermsOf(answer: () => Promise<Outcome>): Promise<Outcome> {
+  try {
+    const outcome = await answer();
+    return "error" in outcome ? { ...outcome, error: inResponsesTerms(outcome.error) } : outcome;
+  } catch (error) {
+    throw inResponsesTerms(error);
+  }
+}
+
+/** The input tokens `context`'s request would be billed, counted as serving counts them. */
+async function countInput(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {
+  const request = parseWith(inputTokensRequestSchema, await readJson(context.body));
+  checkSupported(request);
+  const conversation = await conversationOf(request, context.key.accountId, dependencies.responses);
+  const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
+  return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
+}
+
 /**
  * `POST /v1/responses/input_tokens`: the input tokens a response to the request would be billed
  * (`usage.input_tokens`), counted as serving it counts them; nothing is generated or charged.
@@ -178,17 +194,7 @@ export function inputTokensRoute(dependencies: HttpDependencies): InferenceRoute
   return {
     method: "POST",
     path: responsesPaths.inputTokens,
-    handler: async (context) => {
-      try {
-        const request = parseWith(inputTokensRequestSchema, await readJson(context.body));
-        checkSupported(request);
-        const conversation = await conversationOf(request, context.key.accountId, dependencies.responses);
-        const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
-        return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
-      } catch (error) {
-        throw inResponsesTerms(error);
-      }
-    },
+    handler: (context) => inResponsesTermsOf(() => countInput(dependencies, context)),
   };
 }
 
@@ -196,13 +202,6 @@ export function responsesRoute(dependencies: HttpDependencies): InferenceRoute {
   return {
     method: "POST",
     path: responsesPaths.create,
-    handler: async (context) => {
-      try {
-        const outcome = await serveResponse(dependencies, context);
-        return "error" in outcome ? { ...outcome, error: inResponsesTerms(outcome.error) } : outcome;
-      } catch (error) {
-        throw inResponsesTerms(error);
-      }
-    },
+    handler: (context) => inResponsesTermsOf(() => serveResponse(dependencies, context)),
   };
 }

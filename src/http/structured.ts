@@ -7,7 +7,7 @@
 import type { ModelFamily } from "../model/families.js";
 import type { EngineMessage } from "../prompt/messages.js";
 import type { OutputConstraint, ToolChoiceSpec } from "../engine/contract.js";
-import { BadRequestError } from "../errors/api.js";
+import { BadRequestError, quoted } from "../errors/api.js";
 import { checkSchema } from "../grammar/check.js";
 import { checkFinite } from "../grammar/finite.js";
 import { literal } from "../grammar/ebnf.js";
@@ -61,12 +61,9 @@ function checked(schema: unknown, param: string): JsonSchema {
 
 /** A `tool_choice` naming a function that `tools` does not give; the name quoted at most 64 characters long. */
 export function noSuchTool(name: string, param: string): BadRequestError {
-  const quoted = name.length > 64 ? `${name.slice(0, 64)}…` : name;
   return new BadRequestError(
-    `Invalid value for 'tool_choice': no function named '${quoted}' was specified in 'tools'.`,
-    {
-      param,
-    },
+    `Invalid value for 'tool_choice': no function named '${quoted(name)}' was specified in 'tools'.`,
+    { param },
   );
 }
 
