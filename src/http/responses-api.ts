@@ -9,6 +9,7 @@ import { BadRequestError, NotFoundError, quoted } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
 import type { OutputItem } from "../wire/response.js";
 import {
+  inputItemsQuerySchema,
   inputTokensRequestSchema,
   responseRequestSchema,
   type ResponseInputItem,
@@ -21,6 +22,7 @@ import type { HttpDependencies } from "./dependencies.js";
 import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
+import { inputItemsQueryOf, listedItems, pageOf, withItemIds } from "./responses-items.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
 import type { Reshape } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
@@ -29,6 +31,7 @@ export const responsesPaths = {
   create: /^\/responses\/?$/,
   inputTokens: /^\/responses\/input_tokens\/?$/,
   one: /^\/responses\/(?<id>[^/]+)\/?$/,
+  inputItems: /^\/responses\/(?<id>[^/]+)\/input_items\/?$/,
 };
 
 /**
@@ -121,7 +124,11 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
   const request = parseWith(responseRequestSchema, await readJson(context.body));
   checkSupported(request);
   const accountId = context.key.accountId;
-  const conversation = await conversationOf(request, accountId, dependencies.responses);
+  // Ids on every item, kept with the response: its input items are listed by them.
+  const conversation = withItemIds(
+    await conversationOf(request, accountId, dependencies.responses),
+    dependencies.newId,
+  );
   const id = dependencies.newId("resp_");
   const frame: ResponseFrame = {
     id,
@@ -144,7 +151,10 @@ function notFound(id: string): NotFoundError {
   return new NotFoundError(`Response with id '${quoted(id)}' not found.`);
 }
 
-/** `GET` and `DELETE /v1/responses/{id}`: a stored response of the key's account, read back or deleted. */
+/**
+ * `GET` and `DELETE /v1/responses/{id}`: a stored response of the key's account, read back or
+ * deleted; `GET /v1/responses/{id}/input_items`: the items it was given, a page at a time.
+ */
 export function storedResponseRoutes(dependencies: HttpDependencies): InferenceRoute[] {
   return [
     {
@@ -154,6 +164,17 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
         const record = await dependencies.responses.response(key.accountId, id);
         if (!record) throw notFound(id);
         return { response: jsonResponse(record.response) };
+      },
+    },
+    {
+      method: "GET",
+      path: responsesPaths.inputItems,
+      handler: async ({ key, url }, { id = "" }) => {
+        const query = parseWith(inputItemsQuerySchema, inputItemsQueryOf(url));
+        const record = await dependencies.responses.response(key.accountId, id);
+        if (!record) throw notFound(id);
+        const items = listedItems(id, record.input as ConversationItem[]);
+        return { response: jsonResponse(pageOf(id, items, query)) };
       },
     },
     {

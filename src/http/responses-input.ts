@@ -15,9 +15,11 @@ export type ConversationItem = Exclude<ResponseInputItem, { type: "item_referenc
 
 /** An earlier output item as the input item it is in a later request. */
 export function asInputItem(item: OutputItem): ConversationItem {
+  // Its id goes with it, so that a response that continues it lists it under the same id.
   if (item.type === "function_call")
-    return { type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
+    return { id: item.id, type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
   return {
+    id: item.id,
     type: "message",
     role: "assistant",
     content: item.content.map((part) => ({ type: "output_text" as const, text: part.text })),

@@ -35,6 +35,41 @@ const functionCallItemSchema = z.strictObject({
 
 const outputItemSchema = z.discriminatedUnion("type", [messageItemSchema, functionCallItemSchema]);
 
+/** A message a response was given, as `GET /v1/responses/{id}/input_items` lists it. */
+const inputMessageItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("message"),
+  status: itemStatus,
+  role: z.enum(["user", "system", "developer"]),
+  content: z.array(z.strictObject({ type: z.literal("input_text"), text: z.string() })),
+});
+/** An earlier reply a response was given: its text, or what it refused. */
+const assistantInputItemSchema = messageItemSchema.extend({
+  content: z.array(z.union([outputTextSchema, z.strictObject({ type: z.literal("refusal"), refusal: z.string() })])),
+});
+const functionCallOutputItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("function_call_output"),
+  status: itemStatus,
+  call_id: z.string(),
+  output: z.union([z.string(), z.array(z.strictObject({ type: z.literal("input_text"), text: z.string() }))]),
+});
+const listedItemSchema = z.union([
+  inputMessageItemSchema,
+  assistantInputItemSchema,
+  functionCallItemSchema,
+  functionCallOutputItemSchema,
+]);
+
+/** `GET /v1/responses/{id}/input_items`: a page of the items a response was given, a cursor page as OpenAI's lists are. */
+export const inputItemListSchema = z.strictObject({
+  object: z.literal("list"),
+  data: z.array(listedItemSchema),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+  has_more: z.boolean(),
+});
+
 const responseUsageSchema = z.strictObject({
   input_tokens: z.number().int().min(0),
   input_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }),
@@ -139,3 +174,5 @@ export type ResponseEvent = z.infer<typeof responseEventSchema>;
 export type OutputItem = z.infer<typeof outputItemSchema>;
 export type OutputText = z.infer<typeof outputTextSchema>;
 export type OutputLogprob = z.infer<typeof outputLogprob>;
+export type ListedItem = z.infer<typeof listedItemSchema>;
+export type InputItemList = z.infer<typeof inputItemListSchema>;

@@ -165,3 +165,16 @@ export const inputTokensRequestSchema = responseRequestSchema.pick({
   conversation: true,
 });
 export type ResponseInputItem = z.infer<typeof inputItem>;
+
+/**
+ * `GET /v1/responses/{id}/input_items`' query, as OpenAI takes it: a cursor (`after`, an item's
+ * id), a page size and an order. `include` names what OpenAI can add to items; these items have
+ * nothing to add. Other query parameters are ignored, as OpenAI ignores them.
+ */
+export const inputItemsQuerySchema = z.object({
+  after: z.string().min(1).optional(),
+  limit: z.number().int().min(1).max(100).default(20),
+  order: z.enum(["asc", "desc"]).default("desc"),
+  include: list(z.string()).optional(),
+});
+export type InputItemsQuery = z.infer<typeof inputItemsQuerySchema>;

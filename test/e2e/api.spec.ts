@@ -137,12 +137,16 @@ test("the Responses API through the openai SDK: create, stream, continue, read b
     }
     const final = await stream.finalResponse();
     const read = await client.responses.retrieve(first.id);
+    // The SDK pages through a response's input items, one a page here, after each page's last id.
+    const items: { id: string; type: string; role?: string }[] = [];
+    for await (const item of client.responses.inputItems.list(next.id, { limit: 1 }))
+      items.push({ id: item.id!, type: item.type!, role: "role" in item ? item.role : undefined });
     await client.responses.delete(first.id);
     const gone = await client.responses.retrieve(first.id).then(
       () => null,
       (error: { status?: number }) => error.status,
     );
-    return { first, next, types, streamed, final, read, gone };
+    return { first, next, types, streamed, final, read, items, gone };
   }, model);
   // The SDK adds `output_text` (its own convenience) to the wire object.
   const wire = ({ output_text: _text, ...object }: { output_text: string }) => object;
@@ -159,6 +163,9 @@ test("the Responses API through the openai SDK: create, stream, continue, read b
   expect(result.types.at(-1)).toBe("response.completed");
   expect(result.final.output_text).toBe(result.streamed);
   expect(result.read).toEqual(result.first);
+  // Newest first: this turn's input, the reply it continued (under its output id), the first input.
+  expect(result.items.map((item) => item.role)).toEqual(["user", "assistant", "user"]);
+  expect(result.items[1]!.id).toBe(first.output[0]!.id);
   expect(result.gone).toBe(404);
 });
 

@@ -8,7 +8,12 @@ import { describe, expect, it } from "vitest";
 import { Ajv } from "ajv";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
-import { responseEventSchema, responseSchema, type ResponseEvent } from "../../src/wire/response.js";
+import {
+  inputItemListSchema,
+  responseEventSchema,
+  responseSchema,
+  type ResponseEvent,
+} from "../../src/wire/response.js";
 import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
@@ -276,6 +281,105 @@ describe("the Responses API", () => {
     expect((await refusal(test, { input: "x", previous_response_id: first.id })).code).toBe(
       "previous_response_not_found",
     );
+  });
+
+  it("lists the items a stored response was given, under the ids they keep in later responses, a page at a time", async () => {
+    const test = await makeApp();
+    const list = async (id: string, query = "", as = test.key) => {
+      const response = await test.app.handle(
+        new Request(`https://app.example/openai/v1/responses/${id}/input_items${query}`, {
+          headers: { authorization: `Bearer ${as}` },
+        }),
+      );
+      const body: unknown = await response.json();
+      return response.ok
+        ? inputItemListSchema.parse(body)
+        : { status: response.status, ...errorBodySchema.parse(body).error };
+    };
+    const first = await create(test, {
+      input: [
+        { role: "developer", content: "Be brief." },
+        { role: "user", content: [{ type: "input_text", text: "Weather in Oslo?" }] },
+      ],
+      tools: [weather],
+      tool_choice: "required",
+    });
+    const call = first.output.find((item) => item.type === "function_call")!;
+    const second = await create(test, {
+      previous_response_id: first.id,
+      tools: [weather],
+      input: [
+        { type: "function_call_output", call_id: call.call_id, output: '{"temp":3}' },
+        { role: "user", content: "And Bergen?", id: "msg_mine" },
+        { role: "user", content: "And Bergen?", id: "msg_mine" },
+      ],
+    });
+    const ascending = await list(second.id, "?order=asc");
+    if (!("data" in ascending)) throw new Error(JSON.stringify(ascending));
+    const items = ascending.data;
+    expect(items.map((item) => [item.type, "role" in item ? item.role : item.call_id])).toEqual([
+      ["message", "developer"],
+      ["message", "user"],
+      ...first.output.map((item) => [item.type, item.type === "message" ? "assistant" : item.call_id]),
+      ["function_call_output", call.call_id],
+      ["message", "user"],
+      ["message", "user"],
+    ]);
+    expect(items[1]).toEqual({
+      id: expect.stringMatching(/^msg_/),
+      type: "message",
+      status: "completed",
+      role: "user",
+      content: [{ type: "input_text", text: "Weather in Oslo?" }],
+    });
+    // An earlier reply keeps its output id; the first response's items keep theirs; ids are unique.
+    expect(items.slice(2, 2 + first.output.length).map((item) => item.id)).toEqual(first.output.map((item) => item.id));
+    const firstItems = await list(first.id, "?order=asc");
+    expect("data" in firstItems && firstItems.data).toEqual(items.slice(0, 2));
+    expect(items.at(-3)!.id).toMatch(/^fco_/);
+    expect(items.at(-2)!.id).toBe("msg_mine");
+    expect(new Set(items.map((item) => item.id)).size).toBe(items.length);
+
+    // Newest first by default, 20 at most; a cursor walks the rest, the same on every read.
+    const newest = await list(second.id);
+    expect("data" in newest && newest.data).toEqual([...items].reverse());
+    const walked: string[] = [];
+    let page = await list(second.id, "?limit=2");
+    while ("data" in page) {
+      walked.push(...page.data.map((item) => item.id));
+      if (!page.has_more) break;
+      expect(page.last_id).toBe(page.data.at(-1)!.id);
+      page = await list(second.id, `?limit=2&after=${page.last_id}`);
+    }
+    expect(walked).toEqual(items.map((item) => item.id).reverse());
+
+    expect(await list(second.id, "?limit=0")).toMatchObject({ status: 400, param: "limit" });
+    expect(await list(second.id, "?limit=many")).toMatchObject({ status: 400, param: "limit" });
+    expect(await list(second.id, "?order=up")).toMatchObject({ status: 400, param: "order" });
+    expect(await list(second.id, "?after=msg_none")).toMatchObject({ status: 400, param: "after" });
+    expect(await list("resp_missing")).toMatchObject({ status: 404 });
+    const otherKey = await test.admin.createKey({
+      accountId: (await test.admin.createAccount({ name: "other", creditUsd: 1 })).id,
+    });
+    expect(await list(second.id, "", otherKey.key)).toMatchObject({ status: 404 });
+  });
+
+  it("lists the items of a response stored without their ids (by an earlier version) under ids that stay put", async () => {
+    const test = await makeApp();
+    const first = await create(test, { input: "Hello", max_output_tokens: 16 });
+    const record = (await test.database.get("responses", first.id))!;
+    const input = [
+      { role: "user", content: "Hello" },
+      { type: "function_call_output", call_id: "call_1", output: "3" },
+    ];
+    await test.database.put("responses", { ...record, input });
+    const read = async () =>
+      inputItemListSchema.parse(
+        await (await test.app.handle(test.get(`/v1/responses/${first.id}/input_items`))).json(),
+      );
+    const [once, again] = [await read(), await read()];
+    expect(once).toEqual(again);
+    expect(once.data.map((item) => item.id)).toEqual([expect.stringMatching(/^fco_/), expect.stringMatching(/^msg_/)]);
   });
 
   it("forgets a response after 30 days, as OpenAI does", async () => {

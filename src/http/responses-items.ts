@@ -1,0 +1,112 @@
+/**
+ * The items a stored response was given, as `GET /v1/responses/{id}/input_items` lists them: the
+ * turns it continued, then its own input with each reference resolved, each with an id. Items are
+ * given their ids when the response is stored (`withItemIds`), so an item keeps its id in every
+ * later response that continues it, and a page's cursor names exactly one item.
+ */
+import { BadRequestError, quoted } from "../errors/api.js";
+import type { InputItemList, ListedItem } from "../wire/response.js";
+import type { InputItemsQuery } from "../wire/responses-request.js";
+import type { ConversationItem } from "./responses-input.js";
+
+type Identified = ConversationItem & { id: string };
+type MessageItem = Extract<ConversationItem, { role: string }>;
+type Part = Exclude<MessageItem["content"], string>[number];
+
+/** The prefixes OpenAI's item ids have, by the item's type. */
+const idPrefix = { message: "msg_", function_call: "fc_", function_call_output: "fco_" } as const;
+
+/**
+ * The conversation with an id on every item: the item's own, unless it has none or an earlier
+ * item has it (a cursor must name one item), in which case a new one.
+ */
+export function withItemIds(items: readonly ConversationItem[], newId: (prefix: string) => string): Identified[] {
+  const seen = new Set<string>();
+  return items.map((item) => {
+    const own = item.id ?? undefined;
+    const id = own !== undefined && !seen.has(own) ? own : newId(idPrefix["role" in item ? "message" : item.type]);
+    seen.add(id);
+    return { ...item, id } as Identified;
+  });
+}
+
+/** A text part's text; a refusal's is what was said. Media parts were refused before a response was stored. */
+const textOf = (part: Part) => (part.type === "refusal" ? part.refusal : "text" in part ? String(part.text) : "");
+
+function listedMessage(item: MessageItem & { id: string }): ListedItem {
+  const parts: Part[] = typeof item.content === "string" ? [{ type: "input_text", text: item.content }] : item.content;
+  const status = item.status ?? "completed";
+  if (item.role !== "assistant")
+    return {
+      id: item.id,
+      type: "message",
+      status,
+      role: item.role,
+      content: parts.map((part) => ({ type: "input_text", text: textOf(part) })),
+    };
+  const content = parts.map((part) =>
+    part.type === "refusal"
+      ? { type: "refusal" as const, refusal: part.refusal }
+      : { type: "output_text" as const, text: textOf(part), annotations: [], logprobs: [] },
+  );
+  return { id: item.id, type: "message", status, role: "assistant", content };
+}
+
+function listedItem(item: Identified): ListedItem {
+  if ("role" in item) return listedMessage(item);
+  const { id, call_id } = item;
+  const status = item.status ?? "completed";
+  if (item.type === "function_call")
+    return { id, type: "function_call", status, call_id, name: item.name, arguments: item.arguments };
+  const output =
+    typeof item.output === "string"
+      ? item.output
+      : item.output.map((part) => ({ type: "input_text" as const, text: textOf(part) }));
+  return { id, type: "function_call_output", status, call_id, output };
+}
+
+/**
+ * The items response `responseId` was given, as listed. A response stored without ids on its
+ * items (by an earlier version) has them made from its own id and each item's place, so that
+ * they stay the same from one page to the next.
+ */
+export function listedItems(responseId: string, input: readonly ConversationItem[]): ListedItem[] {
+  let place = 0;
+  const madeId = (prefix: string) => `${prefix}${responseId.replace(/^resp_/, "")}_${place++}`;
+  return withItemIds(input, madeId).map(listedItem);
+}
+
+/** One page of `items` in the query's order, after its cursor. */
+export function pageOf(responseId: string, items: readonly ListedItem[], query: InputItemsQuery): InputItemList {
+  const ordered = query.order === "asc" ? items : [...items].reverse();
+  let start = 0;
+  if (query.after !== undefined) {
+    const index = ordered.findIndex((item) => item.id === query.after);
+    if (index < 0)
+      throw new BadRequestError(
+        `Invalid 'after': response '${quoted(responseId)}' has no input item with id '${quoted(query.after)}'.`,
+        { param: "after", code: "invalid_value" },
+      );
+    start = index + 1;
+  }
+  const data = ordered.slice(start, start + query.limit);
+  return {
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: start + query.limit < ordered.length,
+  };
+}
+
+/** The list query as its schema reads it: `limit` a number when it is written as one, `include` or `include[]` repeated. */
+export function inputItemsQueryOf(url: URL): Record<string, unknown> {
+  const query: Record<string, unknown> = {};
+  for (const name of ["after", "limit", "order"]) {
+    const value = url.searchParams.get(name);
+    if (value !== null) query[name] = name === "limit" && /^-?\d{1,16}$/.test(value) ? Number(value) : value;
+  }
+  const include = [...url.searchParams.getAll("include"), ...url.searchParams.getAll("include[]")];
+  if (include.length) query.include = include;
+  return query;
+}
