@@ -160,7 +160,12 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
     {
       method: "GET",
       path: responsesPaths.one,
-      handler: async ({ key }, { id = "" }) => {
+      handler: async ({ key, url }, { id = "" }) => {
+        if (url.searchParams.get("stream") === "true")
+          throw new BadRequestError(
+            "Invalid 'stream': only a response created with 'background' true can be streamed again, and this API generates responses while the request waits. Read it back without 'stream'.",
+            { param: "stream", code: "invalid_value" },
+          );
         const record = await dependencies.responses.response(key.accountId, id);
         if (!record) throw notFound(id);
         return { response: jsonResponse(record.response) };

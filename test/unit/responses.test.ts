@@ -260,6 +260,9 @@ describe("the Responses API", () => {
 
     const read = await test.app.handle(test.get(`/v1/responses/${first.id}`));
     expect(responseSchema.parse(await read.json())).toEqual(first);
+    // Only a background response streams again, and there are none here.
+    const again = await test.app.handle(test.get(`/v1/responses/${first.id}?stream=true`));
+    expect([again.status, errorBodySchema.parse(await again.json()).error.param]).toEqual([400, "stream"]);
     const unstored = await test.app.handle(test.get(`/v1/responses/${sent.id}`));
     expect(unstored.status).toBe(404);
 
