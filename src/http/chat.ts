@@ -82,12 +82,37 @@ function checkedChat(dependencies: HttpDependencies, json: unknown, legacy: bool
  * this device, or for its upstream); nothing is admitted or generated.
  */
 export async function countChatPrompt(dependencies: HttpDependencies, json: unknown): Promise<number> {
-  const { request, model } = checkedChat(dependencies, json, false);
+  return promptCount(dependencies, checkedChat(dependencies, json, false));
+}
+
+async function promptCount(dependencies: HttpDependencies, { request, model }: Omit<ChatCall, "reshape" | "json">) {
   const route = await routeFor(dependencies.engine, model);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   return route.decision.target === "remote"
     ? upstreamPromptTokens(tokenizer, model, request)
     : renderedPrompt(tokenizer, model, request).tokens.length;
+}
+
+/**
+ * Whether a chat request's prompt, with its completion limit (or one token, without one), fits
+ * its model's context window, as serving it would find; its other faults are thrown as serving
+ * would throw them.
+ */
+export async function chatFits(dependencies: HttpDependencies, json: unknown): Promise<boolean> {
+  try {
+    const checked = checkedChat(dependencies, json, false);
+    const { request, model } = checked;
+    completionBudget(
+      model,
+      await promptCount(dependencies, checked),
+      request.max_completion_tokens ?? request.max_tokens,
+      "messages",
+    );
+    return true;
+  } catch (error) {
+    if (error instanceof BadRequestError && error.code === "context_length_exceeded") return false;
+    throw error;
+  }
 }
 
 /** Serves a chat request's JSON: checked, routed, generated here or forwarded, written in `terms`. */

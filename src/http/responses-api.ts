@@ -23,6 +23,7 @@ import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
 import { inputItemsQueryOf, listedItems, pageOf, withItemIds } from "./responses-items.js";
+import { truncatedConversation } from "./responses-truncation.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
 import type { Reshape } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
@@ -124,11 +125,10 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
   const request = parseWith(responseRequestSchema, await readJson(context.body));
   checkSupported(request);
   const accountId = context.key.accountId;
-  // Ids on every item, kept with the response: its input items are listed by them.
-  const conversation = withItemIds(
-    await conversationOf(request, accountId, dependencies.responses),
-    dependencies.newId,
-  );
+  const whole = await conversationOf(request, accountId, dependencies.responses);
+  // What it is answered over, with ids on every item, is what is kept: its input items are
+  // listed by those ids, and a truncated conversation stays as long as a window holds.
+  const conversation = withItemIds(await truncatedConversation(dependencies, request, whole), dependencies.newId);
   const id = dependencies.newId("resp_");
   const frame: ResponseFrame = {
     id,
@@ -207,7 +207,8 @@ async function inResponsesTermsOf(answer: () => Promise<Outcome>): Promise<Outco
 async function countInput(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {
   const request = parseWith(inputTokensRequestSchema, await readJson(context.body));
   checkSupported(request);
-  const conversation = await conversationOf(request, context.key.accountId, dependencies.responses);
+  const whole = await conversationOf(request, context.key.accountId, dependencies.responses);
+  const conversation = await truncatedConversation(dependencies, request, whole);
   const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
   return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
 }

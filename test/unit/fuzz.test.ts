@@ -740,15 +740,25 @@ describe("adversarial input: linear time on every path", () => {
       "4,000 references": Array.from({ length: 4_000 }, (_, index) => reference(index)),
       "100,000 references": Array.from({ length: 100_000 }, (_, index) => reference(index)),
     };
-    for (const [shape, input] of Object.entries(itemCases)) {
+    // `truncation: "auto"` bisects over where a conversation may start: each try counts a prompt.
+    const turns = (count: number, text: (index: number) => string) =>
+      Array.from({ length: count }, (_, index) => ({ role: index % 2 ? "assistant" : "user", content: text(index) }));
+    const truncatedCases: Record<string, unknown[]> = {
+      "20,000 turns, truncated": turns(20_000, (index) => `turn ${index}`),
+      "a 4 MB first turn, truncated": turns(3, (index) => (index ? "Hi" : "a ".repeat(2_000_000))),
+      "20,000 calls and their outputs, truncated": itemCases["20,000 calls and their outputs"]!,
+    };
+    for (const [shape, input] of [...Object.entries(itemCases), ...Object.entries(truncatedCases)]) {
+      const truncation = shape.endsWith("truncated") ? "auto" : "disabled";
       const started = performance.now();
       const response = await test.app.handle(
-        test.post("/v1/responses", { model: families.llama3, input, max_output_tokens: 16 }),
+        test.post("/v1/responses", { model: families.llama3, input, max_output_tokens: 16, truncation, store: false }),
       );
       await response.text();
       const elapsed = performance.now() - started;
       const name = `responses · ${shape}: ${response.status}`;
-      expect(response.status, name).toBe(400);
+      // Truncated, a conversation whose last turn fits is answered; one that never fits is refused.
+      expect(response.status, name).toBe(shape.includes("calls") || truncation === "disabled" ? 400 : 200);
       if (elapsed > slowest.ms) Object.assign(slowest, { name, ms: elapsed });
       await new Promise((resolve) => setTimeout(resolve, 0));
     }

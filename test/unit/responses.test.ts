@@ -385,6 +385,50 @@ describe("the Responses API", () => {
     expect(once.data.map((item) => item.id)).toEqual([expect.stringMatching(/^fco_/), expect.stringMatching(/^msg_/)]);
   });
 
+  it("truncation auto drops a conversation's first turns until it fits the window, as OpenAI does; disabled refuses it", async () => {
+    const test = await makeApp();
+    const gamma = "gamma-7b-instruct-v0.3";
+    const turns = Array.from({ length: 12 }, (_, index) => [
+      { role: "user", content: `Question ${index}: ${"word ".repeat(300)}` },
+      { role: "assistant", content: `Answer ${index}: ${"reply ".repeat(300)}` },
+    ]).flat();
+    const input = [...turns, { role: "user", content: "And now?" }];
+    const body = { model: gamma, instructions: "Be brief.", input, max_output_tokens: 1000 };
+    expect(await refusal(test, body)).toMatchObject({ status: 400, code: "context_length_exceeded", param: "input" });
+
+    const answered = await create(test, { ...body, truncation: "auto" });
+    expect(answered.truncation).toBe("auto");
+    const inputTokens = answered.usage!.input_tokens;
+    expect(inputTokens + 1000).toBeLessThanOrEqual(4096);
+    const listed = await (
+      await test.app.handle(test.get(`/v1/responses/${answered.id}/input_items?order=asc&limit=100`))
+    ).json();
+    const kept = inputItemListSchema.parse(listed).data;
+    // The longest end that fits, from a user's turn: one turn more does not fit.
+    const start = input.length - kept.length;
+    expect(start).toBeGreaterThan(0);
+    expect(kept[0]).toMatchObject({ role: "user", content: [{ text: input[start]!.content }] });
+    expect(await refusal(test, { ...body, input: input.slice(start - 2) })).toMatchObject({ status: 400 });
+    // Counting takes no max_output_tokens: its truncation keeps what the window holds without one.
+    const { max_output_tokens: _limit, ...counted } = body;
+    const count = async (extra: Record<string, unknown>) => {
+      const response = await test.app.handle(test.post("/v1/responses/input_tokens", { ...counted, ...extra }));
+      return ((await response.json()) as { input_tokens: number }).input_tokens;
+    };
+    expect(await count({ input: input.slice(start) })).toBe(inputTokens);
+    const withoutLimit = await count({ truncation: "auto" });
+    expect(withoutLimit).toBeGreaterThan(inputTokens);
+    expect(withoutLimit).toBeLessThan(4096);
+
+    // A last turn too long for the window on its own is refused, truncation or not.
+    const tooLong = [...turns, { role: "user", content: "word ".repeat(5000) }];
+    expect(await refusal(test, { ...body, input: tooLong, truncation: "auto" })).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+    });
+    await checkLedgerInvariant(test.database);
+  });
+
   it("forgets a response after 30 days, as OpenAI does", async () => {
     const test = await makeApp();
     const first = await create(test, { input: "Hello", max_output_tokens: 16 });
