@@ -27,6 +27,22 @@ const contentPart = z.discriminatedUnion("type", [inputText, outputText, refusal
 
 const itemStatus = z.enum(["in_progress", "completed", "incomplete"]).nullish();
 
+/**
+ * What `include` may name, as OpenAI lists it. Only `message.output_text.logprobs` adds anything
+ * here; the others name outputs of built-in tools, images and reasoning, which these models and
+ * this API do not make.
+ */
+const includable = z.enum([
+  "code_interpreter_call.outputs",
+  "computer_call_output.output.image_url",
+  "file_search_call.results",
+  "message.input_image.image_url",
+  "message.output_text.logprobs",
+  "reasoning.encrypted_content",
+  "web_search_call.action.sources",
+  "web_search_call.results",
+]);
+
 const messageItem = z.strictObject({
   type: z.literal("message").optional(),
   role: z.enum(["user", "system", "developer", "assistant"]),
@@ -113,7 +129,7 @@ export const responseRequestSchema = z.strictObject({
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
-  include: list(z.string()).nullish(),
+  include: list(includable).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullish(),
   tools: list(functionTool, { max: 128 }).nullish(),
@@ -175,6 +191,6 @@ export const inputItemsQuerySchema = z.object({
   after: z.string().min(1).optional(),
   limit: z.number().int().min(1).max(100).default(20),
   order: z.enum(["asc", "desc"]).default("desc"),
-  include: list(z.string()).optional(),
+  include: list(includable).optional(),
 });
 export type InputItemsQuery = z.infer<typeof inputItemsQuerySchema>;

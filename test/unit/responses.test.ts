@@ -500,6 +500,13 @@ describe("the Responses API", () => {
     expect(reference).toMatchObject({ status: 400, param: "input[0]" });
     expect(reference.message).toMatch(/^Item with id 'msg_missing' not found\./);
     expect(await refusal(test, { input: "x", background: true })).toMatchObject({ status: 400, param: "background" });
+    expect(await refusal(test, { input: "x", include: ["bogus"] })).toMatchObject({
+      status: 400,
+      param: "include[0]",
+      message: expect.stringMatching(
+        /^Invalid value: 'bogus'\. Supported values are: 'code_interpreter_call\.outputs',/,
+      ),
+    });
     // A refusal of the chat request it became names the Responses request's own fields.
     expect(
       await refusal(test, { model: "gamma-7b-instruct-v0.3", instructions: "Be brief.", input: "word ".repeat(5000) }),
