@@ -7,6 +7,7 @@
 import { Catalogue } from "../../src/model/catalogue.js";
 import { type ModelEntry } from "../../src/model/entry.js";
 import { Scheduler } from "../../src/serve/scheduler.js";
+import { StoredCompletions } from "../../src/serve/stored-completions.js";
 import { StoredResponses } from "../../src/serve/stored-responses.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import { InferenceApp } from "../../src/http/app.js";
@@ -66,6 +67,7 @@ export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
     tokenizers: new Tokenizers(fetchTokenizerSource(new URL("tokenizers/", scriptUrl).href)),
     policy,
     responses: new StoredResponses({ database, clock: Date.now }),
+    completions: new StoredCompletions({ database, clock: Date.now }),
     ready: policy.releaseOrphans(),
     clock: Date.now,
     newId: randomId,

@@ -13,6 +13,7 @@ import type { HttpDependencies } from "./dependencies.js";
 import { outcomeHeaders } from "./headers.js";
 import { modelPaths, modelRoutes } from "./models.js";
 import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
+import { storedCompletionPaths, storedCompletionRoutes } from "./stored-completions.js";
 import type { Outcome } from "./outcome.js";
 import { errorResponse } from "./json-response.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
@@ -20,16 +21,25 @@ import { endsInRoute, Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
 /** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
-const endpointPaths = [chatPath, completionsPath, ...Object.values(responsesPaths), ...Object.values(modelPaths)];
+const endpointPaths = [
+  chatPath,
+  completionsPath,
+  ...Object.values(responsesPaths),
+  ...Object.values(storedCompletionPaths),
+  ...Object.values(modelPaths),
+];
 
 function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
   return [
     chatRoute(dependencies),
     completionsRoute(dependencies),
     responsesRoute(dependencies),
-    ...[...modelRoutes(dependencies), ...storedResponseRoutes(dependencies), inputTokensRoute(dependencies)].map(
-      (route) => countedFirst(dependencies.policy, route),
-    ),
+    ...[
+      ...modelRoutes(dependencies),
+      ...storedResponseRoutes(dependencies),
+      inputTokensRoute(dependencies),
+      ...storedCompletionRoutes(dependencies),
+    ].map((route) => countedFirst(dependencies.policy, route)),
   ];
 }
 

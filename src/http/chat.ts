@@ -23,6 +23,7 @@ import { fromLegacyFunctions, inLegacyTerms, legacyReshape } from "./legacy-func
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally, type Reshape } from "./serving.js";
+import { storingReshape } from "./stored-completions.js";
 import { planStructured } from "./structured.js";
 import { parseWith, readJson } from "./validate.js";
 
@@ -122,13 +123,43 @@ export async function serveChat(
   json: unknown,
   { legacy, reshape }: ChatTerms,
 ): Promise<Outcome> {
-  const call: ChatCall = { ...checkedChat(dependencies, json, legacy), reshape };
+  const checked: ChatCall = { ...checkedChat(dependencies, json, legacy), reshape };
+  // Kept when asked, in chat's own shape only: a `functions` or Responses request is not.
+  const call = checked.request.store === true && !legacy && !reshape ? stored(dependencies, context, checked) : checked;
   const route = await routeFor(dependencies.engine, call.model);
   return routed(route, () =>
     route.decision.target === "remote"
       ? forwardChat(dependencies, context, route, call)
       : generateChat(dependencies, context, route, call),
   );
+}
+
+/**
+ * A `store: true` request, its answer kept for the key's account with its messages and metadata.
+ * A stream asks for its usage, which is kept, and shown to the client only if it asked too.
+ */
+function stored(dependencies: HttpDependencies, context: RequestContext, call: ChatCall): ChatCall {
+  const { request, json } = call;
+  const usageAsked = request.stream_options?.include_usage === true;
+  const withUsage =
+    request.stream === true && !usageAsked
+      ? { stream_options: { ...request.stream_options, include_usage: true } }
+      : {};
+  const save = (completion: unknown) =>
+    dependencies.completions.save({
+      id: (completion as { id: string }).id,
+      accountId: context.key.accountId,
+      model: request.model,
+      metadata: request.metadata ?? {},
+      completion,
+      messages: request.messages,
+    });
+  return {
+    ...call,
+    request: { ...request, ...withUsage },
+    json: { ...json, ...withUsage },
+    reshape: storingReshape(save, request.stream !== true || usageAsked),
+  };
 }
 
 /**

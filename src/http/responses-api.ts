@@ -22,7 +22,8 @@ import type { HttpDependencies } from "./dependencies.js";
 import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
-import { inputItemsQueryOf, listedItems, pageOf, withItemIds } from "./responses-items.js";
+import { listQueryOf } from "./list-query.js";
+import { itemsPage, listedItems, withItemIds } from "./responses-items.js";
 import { truncatedConversation } from "./responses-truncation.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
 import type { Reshape } from "./serving.js";
@@ -175,11 +176,11 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
       method: "GET",
       path: responsesPaths.inputItems,
       handler: async ({ key, url }, { id = "" }) => {
-        const query = parseWith(inputItemsQuerySchema, inputItemsQueryOf(url));
+        const query = parseWith(inputItemsQuerySchema, listQueryOf(url));
         const record = await dependencies.responses.response(key.accountId, id);
         if (!record) throw notFound(id);
         const items = listedItems(id, record.input as ConversationItem[]);
-        return { response: jsonResponse(pageOf(id, items, query)) };
+        return { response: jsonResponse(itemsPage(id, items, query)) };
       },
     },
     {

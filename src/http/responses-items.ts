@@ -7,6 +7,7 @@
 import { BadRequestError, quoted } from "../errors/api.js";
 import type { InputItemList, ListedItem } from "../wire/response.js";
 import type { InputItemsQuery } from "../wire/responses-request.js";
+import { cursorPage } from "./list-query.js";
 import type { ConversationItem } from "./responses-input.js";
 
 type Identified = ConversationItem & { id: string };
@@ -76,37 +77,15 @@ export function listedItems(responseId: string, input: readonly ConversationItem
   return withItemIds(input, madeId).map(listedItem);
 }
 
-/** One page of `items` in the query's order, after its cursor. */
-export function pageOf(responseId: string, items: readonly ListedItem[], query: InputItemsQuery): InputItemList {
-  const ordered = query.order === "asc" ? items : [...items].reverse();
-  let start = 0;
-  if (query.after !== undefined) {
-    const index = ordered.findIndex((item) => item.id === query.after);
-    if (index < 0)
-      throw new BadRequestError(
-        `Invalid 'after': response '${quoted(responseId)}' has no input item with id '${quoted(query.after)}'.`,
+/** One page of the items response `responseId` was given, after the query's cursor. */
+export function itemsPage(responseId: string, items: readonly ListedItem[], query: InputItemsQuery): InputItemList {
+  return cursorPage(
+    items,
+    query,
+    (after) =>
+      new BadRequestError(
+        `Invalid 'after': response '${quoted(responseId)}' has no input item with id '${quoted(after)}'.`,
         { param: "after", code: "invalid_value" },
-      );
-    start = index + 1;
-  }
-  const data = ordered.slice(start, start + query.limit);
-  return {
-    object: "list",
-    data,
-    first_id: data[0]?.id ?? null,
-    last_id: data.at(-1)?.id ?? null,
-    has_more: start + query.limit < ordered.length,
-  };
-}
-
-/** The list query as its schema reads it: `limit` a number when it is written as one, `include` or `include[]` repeated. */
-export function inputItemsQueryOf(url: URL): Record<string, unknown> {
-  const query: Record<string, unknown> = {};
-  for (const name of ["after", "limit", "order"]) {
-    const value = url.searchParams.get(name);
-    if (value !== null) query[name] = name === "limit" && /^-?\d{1,16}$/.test(value) ? Number(value) : value;
-  }
-  const include = [...url.searchParams.getAll("include"), ...url.searchParams.getAll("include[]")];
-  if (include.length) query.include = include;
-  return query;
+      ),
+  );
 }

@@ -113,6 +113,19 @@ export interface StoredResponseRecord {
   itemIds: string[];
 }
 
+/** A chat completion created with `store: true`, for the stored-completions endpoints. */
+export interface StoredCompletionRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  model: string;
+  metadata: Record<string, string>;
+  /** The completion as it was answered (a stream's chunks put together). */
+  completion: unknown;
+  /** The request's messages, as sent. */
+  messages: unknown[];
+}
+
 interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
@@ -125,6 +138,11 @@ interface PolicySchema extends DBSchema {
   windows: { key: string; value: WindowRecord };
   upstreamCredentials: { key: string; value: UpstreamCredentialRecord };
   responses: { key: string; value: StoredResponseRecord; indexes: { itemIds: string; createdAt: number } };
+  completions: {
+    key: string;
+    value: StoredCompletionRecord;
+    indexes: { createdAt: number; account: [string, number, string] };
+  };
 }
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
@@ -155,12 +173,36 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
     responses.createIndex("itemIds", "itemIds", { multiEntry: true });
     responses.createIndex("createdAt", "createdAt");
   },
+  (database) => {
+    const completions = database.createObjectStore("completions", { keyPath: "id" });
+    completions.createIndex("createdAt", "createdAt");
+    // An account's completions in the order they were made (the id orders those made in one millisecond).
+    completions.createIndex("account", ["accountId", "createdAt", "id"]);
+  },
 ];
 
+/**
+ * The policy database, upgraded to this code's version. An upgrade waits until every connection of
+ * an older version is closed, and the worker and every tab of the app hold one. So a connection
+ * closes itself as soon as a newer version of the app asks for the database (its code knows only
+ * the older layout), with a warning to reload the tab, and the new worker's upgrade goes on instead
+ * of waiting on that tab. A version from before this rule does not close; the warning names the cure.
+ */
 export function openPolicyStore(name = databaseName): Promise<PolicyDatabase> {
   return openDB<PolicySchema>(name, migrations.length, {
     upgrade(database, oldVersion) {
       for (let version = oldVersion; version < migrations.length; version++) migrations[version]?.(database);
+    },
+    blocked() {
+      console.warn(
+        `[webgpu-inference] The database "${name}" waits for a tab of an older version of this app to let go of it; until then no request is answered. Close or reload the app's other tabs.`,
+      );
+    },
+    blocking(_currentVersion, _newVersion, event) {
+      (event.target as IDBDatabase).close();
+      console.warn(
+        `[webgpu-inference] A newer version of this app upgraded the database "${name}", so this tab let go of it. Reload this tab to use it again.`,
+      );
     },
   });
 }

@@ -3,6 +3,7 @@ import type { Engine } from "../engine/contract.js";
 import type { Tokenizers } from "../model/tokenizer.js";
 import type { Policy } from "../policy/policy.js";
 import type { Scheduler } from "./scheduler.js";
+import type { StoredCompletions } from "./stored-completions.js";
 import type { StoredResponses } from "./stored-responses.js";
 
 /** Everything serving uses, wired once in the worker entry (src/worker/install.ts). */
@@ -15,6 +16,8 @@ export interface Services {
   policy: Policy;
   /** The Responses API's stored responses, which later requests continue or refer to. */
   responses: StoredResponses;
+  /** Chat completions created with `store: true`, for the stored-completions endpoints. */
+  completions: StoredCompletions;
   /** Settles when the policy is ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */

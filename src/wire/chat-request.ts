@@ -108,7 +108,7 @@ export const chatCompletionRequestSchema = z.strictObject({
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
   metadata: dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 }).nullish(),
-  // Accepted; this API keeps no completions for later retrieval (there is no stored-completions endpoint).
+  // Honoured: the completion is kept for the stored-completions endpoints (http/stored-completions.ts).
   store: z.boolean().nullish(),
   service_tier: z.enum(["auto", "default", "flex", "scale", "priority", "fast"]).nullish(),
   prompt_cache_key: z.string().nullish(),

@@ -169,6 +169,58 @@ test("the Responses API through the openai SDK: create, stream, continue, read b
   expect(result.gone).toBe(404);
 });
 
+test("stored chat completions through the openai SDK: kept whole and streamed, listed, read, updated, deleted", async ({
+  page,
+}) => {
+  await openHarness(page);
+  const result = await page.evaluate(async (modelId) => {
+    const client = window.harness.client();
+    const messages = [{ role: "user" as const, content: "Say hello." }];
+    const whole = await client.chat.completions.create({
+      model: modelId,
+      messages,
+      max_tokens: 8,
+      store: true,
+      metadata: { run: "e2e" },
+    });
+    const chunks = [];
+    for await (const chunk of await client.chat.completions.create({
+      model: modelId,
+      messages,
+      max_tokens: 8,
+      store: true,
+      stream: true,
+    }))
+      chunks.push(chunk);
+    const streamedText = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+    const keptStream = await client.chat.completions.retrieve(chunks[0]!.id);
+    const tagged = [];
+    for await (const each of client.chat.completions.list({ metadata: { run: "e2e" } })) tagged.push(each.id);
+    const all = [];
+    for await (const each of client.chat.completions.list({ limit: 1, order: "desc" })) all.push(each.id);
+    const listedMessages = [];
+    for await (const message of client.chat.completions.messages.list(whole.id)) listedMessages.push(message);
+    const updated = await client.chat.completions.update(whole.id, { metadata: { run: "done" } });
+    const deleted = await client.chat.completions.delete(whole.id);
+    const gone = await client.chat.completions.retrieve(whole.id).then(
+      () => null,
+      (error: { status?: number }) => error.status,
+    );
+    return { whole, streamedText, keptStream, tagged, all, listedMessages, updated, deleted, gone };
+  }, model);
+  expect(result.keptStream.choices[0]!.message.content).toBe(result.streamedText);
+  expect(result.keptStream.usage!.completion_tokens).toBe(8);
+  expect(result.tagged).toEqual([result.whole.id]);
+  expect(result.all).toEqual([result.keptStream.id, result.whole.id]);
+  expect(result.listedMessages).toEqual([
+    { id: `${result.whole.id}-0`, role: "user", content: "Say hello.", content_parts: null },
+  ]);
+  // The SDK's type has no `metadata`; the stored completion's object has it.
+  expect((result.updated as { metadata?: unknown }).metadata).toEqual({ run: "done" });
+  expect(result.deleted).toEqual({ object: "chat.completion.deleted", id: result.whole.id, deleted: true });
+  expect(result.gone).toBe(404);
+});
+
 test("legacy completions: one choice per prompt, stop sequences, streaming", async ({ page }) => {
   await openHarness(page);
   const result = await page.evaluate(async () => {
@@ -247,7 +299,7 @@ test("every error has OpenAI's body, the right status and a request id", async (
         body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] }),
       ),
       badUrl: await call("/v1/embeddings", body({})),
-      wrongMethod: await window.harness.fetch("/chat/completions").then(async (response) => ({
+      wrongMethod: await window.harness.fetch("/completions").then(async (response) => ({
         status: response.status,
         body: await response.json(),
         requestId: response.headers.get("x-request-id"),

@@ -6,6 +6,7 @@ import { broadcastKeyChange, listenForKeyChanges } from "../../src/bridge/key-ch
 import { durationText } from "../../src/wire/duration.js";
 import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
 import { webLocksLiveness } from "../../src/policy/liveness.js";
+import { openPolicyStore } from "../../src/policy/store.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
 
 const catalogue = Catalogue.create();
@@ -450,6 +451,30 @@ describe("rate limits", () => {
     await policy.settle(first, { promptTokens: 30, completionTokens: 5, status: "completed" });
     expect((await policy.state(created.id))?.remainingTokens).toBe(65);
     await expect(admitOne(policy, created.id, { promptTokens: 10, maxCompletionTokens: 20 })).resolves.toBeDefined();
+  });
+});
+
+describe("the database's version", () => {
+  it("a connection lets go when a newer version of the app upgrades the database, so the upgrade does not wait on an old tab", async () => {
+    const name = `versions-${Math.random()}`;
+    const old = await openPolicyStore(name);
+    const warnings: unknown[] = [];
+    const warn = console.warn;
+    console.warn = (...message: unknown[]) => warnings.push(message.join(" "));
+    try {
+      const newer = await new Promise<IDBDatabase>((resolve, reject) => {
+        const request = indexedDB.open(name, old.version + 1);
+        request.onsuccess = () => resolve(request.result);
+        request.onerror = () => reject(request.error);
+        setTimeout(() => reject(new Error("the upgrade waited on the older connection")), 2_000);
+      });
+      expect(newer.version).toBe(old.version + 1);
+      newer.close();
+    } finally {
+      console.warn = warn;
+    }
+    expect(String(warnings[0])).toMatch(/A newer version of this app upgraded the database .* Reload this tab/);
+    await expect(old.get("accounts", "any")).rejects.toThrow();
   });
 });
 

@@ -9,6 +9,7 @@ import { responseEventSchema, responseSchema } from "../../src/wire/response.js"
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
+import { storedCompletionSchema } from "../../src/wire/stored-completions.js";
 import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 
 const tokenizersFor = () => tokenizers.forFamily("llama3");
@@ -243,6 +244,30 @@ describe("forwarding to upstreams", () => {
       model: "remote-llama",
     });
     expect(entry?.usageEstimated).toBeUndefined();
+    await checkLedgerInvariant(database);
+  });
+
+  it("keeps a stored stream of a remote model as the completion its chunks make, with the upstream's usage", async () => {
+    const { app, post, get, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        new Response(sseBody(hiThere), { headers: { "content-type": "text/event-stream" } }),
+    });
+    const body = { model: "remote-llama", messages, stream: true, max_tokens: 20 };
+    const shape = async (extra: Record<string, unknown>) => {
+      const events = sseEvents(await (await app.handle(post("/v1/chat/completions", { ...body, ...extra }))).text());
+      return events.map((event) => event.replace(/"id":"[^"]*","created":\d+/, ""));
+    };
+    expect(await shape({ store: true, metadata: { run: "1" } })).toEqual(await shape({}));
+    const [record] = await database.getAll("completions");
+    const stored = storedCompletionSchema.parse(
+      await (await app.handle(get(`/v1/chat/completions/${record!.id}`))).json(),
+    );
+    expect(stored).toMatchObject({
+      model: "remote-llama",
+      metadata: { run: "1" },
+      choices: [{ index: 0, message: { role: "assistant", content: "Hi there" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
+    });
     await checkLedgerInvariant(database);
   });
 

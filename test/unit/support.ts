@@ -11,6 +11,7 @@ import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
 import { Tokenizers, type TokenizerSource } from "../../src/model/tokenizer.js";
+import { StoredCompletions } from "../../src/serve/stored-completions.js";
 import { StoredResponses } from "../../src/serve/stored-responses.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
@@ -82,6 +83,7 @@ export async function makeApp(
     tokenizers,
     policy,
     responses: new StoredResponses({ database, clock: () => clock.now }),
+    completions: new StoredCompletions({ database, clock: () => clock.now }),
     ready: Promise.resolve(),
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
