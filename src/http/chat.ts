@@ -158,7 +158,10 @@ function stored(dependencies: HttpDependencies, context: RequestContext, call: C
     ...call,
     request: { ...request, ...withUsage },
     json: { ...json, ...withUsage },
-    reshape: storingReshape(save, request.stream !== true || usageAsked),
+    reshape: storingReshape(save, {
+      id: dependencies.newId("chatcmpl-"),
+      usageAsked: request.stream !== true || usageAsked,
+    }),
   };
 }
 

@@ -43,19 +43,25 @@ function withoutUsage(chunk: ChatCompletionChunk): ChatCompletionChunk | null {
 }
 
 /**
- * A stored chat request's answer, written as it is and kept once it is whole. A stream is asked
- * for its usage so that what is kept has it; `usageAsked` says whether the client sees it.
+ * A stored chat request's answer, written as it is and kept once it is whole, under `id`: an
+ * upstream's own ids need not be unique, and a kept completion must not replace another. A
+ * stream is asked for its usage so that what is kept has it; `usageAsked` says whether the
+ * client sees it.
  */
-export function storingReshape(save: (completion: unknown) => Promise<void>, usageAsked: boolean): Reshape {
+export function storingReshape(
+  save: (completion: unknown) => Promise<void>,
+  { id, usageAsked }: { id: string; usageAsked: boolean },
+): Reshape {
   return {
     whole: async (body) => {
-      await kept(save, body);
-      return body;
+      const completion = { ...(body as object), id };
+      await kept(save, completion);
+      return completion;
     },
     chunks: async function* (events) {
       const assembly = new CompletionAssembly();
       for await (const event of events) {
-        const chunk = event as ChatCompletionChunk;
+        const chunk = { ...(event as ChatCompletionChunk), id };
         assembly.add(chunk);
         const shown = usageAsked ? chunk : withoutUsage(chunk);
         if (shown) yield shown;

@@ -255,10 +255,20 @@ describe("forwarding to upstreams", () => {
     const body = { model: "remote-llama", messages, stream: true, max_tokens: 20 };
     const shape = async (extra: Record<string, unknown>) => {
       const events = sseEvents(await (await app.handle(post("/v1/chat/completions", { ...body, ...extra }))).text());
-      return events.map((event) => event.replace(/"id":"[^"]*","created":\d+/, ""));
+      return events.map((event) => event.replace(/"id":"[^"]*"/, ""));
     };
     expect(await shape({ store: true, metadata: { run: "1" } })).toEqual(await shape({}));
+    // Kept under an id of ours, which the client was given: an upstream's ids need not be unique.
     const [record] = await database.getAll("completions");
+    expect(record!.id).not.toBe("chatcmpl-up");
+    const streamed = await app.handle(post("/v1/chat/completions", { ...body, store: true }));
+    const ids = new Set(
+      sseEvents(await streamed.text())
+        .slice(0, -1)
+        .map((event) => JSON.parse(event).id),
+    );
+    expect([...ids]).toHaveLength(1);
+    expect(await database.get("completions", [...ids][0])).toBeDefined();
     const stored = storedCompletionSchema.parse(
       await (await app.handle(get(`/v1/chat/completions/${record!.id}`))).json(),
     );
