@@ -5,11 +5,8 @@
  * Kept 30 days, as stored responses are; each save deletes a few of the expired ones, so the work
  * per request stays bounded.
  */
+import { deleteExpired, visible } from "./kept-records.js";
 import type { PolicyDatabase, StoredCompletionRecord } from "../policy/store.js";
-
-const keptMs = 30 * 24 * 60 * 60 * 1000;
-/** Expired completions deleted per save: enough to keep up with any rate of saves. */
-const expiredPerSave = 4;
 
 /** Which of an account's completions a page holds: those after `after`, in `order`, that match. */
 export interface CompletionsQuery {
@@ -34,11 +31,7 @@ export class StoredCompletions {
     const now = this.#clock();
     const transaction = (await this.#database).transaction("completions", "readwrite");
     await transaction.store.put({ ...record, createdAt: now });
-    let cursor = await transaction.store.index("createdAt").openCursor(IDBKeyRange.upperBound(now - keptMs, true));
-    for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
-      await cursor.delete();
-      cursor = await cursor.continue();
-    }
+    await deleteExpired(transaction.store.index("createdAt"), now);
     await transaction.done;
   }
 
@@ -96,8 +89,7 @@ export class StoredCompletions {
   }
 
   #visible(record: StoredCompletionRecord | undefined, accountId: string): StoredCompletionRecord | undefined {
-    if (!record || record.accountId !== accountId || record.createdAt <= this.#clock() - keptMs) return undefined;
-    return record;
+    return visible(record, accountId, this.#clock());
   }
 }
 

@@ -5,11 +5,8 @@
  * the account's own: another account's id is not found. Kept 30 days, as OpenAI keeps them; each
  * save deletes a few of the expired ones, so the work per request stays bounded.
  */
+import { deleteExpired, visible } from "./kept-records.js";
 import type { PolicyDatabase, StoredResponseRecord } from "../policy/store.js";
-
-const keptMs = 30 * 24 * 60 * 60 * 1000;
-/** Expired responses deleted per save: enough to keep up with any rate of saves. */
-const expiredPerSave = 4;
 
 export class StoredResponses {
   readonly #database: Promise<PolicyDatabase>;
@@ -27,11 +24,7 @@ export class StoredResponses {
     const transaction = database.transaction("responses", "readwrite");
     const itemIds = record.output.map((item) => (item as { id: string }).id);
     await transaction.store.put({ ...record, createdAt: now, itemIds });
-    let cursor = await transaction.store.index("createdAt").openCursor(IDBKeyRange.upperBound(now - keptMs, true));
-    for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
-      await cursor.delete();
-      cursor = await cursor.continue();
-    }
+    await deleteExpired(transaction.store.index("createdAt"), now);
     await transaction.done;
   }
 
@@ -65,7 +58,6 @@ export class StoredResponses {
   }
 
   #visible(record: StoredResponseRecord | undefined, accountId: string): StoredResponseRecord | undefined {
-    if (!record || record.accountId !== accountId || record.createdAt <= this.#clock() - keptMs) return undefined;
-    return record;
+    return visible(record, accountId, this.#clock());
   }
 }
