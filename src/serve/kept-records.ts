@@ -3,6 +3,7 @@
  * 30 days, as OpenAI keeps them; each save deletes a few of the expired ones, so the work per
  * request stays bounded.
  */
+import type { PolicyDatabase } from "../policy/store.js";
 
 const keptMs = 30 * 24 * 60 * 60 * 1000;
 /** Expired records deleted per save: enough to keep up with any rate of saves. */
@@ -34,4 +35,19 @@ export function visible<Kept extends { accountId: string; createdAt: number }>(
 ): Kept | undefined {
   if (!record || record.accountId !== accountId || record.createdAt <= now - keptMs) return undefined;
   return record;
+}
+
+/** Deletes the account's unexpired record `id` from `storeName`, in one transaction; whether there was one. */
+export async function removeKept(
+  database: PolicyDatabase,
+  storeName: "responses" | "completions",
+  accountId: string,
+  id: string,
+  now: number,
+): Promise<boolean> {
+  const transaction = database.transaction(storeName, "readwrite");
+  const record = visible(await transaction.store.get(id), accountId, now);
+  if (record) await transaction.store.delete(id);
+  await transaction.done;
+  return record !== undefined;
 }

@@ -5,7 +5,7 @@
  * Kept 30 days, as stored responses are; each save deletes a few of the expired ones, so the work
  * per request stays bounded.
  */
-import { deleteExpired, visible } from "./kept-records.js";
+import { deleteExpired, removeKept, visible } from "./kept-records.js";
 import type { PolicyDatabase, StoredCompletionRecord } from "../policy/store.js";
 
 /** Which of an account's completions a page holds: those after `after`, in `order`, that match. */
@@ -81,11 +81,7 @@ export class StoredCompletions {
 
   /** Deletes the account's completion `id`; whether there was one. */
   async remove(accountId: string, id: string): Promise<boolean> {
-    const transaction = (await this.#database).transaction("completions", "readwrite");
-    const record = this.#visible(await transaction.store.get(id), accountId);
-    if (record) await transaction.store.delete(id);
-    await transaction.done;
-    return record !== undefined;
+    return removeKept(await this.#database, "completions", accountId, id, this.#clock());
   }
 
   #visible(record: StoredCompletionRecord | undefined, accountId: string): StoredCompletionRecord | undefined {

@@ -5,7 +5,7 @@
  * the account's own: another account's id is not found. Kept 30 days, as OpenAI keeps them; each
  * save deletes a few of the expired ones, so the work per request stays bounded.
  */
-import { deleteExpired, visible } from "./kept-records.js";
+import { deleteExpired, removeKept, visible } from "./kept-records.js";
 import type { PolicyDatabase, StoredResponseRecord } from "../policy/store.js";
 
 export class StoredResponses {
@@ -50,11 +50,7 @@ export class StoredResponses {
 
   /** Deletes the account's response `id`; whether there was one. */
   async remove(accountId: string, id: string): Promise<boolean> {
-    const transaction = (await this.#database).transaction("responses", "readwrite");
-    const record = this.#visible(await transaction.store.get(id), accountId);
-    if (record) await transaction.store.delete(id);
-    await transaction.done;
-    return record !== undefined;
+    return removeKept(await this.#database, "responses", accountId, id, this.#clock());
   }
 
   #visible(record: StoredResponseRecord | undefined, accountId: string): StoredResponseRecord | undefined {

@@ -276,11 +276,17 @@ describe("the Responses API", () => {
     );
     expect(asOther.status).toBe(404);
 
-    const deleting = new Request(`https://app.example/openai/v1/responses/${first.id}`, {
-      method: "DELETE",
-      headers: { authorization: `Bearer ${test.key}` },
+    const deleting = (key: string) =>
+      new Request(`https://app.example/openai/v1/responses/${first.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${key}` },
+      });
+    expect((await test.app.handle(deleting(otherKey.key))).status).toBe(404);
+    expect(await (await test.app.handle(deleting(test.key))).json()).toEqual({
+      id: first.id,
+      object: "response",
+      deleted: true,
     });
-    expect(await (await test.app.handle(deleting)).json()).toEqual({ id: first.id, object: "response", deleted: true });
     expect((await refusal(test, { input: "x", previous_response_id: first.id })).code).toBe(
       "previous_response_not_found",
     );

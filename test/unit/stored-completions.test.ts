@@ -106,12 +106,21 @@ describe("stored chat completions", () => {
     const otherKey = await test.admin.createKey({
       accountId: (await test.admin.createAccount({ name: "other", creditUsd: 1 })).id,
     });
-    const asOther = await test.app.handle(
-      new Request(`https://app.example/openai/v1/chat/completions/${first.id}`, {
-        headers: { authorization: `Bearer ${otherKey.key}` },
-      }),
-    );
-    expect(asOther.status).toBe(404);
+    // Another account can neither read, update nor delete it.
+    const asOther = (init: RequestInit = {}) =>
+      test.app.handle(
+        new Request(`https://app.example/openai/v1/chat/completions/${first.id}`, {
+          ...init,
+          headers: { authorization: `Bearer ${otherKey.key}`, "content-type": "application/json" },
+        }),
+      );
+    expect((await asOther()).status).toBe(404);
+    expect((await asOther({ method: "POST", body: JSON.stringify({ metadata: {} }) })).status).toBe(404);
+    expect((await asOther({ method: "DELETE" })).status).toBe(404);
+    expect(storedCompletionSchema.parse(await read(test, `/chat/completions/${first.id}`)).metadata).toEqual({
+      topic: "hello",
+      reviewed: "yes",
+    });
 
     const deleted = await read(test, `/chat/completions/${first.id}`, { method: "DELETE" });
     expect(completionDeletedSchema.parse(deleted)).toEqual({
