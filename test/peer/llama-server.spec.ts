@@ -237,3 +237,38 @@ test("the Responses API: a response and its input_tokens count, from the chat th
     completion_tokens: result.response.usage!.output_tokens,
   });
 });
+
+test("store: a stream the server answered is kept as the completion its chunks make, its usage the server's", async ({
+  page,
+}) => {
+  await open(page);
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const body = {
+      model: "peer",
+      messages: [{ role: "user" as const, content: "Say hi." }],
+      max_tokens: 8,
+      temperature: 0,
+      store: true,
+      stream: true as const,
+    };
+    const chunks = [];
+    for await (const chunk of await client.chat.completions.create(body)) chunks.push(chunk);
+    const kept = await client.chat.completions.retrieve(chunks[0]!.id);
+    const listed = await client.chat.completions.list({ model: "peer" });
+    return { chunks, kept, listed: listed.data.map((each) => each.id) };
+  });
+  // The client did not ask for usage, so its stream has none; the kept completion has the server's.
+  expect(result.chunks.every((chunk) => !chunk.usage)).toBe(true);
+  const text = result.chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+  expect(result.kept).toMatchObject({
+    id: result.chunks[0]!.id,
+    object: "chat.completion",
+    model: "peer",
+    choices: [{ index: 0, message: { role: "assistant", content: text } }],
+  });
+  expect(result.listed).toEqual([result.kept.id]);
+  expect(result.kept.usage?.completion_tokens).toBeGreaterThan(0);
+  const [entry] = await ledger(page);
+  expectBilledAsUsed(entry, result.kept.usage!);
+});
