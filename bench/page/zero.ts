@@ -7,6 +7,7 @@
 import { Catalogue } from "../../src/model/catalogue.js";
 import { type ModelEntry } from "../../src/model/entry.js";
 import { Scheduler } from "../../src/serve/scheduler.js";
+import { Conversations } from "../../src/serve/conversations.js";
 import { StoredCompletions } from "../../src/serve/stored-completions.js";
 import { StoredResponses } from "../../src/serve/stored-responses.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
@@ -68,6 +69,7 @@ export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
     policy,
     responses: new StoredResponses({ database, clock: Date.now }),
     completions: new StoredCompletions({ database, clock: Date.now }),
+    conversations: new Conversations({ database }),
     ready: policy.releaseOrphans(),
     clock: Date.now,
     newId: randomId,

@@ -9,6 +9,7 @@ import type { KeyRecord } from "../policy/store.js";
 import type { Policy } from "../policy/policy.js";
 import { chatPath, chatRoute } from "./chat.js";
 import { completionsPath, completionsRoute } from "./completions.js";
+import { conversationPaths, conversationRoutes } from "./conversations.js";
 import type { HttpDependencies } from "./dependencies.js";
 import { outcomeHeaders } from "./headers.js";
 import { modelPaths, modelRoutes } from "./models.js";
@@ -26,6 +27,7 @@ const endpointPaths = [
   completionsPath,
   ...Object.values(responsesPaths),
   ...Object.values(storedCompletionPaths),
+  ...Object.values(conversationPaths),
   ...Object.values(modelPaths),
 ];
 
@@ -39,6 +41,7 @@ function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
       ...storedResponseRoutes(dependencies),
       inputTokensRoute(dependencies),
       ...storedCompletionRoutes(dependencies),
+      ...conversationRoutes(dependencies),
     ].map((route) => countedFirst(dependencies.policy, route)),
   ];
 }

@@ -12,10 +12,8 @@ import {
   inputItemsQuerySchema,
   inputTokensRequestSchema,
   responseRequestSchema,
-  type ResponseInputItem,
   type ResponseRequest,
 } from "../wire/responses-request.js";
-import type { StoredResponses } from "../serve/stored-responses.js";
 import { countChatPrompt, serveChat } from "./chat.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import type { HttpDependencies } from "./dependencies.js";
@@ -23,6 +21,8 @@ import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
 import { listQueryOf } from "./list-query.js";
+import { addedItems, conversationNotFound } from "./conversations.js";
+import { resolvedItems } from "./item-references.js";
 import { itemsPage, listedItems, withItemIds } from "./responses-items.js";
 import { truncatedConversation } from "./responses-truncation.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
@@ -66,70 +66,81 @@ function reshapeFor(frame: ResponseFrame): Reshape {
   };
 }
 
-/**
- * The conversation a request answers: the turns of the response it continues (its input, then
- * its output), then its own input, each `item_reference` replaced by the item it names.
- */
-async function conversationOf(
-  request: ResponseRequest,
-  accountId: string,
-  stored: StoredResponses,
-): Promise<ConversationItem[]> {
-  let earlier: ConversationItem[] = [];
-  if (request.previous_response_id != null) {
-    const previous = await stored.response(accountId, request.previous_response_id);
-    if (!previous)
-      throw new BadRequestError(`Previous response with id '${quoted(request.previous_response_id)}' not found.`, {
-        param: "previous_response_id",
-        code: "previous_response_not_found",
-      });
-    earlier = (previous.input as ConversationItem[]).concat((previous.output as OutputItem[]).map(asInputItem));
-  }
-  const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
-  const found = await referredItems(input, accountId, stored);
-  const own = input.map((item, index): ConversationItem => {
-    if (!("type" in item) || item.type !== "item_reference") return item;
-    const referred = found.get(item.id) as OutputItem | undefined;
-    if (!referred)
-      throw new BadRequestError(
-        `Item with id '${quoted(item.id)}' not found. Items are kept for 30 days, for the account whose response made them, when the response was stored ('store' true, the default).`,
-        { param: `input[${index}]`, code: "invalid_value" },
-      );
-    return asInputItem(referred);
-  });
-  return earlier.concat(own);
+/** A request's own items, and the earlier ones it continues: a stored response's, or a conversation's. */
+interface RequestItems {
+  earlier: ConversationItem[];
+  own: ConversationItem[];
+  /** The conversation it continues and adds to, when it names one. */
+  conversationId: string | null;
 }
 
 /**
- * The most items one request may refer to: each is a read of the database before the request is
- * admitted, and a conversation that fits a context window has far fewer earlier replies.
+ * The items a request answers: the turns of the response it continues (its input, then its
+ * output) or of the conversation it names, then its own input, each `item_reference` replaced by
+ * the item it names.
  */
-const maxReferences = 4096;
-
-/** The stored items the input refers to, each id read once. */
-async function referredItems(
-  input: readonly ResponseInputItem[],
+async function itemsOf(
+  request: ResponseRequest,
   accountId: string,
-  stored: StoredResponses,
-): Promise<Map<string, unknown>> {
-  const ids = new Set<string>();
-  for (const item of input) if ("type" in item && item.type === "item_reference") ids.add(item.id);
-  if (ids.size > maxReferences)
-    throw new BadRequestError(
-      `Invalid 'input': it refers to ${ids.size} stored items; at most ${maxReferences} are read for one request. Send the items themselves.`,
-      { param: "input", code: "invalid_value" },
-    );
-  return ids.size ? stored.items(accountId, ids) : new Map();
+  dependencies: HttpDependencies,
+): Promise<RequestItems> {
+  const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
+  const own = await resolvedItems(input, accountId, dependencies.responses, "input");
+  return { ...(await earlierItems(request, accountId, dependencies)), own };
+}
+
+async function earlierItems(
+  request: ResponseRequest,
+  accountId: string,
+  dependencies: HttpDependencies,
+): Promise<Omit<RequestItems, "own">> {
+  if (request.conversation != null) {
+    if (request.previous_response_id != null)
+      throw new BadRequestError(
+        "Mutually exclusive parameters. Ensure you are only providing one of: 'previous_response_id' or 'conversation'.",
+        { code: "mutually_exclusive_parameters" },
+      );
+    const id = typeof request.conversation === "string" ? request.conversation : request.conversation.id;
+    const items = await dependencies.conversations.items(accountId, id);
+    if (!items) throw conversationNotFound(id, "conversation");
+    return { earlier: items as ConversationItem[], conversationId: id };
+  }
+  if (request.previous_response_id == null) return { earlier: [], conversationId: null };
+  const previous = await dependencies.responses.response(accountId, request.previous_response_id);
+  if (!previous)
+    throw new BadRequestError(`Previous response with id '${quoted(request.previous_response_id)}' not found.`, {
+      param: "previous_response_id",
+      code: "previous_response_not_found",
+    });
+  const earlier = (previous.input as ConversationItem[]).concat((previous.output as OutputItem[]).map(asInputItem));
+  return { earlier, conversationId: null };
+}
+
+/** The conversation a response adds its own input items (as identified) and its output to, when it names one. */
+function conversationTarget(
+  dependencies: HttpDependencies,
+  accountId: string,
+  conversationId: string | null,
+  own: readonly ConversationItem[],
+): ResponseFrame["conversation"] {
+  if (conversationId === null) return null;
+  return {
+    id: conversationId,
+    add: async (output) => {
+      await addedItems(dependencies, accountId, conversationId, [...own, ...output.map(asInputItem)]);
+    },
+  };
 }
 
 async function serveResponse(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {
   const request = parseWith(responseRequestSchema, await readJson(context.body));
   checkSupported(request);
   const accountId = context.key.accountId;
-  const whole = await conversationOf(request, accountId, dependencies.responses);
+  const { earlier, own, conversationId } = await itemsOf(request, accountId, dependencies);
   // What it is answered over, with ids on every item, is what is kept: its input items are
   // listed by those ids, and a truncated conversation stays as long as a window holds.
-  const conversation = withItemIds(await truncatedConversation(dependencies, request, whole), dependencies.newId);
+  const identified = withItemIds(earlier.concat(own), dependencies.newId);
+  const conversation = await truncatedConversation(dependencies, request, identified);
   const id = dependencies.newId("resp_");
   const frame: ResponseFrame = {
     id,
@@ -143,6 +154,7 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
         ? null
         : (response) =>
             dependencies.responses.save({ id, accountId, input: conversation, output: response.output, response }),
+    conversation: conversationTarget(dependencies, accountId, conversationId, identified.slice(earlier.length)),
   };
   const chat = chatRequestOf(request, conversation);
   return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });
@@ -208,8 +220,8 @@ async function inResponsesTermsOf(answer: () => Promise<Outcome>): Promise<Outco
 async function countInput(dependencies: HttpDependencies, context: RequestContext): Promise<Outcome> {
   const request = parseWith(inputTokensRequestSchema, await readJson(context.body));
   checkSupported(request);
-  const whole = await conversationOf(request, context.key.accountId, dependencies.responses);
-  const conversation = await truncatedConversation(dependencies, request, whole);
+  const { earlier, own } = await itemsOf(request, context.key.accountId, dependencies);
+  const conversation = await truncatedConversation(dependencies, request, earlier.concat(own));
   const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
   return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
 }

@@ -33,10 +33,6 @@ export function checkSupported(request: ResponseRequest): void {
     ["moderation", "Unsupported parameter: 'moderation' is not supported with this model."],
     ["access_programs", "Unsupported parameter: 'access_programs' is not supported with this model."],
     ["prompt", "Unsupported parameter: 'prompt': this API has no stored prompts; send the prompt's text as input."],
-    [
-      "conversation",
-      "Unsupported parameter: 'conversation': this API keeps no conversations; send the conversation's items as input.",
-    ],
     ["context_management", "Unsupported parameter: 'context_management' is not supported with this model."],
   ];
   for (const [name, message] of unsupported)
@@ -46,7 +42,7 @@ export function checkSupported(request: ResponseRequest): void {
       param: "background",
       code: "unsupported_parameter",
     });
-  refuseMedia(request);
+  if (typeof request.input !== "string") refuseMedia(request.input, "input", request.model);
   if (request.text?.verbosity != null)
     throw new BadRequestError("Unsupported parameter: 'text.verbosity' is not supported with this model.", {
       param: "text.verbosity",
@@ -54,10 +50,12 @@ export function checkSupported(request: ResponseRequest): void {
     });
 }
 
-/** Image, audio and file parts, refused in OpenAI's words: every model here reads text only. */
-function refuseMedia(request: ResponseRequest): void {
-  if (typeof request.input === "string") return;
-  request.input.forEach((item, index) => {
+/**
+ * Image, audio and file parts of `items` (named `param`), refused in OpenAI's words: every model
+ * here reads text only (`reader`, the model asked for, or every model).
+ */
+export function refuseMedia(items: readonly ResponseInputItem[], param: string, reader: string): void {
+  items.forEach((item, index) => {
     const content = "content" in item ? item.content : "output" in item ? item.output : "";
     if (typeof content === "string") return;
     content.forEach((part, position) => {
@@ -65,8 +63,8 @@ function refuseMedia(request: ResponseRequest): void {
       const what = part.type === "input_image" ? "images" : part.type === "input_audio" ? "audio" : "files";
       const field = "content" in item ? "content" : "output";
       throw new BadRequestError(
-        `Invalid content type. ${part.type} is only supported by models that take ${what}; ${request.model} takes text only.`,
-        { param: `input[${index}].${field}[${position}].type`, code: "invalid_value" },
+        `Invalid content type. ${part.type} is only supported by models that take ${what}; ${reader} takes text only.`,
+        { param: `${param}[${index}].${field}[${position}].type`, code: "invalid_value" },
       );
     });
   });

@@ -10,12 +10,17 @@ import type { InputItemsQuery } from "../wire/responses-request.js";
 import { cursorPage } from "./list-query.js";
 import type { ConversationItem } from "./responses-input.js";
 
-type Identified = ConversationItem & { id: string };
+export type Identified = ConversationItem & { id: string };
 type MessageItem = Extract<ConversationItem, { role: string }>;
 type Part = Exclude<MessageItem["content"], string>[number];
 
 /** The prefixes OpenAI's item ids have, by the item's type. */
 const idPrefix = { message: "msg_", function_call: "fc_", function_call_output: "fco_" } as const;
+
+/** A new id for the item, with the prefix OpenAI's ids of its type have. */
+export function newItemId(item: ConversationItem, newId: (prefix: string) => string): string {
+  return newId(idPrefix["role" in item ? "message" : item.type]);
+}
 
 /**
  * The conversation with an id on every item: the item's own, unless it has none or an earlier
@@ -25,7 +30,7 @@ export function withItemIds(items: readonly ConversationItem[], newId: (prefix: 
   const seen = new Set<string>();
   return items.map((item) => {
     const own = item.id ?? undefined;
-    const id = own !== undefined && !seen.has(own) ? own : newId(idPrefix["role" in item ? "message" : item.type]);
+    const id = own !== undefined && !seen.has(own) ? own : newItemId(item, newId);
     seen.add(id);
     return { ...item, id } as Identified;
   });
@@ -53,7 +58,7 @@ function listedMessage(item: MessageItem & { id: string }): ListedItem {
   return { id: item.id, type: "message", status, role: "assistant", content };
 }
 
-function listedItem(item: Identified): ListedItem {
+export function listedItem(item: Identified): ListedItem {
   if ("role" in item) return listedMessage(item);
   const { id, call_id } = item;
   const status = item.status ?? "completed";

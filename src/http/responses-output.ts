@@ -18,10 +18,14 @@ export interface ResponseFrame {
   newId: (prefix: string) => string;
   /** Stores the finished response (null when `store` is false); a failure to store leaves `store: false`. */
   keep: ((response: ResponseObject) => Promise<void>) | null;
+  /** The conversation the response continues, and adds its input and output to when it finishes; null without one. */
+  conversation: { id: string; add: (output: OutputItem[]) => Promise<void> } | null;
 }
 
-/** The response, stored when asked and saying whether it was. */
+/** The response, stored when asked and saying whether it was, and added to its conversation. */
 async function kept(response: ResponseObject, frame: ResponseFrame): Promise<ResponseObject> {
+  // The database refused (its quota, say), or the conversation was deleted meanwhile: the answer stands.
+  await frame.conversation?.add(response.output).catch(() => undefined);
   if (!frame.keep) return response;
   try {
     await frame.keep(response);
@@ -67,6 +71,7 @@ function skeleton(frame: ResponseFrame): ResponseObject {
     usage: null,
     user: request.user ?? null,
     metadata: request.metadata ?? {},
+    ...(frame.conversation && { conversation: { id: frame.conversation.id } }),
   };
 }
 

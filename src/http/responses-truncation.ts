@@ -17,11 +17,11 @@ import type { ResponseRequest } from "../wire/responses-request.js";
  * Found by bisection over those starts (a shorter end is never a longer prompt), so a long
  * conversation is counted a logarithmic number of times, each bounded as any prompt's count is.
  */
-export async function truncatedConversation(
+export async function truncatedConversation<Item extends ConversationItem>(
   dependencies: HttpDependencies,
   request: ResponseRequest,
-  conversation: readonly ConversationItem[],
-): Promise<ConversationItem[]> {
+  conversation: readonly Item[],
+): Promise<Item[]> {
   const fits = (start: number) => chatFits(dependencies, chatRequestOf(request, conversation.slice(start)));
   if (request.truncation !== "auto" || (await fits(0))) return [...conversation];
   const starts = conversation.flatMap((item, index) =>

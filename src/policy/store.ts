@@ -126,6 +126,28 @@ export interface StoredCompletionRecord {
   messages: unknown[];
 }
 
+/**
+ * A conversation of the Conversations API, for a Responses request to continue and add to. Kept
+ * until deleted, as OpenAI keeps them. Its items are records of their own (below), so adding to
+ * a long conversation writes only what is added.
+ */
+export interface ConversationRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  metadata: Record<string, string>;
+  /** The place the next item added takes: items are in the order of their places. */
+  nextPlace: number;
+}
+
+/** An item of a conversation: an input item as a Responses request takes it, with an id unique in the conversation. */
+export interface ConversationItemRecord {
+  conversationId: string;
+  place: number;
+  id: string;
+  item: { id: string };
+}
+
 interface PolicySchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
@@ -143,6 +165,8 @@ interface PolicySchema extends DBSchema {
     value: StoredCompletionRecord;
     indexes: { createdAt: number; account: [string, number, string] };
   };
+  conversations: { key: string; value: ConversationRecord };
+  conversationItems: { key: [string, number]; value: ConversationItemRecord; indexes: { id: [string, string] } };
 }
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
@@ -178,6 +202,11 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
     completions.createIndex("createdAt", "createdAt");
     // An account's completions in the order they were made (the id orders those made in one millisecond).
     completions.createIndex("account", ["accountId", "createdAt", "id"]);
+  },
+  (database) => {
+    database.createObjectStore("conversations", { keyPath: "id" });
+    const items = database.createObjectStore("conversationItems", { keyPath: ["conversationId", "place"] });
+    items.createIndex("id", ["conversationId", "id"], { unique: true });
   },
 ];
 

@@ -2,6 +2,7 @@ import type { Catalogue } from "../model/catalogue.js";
 import type { Engine } from "../engine/contract.js";
 import type { Tokenizers } from "../model/tokenizer.js";
 import type { Policy } from "../policy/policy.js";
+import type { Conversations } from "./conversations.js";
 import type { Scheduler } from "./scheduler.js";
 import type { StoredCompletions } from "./stored-completions.js";
 import type { StoredResponses } from "./stored-responses.js";
@@ -18,6 +19,8 @@ export interface Services {
   responses: StoredResponses;
   /** Chat completions created with `store: true`, for the stored-completions endpoints. */
   completions: StoredCompletions;
+  /** The Conversations API's conversations, which Responses requests continue and add to. */
+  conversations: Conversations;
   /** Settles when the policy is ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */

@@ -108,6 +108,7 @@ export const responseSchema = z.strictObject({
   usage: responseUsageSchema.nullable(),
   user: z.string().nullable(),
   metadata: z.record(z.string(), z.string()),
+  conversation: z.strictObject({ id: z.string() }).optional(),
 });
 
 const sequenced = { sequence_number: z.number().int().min(0) };

@@ -32,7 +32,7 @@ const itemStatus = z.enum(["in_progress", "completed", "incomplete"]).nullish();
  * here; the others name outputs of built-in tools, images and reasoning, which these models and
  * this API do not make.
  */
-const includable = z.enum([
+export const includable = z.enum([
   "code_interpreter_call.outputs",
   "computer_call_output.output.image_url",
   "file_search_call.results",
@@ -85,7 +85,7 @@ const functionCallOutputItem = z.strictObject({
 const itemReference = z.strictObject({ type: z.literal("item_reference"), id: z.string().min(1) });
 
 /** An input item: a message (its `type` may be left out), a call, a call's output, or a reference to a stored item. */
-const inputItem = z.union([
+export const inputItem = z.union([
   messageItem,
   z.discriminatedUnion("type", [functionCallItem, functionCallOutputItem, itemReference]),
 ]);
@@ -157,7 +157,8 @@ export const responseRequestSchema = z.strictObject({
   reasoning: z.unknown().optional(),
   background: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),
-  conversation: z.unknown().optional(),
+  // The stored conversation the response continues and is added to: its id, or an object with it.
+  conversation: z.union([z.string().min(1), z.strictObject({ id: z.string().min(1) })]).nullish(),
   prompt: z.unknown().optional(),
   moderation: z.unknown().optional(),
   context_management: z.unknown().optional(),

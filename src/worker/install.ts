@@ -12,6 +12,7 @@ import { createEngine } from "../engine/factory.js";
 import { ChoosingEngine } from "../engine/choice.js";
 import { hostAnnouncement, PageHosts, PageHostedEngine, type HostAnnouncement } from "../bridge/hosted-engine.js";
 import { Scheduler } from "../serve/scheduler.js";
+import { Conversations } from "../serve/conversations.js";
 import { StoredCompletions } from "../serve/stored-completions.js";
 import { StoredResponses } from "../serve/stored-responses.js";
 import type { Engine, LoadProgress } from "../engine/contract.js";
@@ -128,6 +129,7 @@ export function createInference(
     policy,
     responses: new StoredResponses({ database, clock }),
     completions: new StoredCompletions({ database, clock }),
+    conversations: new Conversations({ database }),
     // Reservations a killed worker left open are released before this one admits anything.
     ready: policy.releaseOrphans(),
     clock,

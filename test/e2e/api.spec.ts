@@ -221,6 +221,65 @@ test("stored chat completions through the openai SDK: kept whole and streamed, l
   expect(result.gone).toBe(404);
 });
 
+test("conversations through the openai SDK: created, continued by responses, items listed, added, deleted", async ({
+  page,
+}) => {
+  await openHarness(page);
+  const result = await page.evaluate(async (modelId) => {
+    const client = window.harness.client();
+    const conversation = await client.conversations.create({
+      items: [{ type: "message", role: "user", content: "My name is Ann." }],
+      metadata: { run: "e2e" },
+    });
+    const first = await client.responses.create({
+      model: modelId,
+      input: "What is my name?",
+      conversation: conversation.id,
+      max_output_tokens: 16,
+    });
+    const stream = client.responses.stream({
+      model: modelId,
+      input: "Once more.",
+      conversation: { id: conversation.id },
+      max_output_tokens: 16,
+    });
+    for await (const _event of stream);
+    const second = await stream.finalResponse();
+    const added = await client.conversations.items.create(conversation.id, {
+      items: [{ type: "message", role: "user", content: "Noted." }],
+    });
+    const roles: string[] = [];
+    for await (const item of client.conversations.items.list(conversation.id, { order: "asc", limit: 2 }))
+      roles.push(item.type === "message" ? item.role : item.type);
+    const addedId = (added.data[0] as { id: string }).id;
+    const one = await client.conversations.items.retrieve(addedId, { conversation_id: conversation.id });
+    await client.conversations.items.delete(addedId, { conversation_id: conversation.id });
+    const updated = await client.conversations.update(conversation.id, { metadata: { run: "done" } });
+    const deleted = await client.conversations.delete(conversation.id);
+    const gone = await client.conversations.retrieve(conversation.id).then(
+      () => null,
+      (error: { status?: number }) => error.status,
+    );
+    return { conversation, first, second, roles, one, updated, deleted, gone };
+  }, model);
+  expect(result.conversation).toMatchObject({ object: "conversation", metadata: { run: "e2e" } });
+  expect(result.first).toMatchObject({ status: "incomplete", conversation: { id: result.conversation.id } });
+  // The second turn's prompt holds the first: the item it was given, the question and its reply.
+  expect(result.second.usage!.input_tokens).toBeGreaterThan(
+    result.first.usage!.input_tokens + result.first.usage!.output_tokens,
+  );
+  // Oldest first, two a page: the first item, each turn's input and reply, then the added one.
+  expect(result.roles).toEqual(["user", "user", "assistant", "user", "assistant", "user"]);
+  expect(result.one).toMatchObject({
+    type: "message",
+    role: "user",
+    content: [{ type: "input_text", text: "Noted." }],
+  });
+  expect(result.updated.metadata).toEqual({ run: "done" });
+  expect(result.deleted).toEqual({ id: result.conversation.id, object: "conversation.deleted", deleted: true });
+  expect(result.gone).toBe(404);
+});
+
 test("legacy completions: one choice per prompt, stop sequences, streaming", async ({ page }) => {
   await openHarness(page);
   const result = await page.evaluate(async () => {

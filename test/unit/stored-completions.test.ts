@@ -5,14 +5,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { errorBodySchema } from "../../src/wire/error.js";
 import {
   completionDeletedSchema,
   storedCompletionListSchema,
   storedCompletionSchema,
   storedMessageListSchema,
 } from "../../src/wire/stored-completions.js";
-import { checkLedgerInvariant, makeApp, sseEvents, type TestApp } from "./support.js";
+import { checkLedgerInvariant, makeApp, readJsonAt, sseEvents, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const weather = {
@@ -39,15 +38,7 @@ async function streamed(test: TestApp, body: Record<string, unknown>) {
   return frames.slice(0, -1).map((frame) => chatCompletionChunkSchema.parse(JSON.parse(frame)));
 }
 
-async function read(test: TestApp, path: string, init: RequestInit = {}) {
-  const request = new Request(`https://app.example/openai/v1${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${test.key}`, "content-type": "application/json" },
-  });
-  const response = await test.app.handle(request);
-  const body: unknown = await response.json();
-  return response.ok ? body : { status: response.status, ...errorBodySchema.parse(body).error };
-}
+const read = readJsonAt;
 
 describe("stored chat completions", () => {
   it("keeps a store: true completion for its account: read back, its messages, listed by model and metadata, updated, deleted", async () => {
@@ -107,16 +98,10 @@ describe("stored chat completions", () => {
       accountId: (await test.admin.createAccount({ name: "other", creditUsd: 1 })).id,
     });
     // Another account can neither read, update nor delete it.
-    const asOther = (init: RequestInit = {}) =>
-      test.app.handle(
-        new Request(`https://app.example/openai/v1/chat/completions/${first.id}`, {
-          ...init,
-          headers: { authorization: `Bearer ${otherKey.key}`, "content-type": "application/json" },
-        }),
-      );
-    expect((await asOther()).status).toBe(404);
-    expect((await asOther({ method: "POST", body: JSON.stringify({ metadata: {} }) })).status).toBe(404);
-    expect((await asOther({ method: "DELETE" })).status).toBe(404);
+    const asOther = (init: RequestInit = {}) => read(test, `/chat/completions/${first.id}`, init, otherKey.key);
+    expect(await asOther()).toMatchObject({ status: 404 });
+    expect(await asOther({ method: "POST", body: JSON.stringify({ metadata: {} }) })).toMatchObject({ status: 404 });
+    expect(await asOther({ method: "DELETE" })).toMatchObject({ status: 404 });
     expect(storedCompletionSchema.parse(await read(test, `/chat/completions/${first.id}`)).metadata).toEqual({
       topic: "hello",
       reviewed: "yes",

@@ -11,8 +11,10 @@ import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
 import { Tokenizers, type TokenizerSource } from "../../src/model/tokenizer.js";
+import { Conversations } from "../../src/serve/conversations.js";
 import { StoredCompletions } from "../../src/serve/stored-completions.js";
 import { StoredResponses } from "../../src/serve/stored-responses.js";
+import { errorBodySchema } from "../../src/wire/error.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
 
@@ -84,6 +86,7 @@ export async function makeApp(
     policy,
     responses: new StoredResponses({ database, clock: () => clock.now }),
     completions: new StoredCompletions({ database, clock: () => clock.now }),
+    conversations: new Conversations({ database }),
     ready: Promise.resolve(),
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
@@ -124,6 +127,25 @@ export async function makeApp(
       }),
     get: (path) => new Request(`${baseUrl}${path}`, { headers: { authorization } }),
   };
+}
+
+/**
+ * A request to `path` (below `/v1`) with the test's key, or `key`: the body it answered, or for a
+ * failure its status with the error's fields.
+ */
+export async function readJsonAt(
+  test: TestApp,
+  path: string,
+  init: RequestInit = {},
+  key = test.key,
+): Promise<unknown> {
+  const request = new Request(`${baseUrl}/v1${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+  });
+  const response = await test.app.handle(request);
+  const body: unknown = await response.json();
+  return response.ok ? body : { status: response.status, ...errorBodySchema.parse(body).error };
 }
 
 export function sseEvents(text: string): string[] {
