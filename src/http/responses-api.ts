@@ -34,6 +34,7 @@ export const responsesPaths = {
   inputTokens: /^\/responses\/input_tokens\/?$/,
   one: /^\/responses\/(?<id>[^/]+)\/?$/,
   inputItems: /^\/responses\/(?<id>[^/]+)\/input_items\/?$/,
+  cancel: /^\/responses\/(?<id>[^/]+)\/cancel\/?$/,
 };
 
 /**
@@ -193,6 +194,16 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
         if (!record) throw notFound(id);
         const items = listedItems(id, record.input as ConversationItem[]);
         return { response: jsonResponse(itemsPage(id, items, query)) };
+      },
+    },
+    {
+      // Only a background response can be cancelled, and there are none: each one here was
+      // generated while its request waited, and a client stops one by aborting that request.
+      method: "POST",
+      path: responsesPaths.cancel,
+      handler: async ({ key }, { id = "" }) => {
+        if (!(await dependencies.responses.response(key.accountId, id))) throw notFound(id);
+        throw new BadRequestError("Cannot cancel a synchronous response.");
       },
     },
     {

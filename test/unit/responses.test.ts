@@ -265,6 +265,13 @@ describe("the Responses API", () => {
     expect([again.status, errorBodySchema.parse(await again.json()).error.param]).toEqual([400, "stream"]);
     const unstored = await test.app.handle(test.get(`/v1/responses/${sent.id}`));
     expect(unstored.status).toBe(404);
+    // Only a background response can be cancelled, and there are none.
+    const cancel = async (id: string) => {
+      const response = await test.app.handle(test.post(`/v1/responses/${id}/cancel`, {}));
+      return { status: response.status, message: errorBodySchema.parse(await response.json()).error.message };
+    };
+    expect(await cancel(first.id)).toEqual({ status: 400, message: "Cannot cancel a synchronous response." });
+    expect((await cancel(sent.id)).status).toBe(404);
 
     const otherKey = await test.admin.createKey({
       accountId: (await test.admin.createAccount({ name: "other", creditUsd: 1 })).id,
