@@ -79,27 +79,40 @@ function chatContent(content: string | Part[]): unknown {
   return typeof content === "string" ? content : content.map(chatPart);
 }
 
-/** The conversation's items as chat messages. */
+/**
+ * The conversation's items as chat messages. Consecutive calls are one assistant turn's calls.
+ * A call's output follows that turn, with the outputs of its other calls, wherever the item came:
+ * the Responses API takes a message between a call and its output (the Vercel AI SDK sends the
+ * user's message again with each output when it continues a conversation), and a chat template
+ * must have the outputs right after their calls. An output whose call came nowhere before it stays
+ * where it is, to be refused as chat refuses it.
+ */
 function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
-  const messages: ChatMessage[] = [];
-  items.forEach((item) => {
+  const turns: ChatMessage[] = [];
+  const repliesAfter = new Map<ChatMessage, ChatMessage[]>();
+  const turnOfCall = new Map<string, ChatMessage>();
+  for (const item of items) {
     if ("role" in item) {
-      messages.push({ role: item.role, content: chatContent(item.content) });
-      return;
-    }
-    if (item.type === "function_call") {
+      turns.push({ role: item.role, content: chatContent(item.content) });
+    } else if (item.type === "function_call") {
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
-      const last = messages.at(-1);
+      let turn = turns.at(-1);
       // Calls that follow an assistant's words, or each other, are that one turn's calls.
-      if (last?.role !== "assistant") messages.push({ role: "assistant", content: null, tool_calls: [call] });
-      else if (last.tool_calls) last.tool_calls.push(call);
-      else last.tool_calls = [call];
-      return;
+      if (turn?.role !== "assistant" || repliesAfter.has(turn))
+        turns.push((turn = { role: "assistant", content: null }));
+      (turn.tool_calls ??= []).push(call);
+      turnOfCall.set(item.call_id, turn);
+    } else {
+      const output = typeof item.output === "string" ? item.output : item.output.map(chatPart);
+      const reply = { role: "tool", tool_call_id: item.call_id, content: output };
+      const turn = turnOfCall.get(item.call_id);
+      const replies = turn && repliesAfter.get(turn);
+      if (replies) replies.push(reply);
+      else if (turn) repliesAfter.set(turn, [reply]);
+      else turns.push(reply);
     }
-    const output = typeof item.output === "string" ? item.output : item.output.map(chatPart);
-    messages.push({ role: "tool", tool_call_id: item.call_id, content: output });
-  });
-  return messages;
+  }
+  return turns.flatMap((turn) => [turn, ...(repliesAfter.get(turn) ?? [])]);
 }
 
 function chatToolChoice(choice: ResponseRequest["tool_choice"]): unknown {

@@ -86,6 +86,23 @@ describe("the Vercel AI SDK", () => {
         providerOptions: { openai: { store } },
       });
     expect((await ask(true)).text).toBe((await ask(false)).text);
+
+    // Over a conversation the SDK leaves out the replies the conversation has, and sends the
+    // user's message again with each tool output: the loop goes on, and the conversation keeps it.
+    const created = await test.app.handle(test.post("/v1/conversations", {}));
+    const { id: conversation } = (await created.json()) as { id: string };
+    const over = await generateText({
+      model: provider(model),
+      prompt: "What is the weather in Bergen?",
+      tools: { weather },
+      stopWhen: stepCountIs(2),
+      providerOptions: { openai: { conversation } },
+    });
+    expect(over.steps[0]!.finishReason).toBe("tool-calls");
+    expect(over.steps).toHaveLength(2);
+    const items = await test.app.handle(test.get(`/v1/conversations/${conversation}/items?order=asc`));
+    const types = ((await items.json()) as { data: { type: string }[] }).data.map((item) => item.type);
+    expect(types.slice(0, 4)).toEqual(["message", "function_call", "message", "function_call_output"]);
   });
 
   it("provider.chat(model): text, streamed usage, and tools over chat completions", async () => {

@@ -172,6 +172,21 @@ describe("the Responses API", () => {
         ],
       });
       expect(answered.output.map((item) => item.type)).toEqual(["message"]);
+      // A message between a call and its output, as the Responses API takes it: the output
+      // answers its call, and the message follows (the prompt the reordered items make).
+      const outputs = calls.map((call) => ({ type: "function_call_output", call_id: call.call_id, output: "3" }));
+      const [between, after] = await Promise.all(
+        [
+          [...calls, { role: "user", content: "Thanks." }, ...outputs],
+          [...calls, ...outputs, { role: "user", content: "Thanks." }],
+        ].map((items) =>
+          create(test, { model: id, tools: [weather], input: [{ role: "user", content: "Weather?" }, ...items] }),
+        ),
+      );
+      // Ids and call ids are new in each response; the rest is the same.
+      const made = (response: typeof after) =>
+        [response!.output.map(({ id: _id, ...item }) => ({ ...item, call_id: "" })), response!.usage] as const;
+      expect(made(between)).toEqual(made(after));
     }
   });
 
