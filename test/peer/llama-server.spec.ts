@@ -99,18 +99,20 @@ function expectBilledAsUsed(entry: Entry | undefined, usage: { prompt_tokens: nu
   expect(entry?.usageEstimated).toBeUndefined();
 }
 
+/** A short greedy chat request: the same text each run (see the top of this file). */
+const sayHi = {
+  model: "peer",
+  messages: [{ role: "user" as const, content: "Say hi." }],
+  max_tokens: 8,
+  temperature: 0,
+};
+
 test("chat, whole and streamed: the server's usage billed exactly, under our model id, the route in the headers", async ({
   page,
 }) => {
   await open(page);
-  const result = await page.evaluate(async () => {
+  const result = await page.evaluate(async (body) => {
     const client = window.harness.client();
-    const body = {
-      model: "peer",
-      messages: [{ role: "user" as const, content: "Say hi." }],
-      max_tokens: 8,
-      temperature: 0,
-    };
     const { data: whole, response } = await client.chat.completions.create(body).withResponse();
     const stream = await client.chat.completions.create({
       ...body,
@@ -120,7 +122,7 @@ test("chat, whole and streamed: the server's usage billed exactly, under our mod
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     return { whole, route: response.headers.get("x-inference-route"), chunks };
-  });
+  }, sayHi);
   expect(result.route).toBe("remote");
   expect(result.whole).toMatchObject({ object: "chat.completion", model: "peer" });
   expect(result.whole.choices[0]?.message.content?.length).toBeGreaterThan(0);
@@ -242,22 +244,15 @@ test("store: a stream the server answered is kept as the completion its chunks m
   page,
 }) => {
   await open(page);
-  const result = await page.evaluate(async () => {
+  const result = await page.evaluate(async (sent) => {
     const client = window.harness.client();
-    const body = {
-      model: "peer",
-      messages: [{ role: "user" as const, content: "Say hi." }],
-      max_tokens: 8,
-      temperature: 0,
-      store: true,
-      stream: true as const,
-    };
+    const body = { ...sent, store: true, stream: true as const };
     const chunks = [];
     for await (const chunk of await client.chat.completions.create(body)) chunks.push(chunk);
     const kept = await client.chat.completions.retrieve(chunks[0]!.id);
     const listed = await client.chat.completions.list({ model: "peer" });
     return { chunks, kept, listed: listed.data.map((each) => each.id) };
-  });
+  }, sayHi);
   // The client did not ask for usage, so its stream has none; the kept completion has the server's.
   expect(result.chunks.every((chunk) => !chunk.usage)).toBe(true);
   const text = result.chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
