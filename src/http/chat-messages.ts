@@ -11,12 +11,26 @@ function text(content: ChatMessage["content"]): string {
 }
 
 /**
+ * A verbosity these models keep: OpenAI's default, `medium`, which is what they do anyway (their
+ * replies are as long as they are); another is refused in OpenAI's words for a model without the
+ * setting.
+ */
+export function checkVerbosity(value: string | null | undefined, param: string, model: string): void {
+  if (value == null || value === "medium") return;
+  throw new BadRequestError(
+    `Unsupported value: '${quoted(value)}' is not supported with the '${quoted(model)}' model. Supported values are: 'medium'.`,
+    { param, code: "unsupported_value" },
+  );
+}
+
+/**
  * What OpenAI answers for a model without the capability, in its words: reasoning parameters,
  * audio output, moderation (none runs here, so a policy to block on could not be kept), and
  * image, audio or file inputs (every model here reads and writes text only).
  */
 export function refuseCapabilities(request: ChatCompletionRequest, model: string): void {
-  for (const name of ["reasoning_effort", "audio", "verbosity", "moderation"] as const) {
+  checkVerbosity(request.verbosity, "verbosity", model);
+  for (const name of ["reasoning_effort", "audio", "moderation"] as const) {
     if (request[name] != null)
       throw new BadRequestError(`Unsupported parameter: '${name}' is not supported with this model.`, {
         param: name,

@@ -5,6 +5,7 @@
  * limits under chat's names. What has no chat meaning here is refused in OpenAI's words.
  */
 import { BadRequestError } from "../errors/api.js";
+import { checkVerbosity } from "./chat-messages.js";
 import type { OutputItem } from "../wire/response.js";
 import type { ResponseInputItem, ResponseRequest } from "../wire/responses-request.js";
 
@@ -43,11 +44,7 @@ export function checkSupported(request: ResponseRequest): void {
       code: "unsupported_parameter",
     });
   if (typeof request.input !== "string") refuseMedia(request.input, "input", request.model);
-  if (request.text?.verbosity != null)
-    throw new BadRequestError("Unsupported parameter: 'text.verbosity' is not supported with this model.", {
-      param: "text.verbosity",
-      code: "unsupported_parameter",
-    });
+  checkVerbosity(request.text?.verbosity, "text.verbosity", request.model);
 }
 
 /**

@@ -38,6 +38,9 @@ const assistantMessage = z.strictObject({
 });
 const toolMessage = z.strictObject({ role: z.literal("tool"), content, tool_call_id: z.string().min(1) });
 
+/** A reply's verbosity, as OpenAI names them. */
+export const verbosity = z.enum(["low", "medium", "high"]);
+
 /** A metadata value: at most 512 characters, counted as OpenAI counts them (an emoji is one). */
 export const metadataValue = z.string().superRefine((text, context) => {
   if (characters(text) > 512) context.addIssue({ code: "too_big", origin: "string", maximum: 512, inclusive: true });
@@ -122,10 +125,11 @@ export const chatCompletionRequestSchema = z.strictObject({
   safety_identifier: z.string().nullish(),
   modalities: list(z.literal("text")).nullish(),
   prediction: z.strictObject({ type: z.literal("content"), content }).nullish(),
+  // How long a reply is: these models take only OpenAI's default, `medium` (the handler says so).
+  verbosity: verbosity.nullish(),
   // Known to OpenAI, refused for these models in OpenAI's words by the handler.
   reasoning_effort: z.unknown().optional(),
   audio: z.unknown().optional(),
-  verbosity: z.unknown().optional(),
   web_search_options: z.unknown().optional(),
   moderation: z.unknown().optional(),
   ...sampling,

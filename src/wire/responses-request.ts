@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { dictionary, list } from "./collections.js";
 import { functionName } from "./shared.js";
-import { jsonSchemaObject, metadataValue } from "./chat-request.js";
+import { jsonSchemaObject, metadataValue, verbosity } from "./chat-request.js";
 
 /** A caching hint on a part, as on chat's text parts: taken, not needed. */
 const breakpoint = { prompt_cache_breakpoint: z.strictObject({ mode: z.literal("explicit") }).optional() };
@@ -137,7 +137,7 @@ export const responseRequestSchema = z.strictObject({
   parallel_tool_calls: z.boolean().nullish(),
   // Counts calls to OpenAI's built-in tools; there are none here, so it bounds nothing.
   max_tool_calls: z.number().int().min(1).nullish(),
-  text: z.strictObject({ format: textFormat.optional(), verbosity: z.unknown().optional() }).nullish(),
+  text: z.strictObject({ format: textFormat.optional(), verbosity: verbosity.nullish() }).nullish(),
   truncation: z.enum(["auto", "disabled"]).nullish(),
   store: z.boolean().nullish(),
   metadata: dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 }).nullish(),

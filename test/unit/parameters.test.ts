@@ -131,10 +131,26 @@ describe("parameters", () => {
     expect(
       await refusal(test, "/v1/chat/completions", { model, messages, audio: { voice: "alloy", format: "wav" } }),
     ).toMatchObject({ status: 400, param: "audio" });
+    // OpenAI's default verbosity is what these models do; another is refused as for its models without the setting.
     expect(await refusal(test, "/v1/chat/completions", { model, messages, verbosity: "low" })).toMatchObject({
       status: 400,
       param: "verbosity",
-      message: "Unsupported parameter: 'verbosity' is not supported with this model.",
+      code: "unsupported_value",
+      message: `Unsupported value: 'low' is not supported with the '${model}' model. Supported values are: 'medium'.`,
+    });
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, verbosity: "loud" })).toMatchObject({
+      status: 400,
+      param: "verbosity",
+    });
+    for (const [path, body] of [
+      ["/v1/chat/completions", { model, messages, verbosity: "medium", max_tokens: 4 }],
+      ["/v1/responses", { model, input: "Hi", text: { verbosity: "medium" }, max_output_tokens: 16 }],
+    ] as const)
+      expect((await test.app.handle(test.post(path, body))).status, path).toBe(200);
+    expect(await refusal(test, "/v1/responses", { model, input: "Hi", text: { verbosity: "high" } })).toMatchObject({
+      status: 400,
+      param: "text.verbosity",
+      code: "unsupported_value",
     });
     expect(
       await refusal(test, "/v1/chat/completions", { model, messages, moderation: { model: "omni-moderation-latest" } }),
