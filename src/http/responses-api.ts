@@ -155,7 +155,13 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
         ? null
         : (response) =>
             dependencies.responses.save({ id, accountId, input: conversation, output: response.output, response }),
-    conversation: conversationTarget(dependencies, accountId, conversationId, identified.slice(earlier.length)),
+    // Its own items that it answered over (`truncation: "auto"` may drop some), then its output.
+    conversation: conversationTarget(
+      dependencies,
+      accountId,
+      conversationId,
+      identified.slice(Math.max(earlier.length, identified.length - conversation.length)),
+    ),
   };
   const chat = chatRequestOf(request, conversation);
   return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });

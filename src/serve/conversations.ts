@@ -139,18 +139,22 @@ async function addTo(
   freshId: (item: NewItem) => string,
 ): Promise<Item[]> {
   const store = transaction.objectStore("conversationItems");
-  const added: Item[] = [];
+  // Requests of one transaction run in order: each item's lookup, then each put, are issued together.
+  const held = await Promise.all(
+    items.map((item) => (item.id == null ? undefined : store.index("id").getKey([record.id, item.id]))),
+  );
   const taken = new Set<string>();
-  for (const item of items) {
+  const added = items.map((item, index): Item => {
     const own = item.id ?? undefined;
-    const free = own !== undefined && !taken.has(own) && !(await store.index("id").getKey([record.id, own]));
-    const id = free ? own : freshId(item);
+    const id = own !== undefined && !taken.has(own) && !held[index] ? own : freshId(item);
     taken.add(id);
-    added.push({ ...item, id });
-  }
-  let place = record.nextPlace;
-  for (const item of added) await store.put({ conversationId: record.id, place: place++, id: item.id, item });
-  await transaction.objectStore("conversations").put({ ...record, nextPlace: place });
+    return { ...item, id };
+  });
+  const place = record.nextPlace;
+  await Promise.all([
+    ...added.map((item, offset) => store.put({ conversationId: record.id, place: place + offset, id: item.id, item })),
+    transaction.objectStore("conversations").put({ ...record, nextPlace: place + added.length }),
+  ]);
   return added;
 }
 

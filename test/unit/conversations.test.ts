@@ -222,6 +222,33 @@ describe("the Conversations API", () => {
     expect(afterSecond).toHaveLength(6);
     await checkLedgerInvariant(test.database);
   });
+
+  it("with truncation auto, adds only its own items it answered over, as it bills and stores them", async () => {
+    const test = await makeApp();
+    const { id } = conversationSchema.parse(await readJsonAt(test, "/conversations", post({})));
+    const input = [
+      ...Array.from({ length: 12 }, (_, index) => [
+        { role: "user", content: `Question ${index}: ${"word ".repeat(300)}` },
+        { role: "assistant", content: `Answer ${index}: ${"reply ".repeat(300)}` },
+      ]).flat(),
+      { role: "user", content: "And now?" },
+    ];
+    const model = "gamma-7b-instruct-v0.3";
+    const answered = await respond(test, {
+      model,
+      input,
+      truncation: "auto",
+      conversation: id,
+      max_output_tokens: 1000,
+    });
+    const kept = await readJsonAt(test, `/responses/${answered.id}/input_items?order=asc&limit=100`);
+    const keptIds = inputItemListSchema.parse(kept).data.map((item) => item.id);
+    expect(keptIds.length).toBeLessThan(input.length);
+    expect(await itemIds(test, id, "?order=asc&limit=100")).toEqual([
+      ...keptIds,
+      ...answered.output.map((item) => item.id),
+    ]);
+  });
 });
 
 function outputFirst(response: { output: { type: string; content?: { text: string }[] }[] }): string {
