@@ -144,7 +144,6 @@ export interface ConversationRecord {
 export interface ConversationItemRecord {
   conversationId: string;
   place: number;
-  id: string;
   item: { id: string };
 }
 
@@ -206,7 +205,8 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
   (database) => {
     database.createObjectStore("conversations", { keyPath: "id" });
     const items = database.createObjectStore("conversationItems", { keyPath: ["conversationId", "place"] });
-    items.createIndex("id", ["conversationId", "id"], { unique: true });
+    // The item's own id, read from the item: one place holds it.
+    items.createIndex("id", ["conversationId", "item.id"], { unique: true });
   },
 ];
 

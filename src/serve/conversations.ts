@@ -30,16 +30,15 @@ export class Conversations {
     this.#database = Promise.resolve(options.database);
   }
 
-  /** Stores a new conversation with its first items, in one transaction; the items as added. */
+  /** Stores a new conversation with its first items, in one transaction. */
   async create(
     record: Omit<ConversationRecord, "nextPlace">,
     items: readonly NewItem[],
     freshId: (item: NewItem) => string,
-  ) {
+  ): Promise<void> {
     const transaction = writingTransaction(await this.#database);
-    const added = await addTo(transaction, { ...record, nextPlace: 0 }, items, freshId);
+    await addTo(transaction, { ...record, nextPlace: 0 }, items, freshId);
     await transaction.done;
-    return added;
   }
 
   /** The account's conversation `id`; undefined otherwise. */
@@ -152,7 +151,7 @@ async function addTo(
   });
   const place = record.nextPlace;
   await Promise.all([
-    ...added.map((item, offset) => store.put({ conversationId: record.id, place: place + offset, id: item.id, item })),
+    ...added.map((item, offset) => store.put({ conversationId: record.id, place: place + offset, item })),
     transaction.objectStore("conversations").put({ ...record, nextPlace: place + added.length }),
   ]);
   return added;
