@@ -25,6 +25,7 @@ import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally, type Reshape } from "./serving.js";
 import { storingReshape } from "./stored-completions.js";
 import { planStructured } from "./structured.js";
+import { checkStrictSchemas } from "./strict-schemas.js";
 import { parseWith, readJson } from "./validate.js";
 
 export const chatPath = /^\/chat\/completions\/?$/;
@@ -67,10 +68,10 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
 
 /** A chat request's JSON parsed and checked (its fields, then its model's), `allowed_tools` narrowed. */
 function checkedChat(dependencies: HttpDependencies, json: unknown, legacy: boolean): Omit<ChatCall, "reshape"> {
-  const { request, json: sent } = narrowedToAllowedTools(
-    parseWith(chatCompletionRequestSchema, json),
-    json as Record<string, unknown>,
-  );
+  const parsed = parseWith(chatCompletionRequestSchema, json);
+  // Every strict schema given is held to the rules, before `allowed_tools` narrows the tools.
+  checkStrictSchemas(parsed);
+  const { request, json: sent } = narrowedToAllowedTools(parsed, json as Record<string, unknown>);
   checkStreamOptions(request);
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);

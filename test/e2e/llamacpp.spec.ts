@@ -540,7 +540,8 @@ test("structured outputs on llama.cpp at temperature 1: formats, patterns, range
             max_tokens: 160,
             temperature: 1,
             seed,
-            response_format: { type: "json_schema", json_schema: { name: "value", schema, strict: true } },
+            // Not strict: most of these have no object at the root, which OpenAI's strict mode refuses.
+            response_format: { type: "json_schema", json_schema: { name: "value", schema } },
           }),
         { id: model, schema, seed },
       );

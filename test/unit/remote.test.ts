@@ -1094,7 +1094,7 @@ describe("forwarding to upstreams", () => {
     const asked = (response_format: unknown) =>
       app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, response_format }));
     expect((await asked({ type: "json_object" })).status).toBe(200);
-    const schema = { type: "json_schema", json_schema: { name: "answer", schema: { type: "array" }, strict: true } };
+    const schema = { type: "json_schema", json_schema: { name: "answer", schema: { type: "array" }, strict: false } };
     expect((await asked(schema)).status).toBe(200);
     expect((await asked({ type: "text" })).status).toBe(200);
     expect(calls.map((call) => call.body.response_format)).toEqual([
@@ -1102,6 +1102,10 @@ describe("forwarding to upstreams", () => {
       schema,
       { type: "text" },
     ]);
+    // Strict, the same schema breaks OpenAI's strict-mode rules: refused here, never sent on.
+    const strict = await asked({ ...schema, json_schema: { ...schema.json_schema, strict: true } });
+    expect({ status: strict.status, calls: calls.length }).toEqual({ status: 400, calls: 3 });
+    expect(((await strict.json()) as { error: { code: string } }).error.code).toBe("invalid_json_schema");
   });
 
   it("serves a Responses API request for a remote model: the upstream is sent chat, the client gets a response", async () => {

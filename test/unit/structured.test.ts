@@ -587,7 +587,7 @@ describe("over HTTP, on the deterministic engine", () => {
           post("/v1/chat/completions", {
             model: "beta-2-9b-it",
             messages,
-            response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } },
+            response_format: { type: "json_schema", json_schema: { name: "person", schema } },
           }),
         )
       ).json(),
@@ -642,6 +642,158 @@ describe("over HTTP, on the deterministic engine", () => {
     expect(await error({ model: "beta-2-9b-it", messages, tools: [{ type: "function" }] })).toMatchObject({
       status: 400,
       param: "tools[0].function",
+    });
+  });
+});
+
+describe("strict: true, held to OpenAI's strict-mode rules and refused in its words", () => {
+  const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    type: "object",
+    properties,
+    required: Object.keys(properties),
+    additionalProperties: false,
+    ...extra,
+  });
+  const organization = closed(
+    { name: { type: "string" }, roles: { type: "array", items: { type: "string" } } },
+    { required: ["name"] },
+  );
+  const everyKey = "'required' is required to be supplied and to be an array including every key in properties.";
+  const broken: [string, unknown, string][] = [
+    [
+      "open object",
+      { type: "object", properties: { a: { type: "string" } }, required: ["a"] },
+      "In context=(), 'additionalProperties' is required to be supplied and to be false.",
+    ],
+    [
+      "optional property, nested",
+      closed({ organizations: { type: "array", items: organization } }),
+      `In context=('properties', 'organizations', 'items'), ${everyKey} Missing 'roles'.`,
+    ],
+    [
+      "extra required key",
+      closed({ a: { type: "string" } }, { required: ["a", "b"] }),
+      `In context=(), ${everyKey} Extra required key 'b' supplied.`,
+    ],
+    [
+      "a dict in $defs",
+      closed(
+        { a: { $ref: "#/$defs/Counts" } },
+        { $defs: { Counts: { type: "object", additionalProperties: { type: "integer" } } } },
+      ),
+      "In context=('$defs', 'Counts'), 'additionalProperties' is required to be supplied and to be false.",
+    ],
+    [
+      "an object in an anyOf branch, named with a quote",
+      closed({ "it's": { anyOf: [{ type: "null" }, { type: "object", properties: {}, additionalProperties: true }] } }),
+      `In context=('properties', "it's", 'anyOf', '1'), 'additionalProperties' is required to be supplied and to be false.`,
+    ],
+    [
+      "no properties",
+      { type: "object", additionalProperties: false },
+      "In context=(), object schema missing properties.",
+    ],
+    [
+      "an array at the root",
+      { type: "array", items: { type: "string" } },
+      `schema must be a JSON Schema of 'type: "object"', got 'type: "array"'.`,
+    ],
+    [
+      "a reference at the root",
+      { $ref: "#/$defs/A", $defs: { A: closed({}) } },
+      `schema must be a JSON Schema of 'type: "object"', got 'type: "None"'.`,
+    ],
+  ];
+  const fillIn = [{ role: "user", content: "Fill it in." }];
+  const cityOnly = closed({ city: { type: "string" } });
+
+  it("a json_schema response format: chat and the Responses API refuse each broken schema; without strict it is taken", async () => {
+    const { app, post } = await makeApp();
+    const send = async (path: string, body: Record<string, unknown>) => {
+      const response = await app.handle(post(path, { model: "alpha3:8b-instruct-q8_0", ...body }));
+      return { status: response.status, ...((await response.json()) as { error?: { code?: string } }).error };
+    };
+    for (const [name, schema, sentence] of broken) {
+      const format = (strict: boolean | undefined) => ({
+        type: "json_schema",
+        json_schema: { name: "report", schema, strict },
+      });
+      expect({
+        name,
+        ...(await send("/v1/chat/completions", { messages: fillIn, response_format: format(true) })),
+      }).toEqual({
+        name,
+        status: 400,
+        type: "invalid_request_error",
+        code: "invalid_json_schema",
+        param: "response_format.json_schema.schema",
+        message: `Invalid schema for response_format 'report': ${sentence}`,
+      });
+      const text = { format: { type: "json_schema", name: "report", schema, strict: true } };
+      expect({ name, ...(await send("/v1/responses", { input: "Fill it in.", text })) }).toMatchObject({
+        name,
+        status: 400,
+        code: "invalid_json_schema",
+        param: "text.format.schema",
+        message: `Invalid schema for response_format 'report': ${sentence}`,
+      });
+      for (const strict of [false, undefined]) {
+        const taken = await send("/v1/chat/completions", { messages: fillIn, response_format: format(strict) });
+        // Required but not allowed, 'b' is a property no value has: a 400 in our words, strict or not.
+        const status = name === "extra required key" ? 400 : 200;
+        expect({ name, strict, status: taken.status, code: taken.code }).toEqual({
+          name,
+          strict,
+          status,
+          code: status === 400 ? "invalid_schema" : undefined,
+        });
+      }
+    }
+    const kept = await send("/v1/chat/completions", { messages: fillIn, response_format: format(cityOnly) });
+    expect(kept.status).toBe(200);
+    function format(schema: unknown) {
+      return { type: "json_schema", json_schema: { name: "weather", schema, strict: true } };
+    }
+  });
+
+  it("strict functions: each one given is checked, in order, even one an allowed_tools choice leaves out", async () => {
+    const { app, post } = await makeApp();
+    const tool = (name: string, parameters: unknown, strict: boolean) => ({
+      type: "function",
+      function: { name, parameters, strict },
+    });
+    const [, schema, sentence] = broken[1]!;
+    const body = {
+      model: "gamma-7b-instruct-v0.3",
+      messages: fillIn,
+      tools: [tool("weather", cityOnly, true), tool("lenient", schema, false), tool("orgs", schema, true)],
+      tool_choice: {
+        type: "allowed_tools",
+        allowed_tools: { mode: "required", tools: [{ type: "function", function: { name: "weather" } }] },
+      },
+    };
+    const refused = await app.handle(post("/v1/chat/completions", body));
+    expect({ status: refused.status, ...((await refused.json()) as { error: object }).error }).toEqual({
+      status: 400,
+      type: "invalid_request_error",
+      code: "invalid_function_parameters",
+      param: "tools[2].function.parameters",
+      message: `Invalid schema for function 'orgs': ${sentence}`,
+    });
+    const taken = await app.handle(post("/v1/chat/completions", { ...body, tools: body.tools.slice(0, 2) }));
+    expect(taken.status).toBe(200);
+    const responses = await app.handle(
+      post("/v1/responses", {
+        model: "gamma-7b-instruct-v0.3",
+        input: "Fill it in.",
+        tools: [{ type: "function", name: "orgs", parameters: schema, strict: true }],
+      }),
+    );
+    expect({ status: responses.status, ...((await responses.json()) as { error: object }).error }).toMatchObject({
+      status: 400,
+      code: "invalid_function_parameters",
+      param: "tools[0].parameters",
+      message: `Invalid schema for function 'orgs': ${sentence}`,
     });
   });
 });

@@ -1,0 +1,98 @@
+/**
+ * OpenAI's strict-mode rules for a schema (`strict: true` on a `json_schema` response format or a
+ * function): the root is an object, and every object schema sets `additionalProperties: false`,
+ * has `properties`, and lists each of them in `required`. A schema that breaks one is refused by
+ * the hosted API, so it is refused here too (the HTTP layer words it as OpenAI does), at the first
+ * place a walk in the schema's own key order meets. The walk visits each subschema once.
+ */
+import { isObject, typesOf, type JsonSchema, type SchemaObject } from "./schema.js";
+
+export type StrictRule =
+  | { kind: "rootType"; type: string }
+  | { kind: "additionalProperties" }
+  | { kind: "properties" }
+  | { kind: "missingRequired"; key: string }
+  | { kind: "extraRequired"; key: string };
+
+export interface StrictViolation {
+  /** The keys from the root to the schema at fault (OpenAI's `context`). */
+  context: string[];
+  rule: StrictRule;
+}
+
+/** Deeper schemas are not walked here: the schema check refuses them before they are used. */
+const maxStrictDepth = 32;
+
+/** Where each keyword keeps its subschemas: one, a list of them, or a map of named ones. */
+const subschemaKeys: Record<string, "one" | "list" | "map"> = {
+  properties: "map",
+  items: "one",
+  prefixItems: "list",
+  anyOf: "list",
+  oneOf: "list",
+  allOf: "list",
+  $defs: "map",
+  definitions: "map",
+};
+
+/** The first strict-mode rule `schema` breaks, or null when it keeps them all. */
+export function strictViolation(schema: JsonSchema): StrictViolation | null {
+  const type = isObject(schema) ? schema.type : undefined;
+  if (type !== "object") {
+    const got = typeof type === "string" ? type : type === undefined ? "None" : JSON.stringify(type);
+    return { context: [], rule: { kind: "rootType", type: got } };
+  }
+  return objectViolation(schema as SchemaObject, [], 0);
+}
+
+function objectViolation(schema: SchemaObject, context: string[], depth: number): StrictViolation | null {
+  if (typesOf(schema).includes("object")) {
+    const rule = objectRule(schema);
+    if (rule) return { context, rule };
+  }
+  if (depth >= maxStrictDepth) return null;
+  for (const [keyword, value] of Object.entries(schema)) {
+    const violation = subschemasViolation(keyword, value, context, depth);
+    if (violation) return violation;
+  }
+  return null;
+}
+
+function subschemasViolation(keyword: string, value: unknown, context: string[], depth: number) {
+  const kind = subschemaKeys[keyword];
+  if (kind === undefined) return null;
+  const entries: [string | null, unknown][] =
+    kind === "one"
+      ? [[null, value]]
+      : kind === "list"
+        ? Array.isArray(value)
+          ? value.map((item, index) => [String(index), item])
+          : []
+        : isObject(value)
+          ? Object.entries(value)
+          : [];
+  for (const [name, child] of entries) {
+    if (!isObject(child)) continue;
+    const violation = objectViolation(
+      child,
+      name === null ? [...context, keyword] : [...context, keyword, name],
+      depth + 1,
+    );
+    if (violation) return violation;
+  }
+  return null;
+}
+
+/** The rule an object schema breaks: `additionalProperties: false` first, then `properties`, then `required`. */
+function objectRule(schema: SchemaObject): StrictRule | null {
+  if (schema.additionalProperties !== false) return { kind: "additionalProperties" };
+  if (!isObject(schema.properties)) return { kind: "properties" };
+  const names = Object.keys(schema.properties);
+  const required: unknown[] = Array.isArray(schema.required) ? schema.required : [];
+  const listed = new Set(required);
+  const missing = names.find((name) => !listed.has(name));
+  if (missing !== undefined) return { kind: "missingRequired", key: missing };
+  const declared = new Set<unknown>(names);
+  const extra = required.find((name) => !declared.has(name));
+  return extra === undefined ? null : { kind: "extraRequired", key: String(extra) };
+}

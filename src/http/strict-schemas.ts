@@ -1,0 +1,71 @@
+/**
+ * Schemas sent with `strict: true` are held to OpenAI's strict-mode rules (grammar/strict.ts)
+ * before a request is served, local or remote, and one that breaks a rule is refused as the hosted
+ * API refuses it: "Invalid schema for response_format 'name': In context=('properties', 'a'),
+ * 'additionalProperties' is required to be supplied and to be false." An app that works here then
+ * works there. Without `strict`, a schema is taken as written (http/structured.ts checks it).
+ */
+import { BadRequestError, quoted } from "../errors/api.js";
+import { strictViolation, type StrictRule } from "../grammar/strict.js";
+import type { ChatCompletionRequest } from "../wire/chat-request.js";
+
+/** A string as Python's `repr` writes it, which OpenAI's contexts are written in. */
+function pythonString(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escapes: Record<string, string> = {
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    [quote]: `\\${quote}`,
+  };
+  return `${quote}${text.replace(/[\\\n\r\t'"]/g, (character) => escapes[character] ?? character)}${quote}`;
+}
+
+/** A tuple of strings as Python's `repr` writes it: `()`, `('a',)`, `('a', 'b')`. */
+function pythonTuple(items: readonly string[]): string {
+  const written = items.map((item) => pythonString(quoted(item)));
+  return written.length === 1 ? `(${written[0]},)` : `(${written.join(", ")})`;
+}
+
+function sentence(rule: StrictRule): string {
+  const everyKey = "'required' is required to be supplied and to be an array including every key in properties.";
+  switch (rule.kind) {
+    case "rootType":
+      return `schema must be a JSON Schema of 'type: "object"', got 'type: "${quoted(rule.type)}"'.`;
+    case "additionalProperties":
+      return "'additionalProperties' is required to be supplied and to be false.";
+    case "properties":
+      return "object schema missing properties.";
+    case "missingRequired":
+      return `${everyKey} Missing '${quoted(rule.key)}'.`;
+    case "extraRequired":
+      return `${everyKey} Extra required key '${quoted(rule.key)}' supplied.`;
+  }
+}
+
+/** Refuses `schema` if it breaks a strict-mode rule; `subject` is "response_format 'name'" or "function 'name'". */
+function refuseBroken(schema: Record<string, unknown>, subject: string, options: { param: string; code: string }) {
+  const violation = strictViolation(schema);
+  if (!violation) return;
+  const place = violation.rule.kind === "rootType" ? "" : `In context=${pythonTuple(violation.context)}, `;
+  throw new BadRequestError(`Invalid schema for ${subject}: ${place}${sentence(violation.rule)}`, options);
+}
+
+/** Holds a chat request's strict response format and strict functions (all given, in order) to the rules. */
+export function checkStrictSchemas(request: ChatCompletionRequest): void {
+  const format = request.response_format;
+  if (format?.type === "json_schema" && format.json_schema.strict === true && format.json_schema.schema) {
+    refuseBroken(format.json_schema.schema, `response_format '${quoted(format.json_schema.name)}'`, {
+      param: "response_format.json_schema.schema",
+      code: "invalid_json_schema",
+    });
+  }
+  request.tools?.forEach((tool, index) => {
+    if (tool.function.strict !== true || !tool.function.parameters) return;
+    refuseBroken(tool.function.parameters, `function '${quoted(tool.function.name)}'`, {
+      param: `tools[${index}].function.parameters`,
+      code: "invalid_function_parameters",
+    });
+  });
+}
