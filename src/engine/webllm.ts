@@ -255,6 +255,11 @@ function webllmIntegrity(integrity: NonNullable<MlcBuild["integrity"]>) {
   };
 }
 
+/** The fix, where web-llm is the configured engine and the device cannot run a model on it. */
+const withoutWebLlm =
+  "To serve it without a usable GPU, start the inference with engine: 'auto' and a page-hosted llama.cpp " +
+  "(pageEngine: { llamacpp: true }) with the model's GGUF files, or give the model an upstream (routing: 'auto').";
+
 /** web-llm's request validation errors are the request's fault: they surface as 400. */
 function classify(error: unknown): unknown {
   if (error instanceof EngineError || !(error instanceof Error)) return error;
@@ -332,7 +337,8 @@ export class WebLlmEngine implements Engine {
 
   async load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void> {
     const choice = chooseBuild(model, await this.device());
-    if (!choice.ok) throw new EngineError("device", `${model.id} cannot run on this device: ${choice.reason}.`);
+    if (!choice.ok)
+      throw new EngineError("device", `${model.id} cannot run on this device: ${choice.reason}. ${withoutWebLlm}`);
     const { build } = choice;
     if (this.#loaded?.modelId === build.modelId && this.#loaded.contextWindow === model.contextWindow) return;
     if (!this.#engine) {

@@ -296,3 +296,19 @@ describe("pinned MLC files", () => {
     ).toThrow(/sha256-<base64>/);
   });
 });
+
+describe("a device web-llm cannot serve", () => {
+  it("refuses the load naming the cause and the fix: llama.cpp under engine 'auto', or an upstream", async () => {
+    const noAdapter = { requestAdapter: async () => null };
+    const engine = new WebLlmEngine({ webllm: webllmModule(class {}), gpu: noAdapter as never });
+    const failure = await engine
+      .load(Catalogue.create().get("alpha3:8b-instruct-q8_0")!)
+      .catch((error: unknown) => error);
+    expect(failure).toMatchObject({ kind: "device" });
+    expect((failure as Error).message).toBe(
+      "alpha3:8b-instruct-q8_0 cannot run on this device: WebGPU is not available in this browser. To serve it " +
+        "without a usable GPU, start the inference with engine: 'auto' and a page-hosted llama.cpp " +
+        "(pageEngine: { llamacpp: true }) with the model's GGUF files, or give the model an upstream (routing: 'auto').",
+    );
+  });
+});
