@@ -52,10 +52,26 @@ function messages(list: unknown): unknown {
   });
 }
 
-/** The request with the deprecated fields as tools, and whether it used them. */
+/** Whether a history holds the old shapes: a `function` message, or an assistant's `function_call`. */
+function hasLegacyTurns(list: unknown): boolean {
+  return (
+    Array.isArray(list) &&
+    list.some((message) => isObject(message) && (message.role === "function" || isObject(message.function_call)))
+  );
+}
+
+/**
+ * The request with the deprecated fields as tools, and whether it used them. A history in the old
+ * shapes is taken without them too (the hosted API takes it), its turns rewritten as tool turns.
+ */
 export function fromLegacyFunctions(json: unknown): { json: unknown; legacy: boolean } {
-  if (!isObject(json) || (json.functions === undefined && json.function_call === undefined))
-    return { json, legacy: false };
+  if (!isObject(json)) return { json, legacy: false };
+  if (json.functions === undefined && json.function_call === undefined) {
+    return {
+      json: hasLegacyTurns(json.messages) ? { ...json, messages: messages(json.messages) } : json,
+      legacy: false,
+    };
+  }
   if (json.tools !== undefined || json.tool_choice !== undefined) {
     throw new BadRequestError(
       "Give either 'tools' and 'tool_choice' or the deprecated 'functions' and 'function_call', not both.",

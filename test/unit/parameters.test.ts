@@ -391,6 +391,19 @@ describe("parameters", () => {
     );
     expect(followUp.status).toBe(200);
     expect(chatCompletionSchema.parse(await followUp.json()).choices[0]?.finish_reason).toMatch(/stop|length/);
+    // The same history, without the deprecated fields (or with tools): taken, as the hosted API takes it.
+    const history = [
+      ...request.messages,
+      { role: "assistant", content: null, function_call: choice.message.function_call },
+      { role: "function", name: "get_weather", content: '{"temperature": 21}' },
+    ];
+    for (const extra of [{}, { tools: [{ type: "function", function: weather }] }]) {
+      const later = await test.app.handle(
+        test.post("/v1/chat/completions", { model, max_tokens: 5, messages: history, ...extra }),
+      );
+      expect(later.status).toBe(200);
+      expect(chatCompletionSchema.parse(await later.json()).choices[0]?.message.function_call).toBeUndefined();
+    }
     const orphan = await refusal(test, "/v1/chat/completions", {
       model,
       functions: [weather],
