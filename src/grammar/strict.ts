@@ -1,7 +1,8 @@
 /**
  * OpenAI's strict-mode rules for a schema (`strict: true` on a `json_schema` response format or a
- * function): the root is an object, and every object schema sets `additionalProperties: false`,
- * has `properties`, and lists each of them in `required`. A schema that breaks one is refused by
+ * function): the root is an object, every schema says what its values are (a `type`, or a
+ * composition, reference, `enum` or `const`), and every object schema sets
+ * `additionalProperties: false`, has `properties`, and lists each of them in `required`. A schema that breaks one is refused by
  * the hosted API, so it is refused here too (the HTTP layer words it as OpenAI does), at the first
  * place a walk in the schema's own key order meets. The walk visits each subschema once.
  */
@@ -11,6 +12,7 @@ export type StrictRule =
   | { kind: "rootType"; type: string }
   | { kind: "additionalProperties" }
   | { kind: "properties" }
+  | { kind: "typeKey" }
   | { kind: "missingRequired"; key: string }
   | { kind: "extraRequired"; key: string };
 
@@ -45,7 +47,11 @@ export function strictViolation(schema: JsonSchema): StrictViolation | null {
   return objectViolation(schema as SchemaObject, [], 0);
 }
 
+/** What says what a schema's values are; one with none of them (`{}`, or only a description) allows any value. */
+const typing = ["type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"];
+
 function objectViolation(schema: SchemaObject, context: string[], depth: number): StrictViolation | null {
+  if (!typing.some((keyword) => keyword in schema)) return { context, rule: { kind: "typeKey" } };
   if (typesOf(schema).includes("object")) {
     const rule = objectRule(schema);
     if (rule) return { context, rule };

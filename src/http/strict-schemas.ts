@@ -37,6 +37,8 @@ function sentence(rule: StrictRule): string {
       return "'additionalProperties' is required to be supplied and to be false.";
     case "properties":
       return "object schema missing properties.";
+    case "typeKey":
+      return "schema must have a 'type' key.";
     case "missingRequired":
       return `${everyKey} Missing '${quoted(rule.key)}'.`;
     case "extraRequired":

@@ -694,6 +694,11 @@ describe("strict: true, held to OpenAI's strict-mode rules and refused in its wo
       "In context=(), object schema missing properties.",
     ],
     [
+      "a property of any value",
+      closed({ note: { description: "Anything." } }),
+      "In context=('properties', 'note'), schema must have a 'type' key.",
+    ],
+    [
       "an array at the root",
       { type: "array", items: { type: "string" } },
       `schema must be a JSON Schema of 'type: "object"', got 'type: "array"'.`,
