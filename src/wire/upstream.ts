@@ -10,6 +10,8 @@ const upstreamMessageSchema = z.looseObject({
   tool_calls: z
     .array(
       z.looseObject({
+        index: z.number().int().min(0).nullish(),
+        id: z.string().nullish(),
         function: z.looseObject({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
       }),
     )

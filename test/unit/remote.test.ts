@@ -247,6 +247,39 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("streamed tool calls carry their index, which an upstream that leaves it out (older Ollama) is given", async () => {
+    const call = (id: string | null, name: string | null, args: string) => ({
+      ...(id ? { id, type: "function" } : {}),
+      function: { ...(name ? { name } : {}), arguments: args },
+    });
+    const delta = (...tool_calls: unknown[]) => ({
+      ...chunk(null),
+      choices: [{ index: 0, delta: { tool_calls }, finish_reason: null }],
+    });
+    const events = [
+      delta(call("call_a", "weather", '{"city":')),
+      delta(call(null, null, '"Paris"}')),
+      delta(call("call_b", "weather", '{"city":"Rome"}'), call("call_c", "time", "{}")),
+      chunk(null, "tool_calls"),
+      chunk(null, null, { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 }),
+    ];
+    const { app, post } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        new Response(sseBody(events), { headers: { "content-type": "text/event-stream" } }),
+    });
+    const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, stream: true }));
+    const chunks = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)));
+    const deltas = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []);
+    expect(deltas.map((delta) => [delta.index, delta.id ?? null])).toEqual([
+      [0, "call_a"],
+      [0, null],
+      [1, "call_b"],
+      [2, "call_c"],
+    ]);
+  });
+
   it("keeps a stored stream of a remote model as the completion its chunks make, with the upstream's usage", async () => {
     const { app, post, get, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -87,6 +87,29 @@ export function withRoles(choices: UpstreamChoice[], started: Set<number>): Upst
   });
 }
 
+/**
+ * Every streamed tool-call delta carries `index`, which clients put calls together by; some
+ * upstreams (older Ollama) leave it out. There, a delta with an `id` begins the choice's next
+ * call and one without continues the latest. `begun` counts each choice's calls so far.
+ */
+export function withCallIndexes(choices: UpstreamChoice[], begun: Map<number, number>): UpstreamChoice[] {
+  return choices.map((choice) => {
+    const calls = choice.delta?.tool_calls;
+    if (!calls?.length) return choice;
+    const key = choice.index ?? 0;
+    const indexed = calls.map((call) => {
+      const count = begun.get(key) ?? 0;
+      if (typeof call.index === "number") {
+        begun.set(key, Math.max(count, call.index + 1));
+        return call;
+      }
+      if (call.id || count === 0) begun.set(key, count + 1);
+      return { ...call, index: call.id || count === 0 ? count : count - 1 };
+    });
+    return { ...choice, delta: { ...choice.delta, tool_calls: indexed } };
+  });
+}
+
 /** Choices asked of each upstream call: `n` (a legacy completion's prompts are one call each). */
 export function choicesPerCall(plan: ForwardPlan): number {
   return typeof plan.body.n === "number" ? plan.body.n : 1;

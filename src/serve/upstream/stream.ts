@@ -20,6 +20,7 @@ import {
   producedText,
   sumUsage,
   wireUsageOf,
+  withCallIndexes,
   withOpenAiDefaults,
   withRoles,
 } from "./shape.js";
@@ -29,10 +30,14 @@ type ChunkHead = { id?: string; object?: string; created?: number; system_finger
 /** What one upstream stream yields: its chunks, then its usage (null when it sent none). */
 type StreamEvent = { chunk: ChunkHead } | { usage: UpstreamUsage | null };
 
-/** Per stream: each choice's text so far (for counting and offsets) and the choices whose first chunk was sent. */
+/**
+ * Per stream: each choice's text so far (for counting and offsets), the choices whose first chunk
+ * was sent, and each choice's tool calls begun (for the indexes an upstream leaves out).
+ */
 interface StreamState {
   produced: string[];
   started: Set<number>;
+  calls: Map<number, number>;
 }
 
 /** The chunks to send, the usage chunk last when asked for; the meter settles when the stream ends. */
@@ -42,7 +47,7 @@ export async function* streamedAnswer(
   meter: Meter,
   signal: AbortSignal,
 ): AsyncGenerator<unknown> {
-  const state: StreamState = { produced: [], started: new Set() };
+  const state: StreamState = { produced: [], started: new Set(), calls: new Map() };
   const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
   let status: LedgerEntry["status"] = "failed";
   let usage: UpstreamUsage | null = null;
@@ -102,7 +107,7 @@ async function* eventsOf(
     const { usage: _usage, ...rest } = chunk;
     const choices =
       plan.endpoint === "chat/completions"
-        ? withRoles(rest.choices, state.started)
+        ? withRoles(withCallIndexes(rest.choices, state.calls), state.started)
         : legacyChoices(rest.choices, plan, state);
     for (const choice of chunk.choices) {
       const text = producedText(choice);
