@@ -483,6 +483,55 @@ describe("adversarial schemas: expansion is bounded", () => {
   }, 120_000);
 });
 
+describe("adversarial strict schemas: OpenAI's rules are checked in time linear in the schema", () => {
+  const answerBound = 2_000;
+  const names = (from: number, to: number) => Array.from({ length: to - from }, (_, index) => `p${from + index}`);
+  const closed = (properties: Record<string, unknown>, required: string[]) => ({
+    type: "object",
+    properties,
+    required,
+    additionalProperties: false,
+  });
+  const strings = (keys: string[]) => Object.fromEntries(keys.map((key) => [key, { type: "string" }]));
+  const wide = names(0, 150_000);
+  const branch = (open: boolean) => ({ type: "object", properties: {}, additionalProperties: open });
+  const cases: Record<string, { schema: unknown; refused: RegExp }> = {
+    "150,000 properties, the last not required": {
+      schema: closed(strings(wide), wide.slice(0, -1)),
+      refused: /In context=\(\), 'required' .* Missing 'p149999'\.$/,
+    },
+    "300,000 required names, half of them undeclared": {
+      schema: closed(strings(wide), [...wide, ...names(150_000, 300_000)]),
+      refused: /Extra required key 'p150000' supplied\.$/,
+    },
+    "100,000 branches, the last one open": {
+      schema: closed({ v: { anyOf: Array.from({ length: 100_000 }, (_, index) => branch(index === 99_999)) } }, ["v"]),
+      refused: /In context=\('properties', 'v', 'anyOf', '99999'\), 'additionalProperties'/,
+    },
+  };
+
+  it(`each is refused in OpenAI's words within ${answerBound} ms, and another tab is served meanwhile`, async () => {
+    const test = await makeApp({ rpm: 1_000_000, tpm: 1_000_000_000, creditUsd: 1_000 });
+    const otherTab = anotherTab(test);
+    for (const [name, { schema, refused }] of Object.entries(cases)) {
+      const started = performance.now();
+      const response = await test.app.handle(
+        test.post("/v1/chat/completions", {
+          model,
+          messages: [{ role: "user", content: "Hi" }],
+          response_format: { type: "json_schema", json_schema: { name: "s", schema, strict: true } },
+        }),
+      );
+      const body = await response.json();
+      expect(performance.now() - started, name).toBeLessThan(answerBound);
+      expect([response.status, body.error.code], name).toEqual([400, "invalid_json_schema"]);
+      expect(body.error.message, name).toMatch(refused);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    expect(await otherTab.slowest()).toBeLessThan(answerBound);
+  }, 60_000);
+});
+
 /**
  * Bodies near the 8 MiB limit that are one long list or dictionary of wrong items. zod kept an
  * issue for every item: four million wrong messages took 6 s and 2.4 GB, four million content
