@@ -2,9 +2,10 @@
  * OpenAI's strict-mode rules for a schema (`strict: true` on a `json_schema` response format or a
  * function): the root is an object, every schema says what its values are (a `type`, or a
  * composition, reference, `enum` or `const`), and every object schema sets
- * `additionalProperties: false`, has `properties`, and lists each of them in `required`. A schema that breaks one is refused by
- * the hosted API, so it is refused here too (the HTTP layer words it as OpenAI does), at the first
- * place a walk in the schema's own key order meets. The walk visits each subschema once.
+ * `additionalProperties: false`, has `properties`, and lists each of them in `required`. A schema
+ * that breaks one is refused by the hosted API, so it is refused here too (the HTTP layer words it
+ * as OpenAI does), at the first place a walk in the schema's own key order meets. The walk visits
+ * each subschema once.
  */
 import { isObject, typesOf, type JsonSchema, type SchemaObject } from "./schema.js";
 
