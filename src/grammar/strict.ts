@@ -65,20 +65,17 @@ function objectViolation(schema: SchemaObject, context: string[], depth: number)
   return null;
 }
 
+/** A keyword's subschemas, each with its name in the context (none for `items`' one schema). */
+function subschemasOf(kind: "one" | "list" | "map", value: unknown): [string | null, unknown][] {
+  if (kind === "one") return [[null, value]];
+  if (kind === "list") return Array.isArray(value) ? value.map((item, index) => [String(index), item]) : [];
+  return isObject(value) ? Object.entries(value) : [];
+}
+
 function subschemasViolation(keyword: string, value: unknown, context: string[], depth: number) {
   const kind = subschemaKeys[keyword];
   if (kind === undefined) return null;
-  const entries: [string | null, unknown][] =
-    kind === "one"
-      ? [[null, value]]
-      : kind === "list"
-        ? Array.isArray(value)
-          ? value.map((item, index) => [String(index), item])
-          : []
-        : isObject(value)
-          ? Object.entries(value)
-          : [];
-  for (const [name, child] of entries) {
+  for (const [name, child] of subschemasOf(kind, value)) {
     if (!isObject(child)) continue;
     const violation = objectViolation(
       child,

@@ -103,8 +103,9 @@ export function withCallIndexes(choices: UpstreamChoice[], begun: Map<number, nu
         begun.set(key, Math.max(count, call.index + 1));
         return call;
       }
-      if (call.id || count === 0) begun.set(key, count + 1);
-      return { ...call, index: call.id || count === 0 ? count : count - 1 };
+      const begins = Boolean(call.id) || count === 0;
+      if (begins) begun.set(key, count + 1);
+      return { ...call, index: begins ? count : count - 1 };
     });
     return { ...choice, delta: { ...choice.delta, tool_calls: indexed } };
   });
