@@ -135,6 +135,43 @@ test("chat, whole and streamed: the server's usage billed exactly, under our mod
   expectBilledAsUsed(streamed, usage);
 });
 
+test("n: 2, whole and streamed: both choices billed, though the server reports one choice's tokens", async ({
+  page,
+}) => {
+  await open(page);
+  const result = await page.evaluate(async (body) => {
+    const client = window.harness.client();
+    const one = await client.chat.completions.create(body);
+    const whole = await client.chat.completions.create({ ...body, n: 2 });
+    const stream = await client.chat.completions.create({
+      ...body,
+      n: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    return { one: one.usage!, whole, streamed: chunks.at(-1)!.usage! };
+  }, sayHi);
+  expect(result.whole.choices.map((choice) => choice.index)).toEqual([0, 1]);
+  const [streamed, whole] = await ledger(page);
+  for (const [entry, usage] of [
+    [whole, result.whole.usage!],
+    [streamed, result.streamed],
+  ] as const) {
+    // Greedy, so both choices are the one choice's text, counted here with the Llama 3 tokenizer
+    // (the server started -np 2, so 2 is its most).
+    expect(usage.completion_tokens).toBeGreaterThan(result.one.completion_tokens);
+    expect(entry).toMatchObject({
+      status: "completed",
+      completionTokens: usage.completion_tokens,
+      usageEstimated: true,
+    });
+    // Never more than was reserved: the prompt and two choices of max_tokens.
+    expect(entry!.amountNanoUsd).toBeLessThanOrEqual(usage.prompt_tokens * 10 + 2 * sayHi.max_tokens * 20);
+  }
+});
+
 test("JSON mode and a strict json_schema are held by the server's grammar", async ({ page }) => {
   await open(page);
   const replies = await page.evaluate(async () => {

@@ -339,6 +339,91 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("bills every choice of several: an upstream that reports one choice's tokens for all (llama-server) is billed our count, marked estimated", async () => {
+    // Three words each: llama-server sends one choice's usage, whole, and once per choice when streamed.
+    const oneChoice = { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 };
+    const texts = ["red green blue", "one two three"];
+    const delta = (index: number, content: string) => ({ ...chunk(""), choices: [{ index, delta: { content } }] });
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": (call) =>
+        call.body.stream
+          ? new Response(
+              sseBody([
+                delta(1, texts[1]!),
+                chunk(null, null, oneChoice),
+                delta(0, texts[0]!),
+                chunk(null, null, oneChoice),
+              ]),
+            )
+          : Response.json({
+              ...JSON.parse(JSON.stringify(chunk(""))),
+              object: "chat.completion",
+              choices: texts.map((content, index) => ({
+                index,
+                message: { role: "assistant", content },
+                finish_reason: "stop",
+              })),
+              usage: oneChoice,
+            }),
+    });
+    const tokenizer = await tokenizersFor();
+    const ours = texts.reduce((sum, text) => sum + tokenizer.encode(text).length, 0);
+    expect(ours).toBeGreaterThan(oneChoice.completion_tokens);
+    for (const stream of [false, true]) {
+      const response = await app.handle(
+        post("/v1/chat/completions", {
+          model: "remote-llama",
+          messages,
+          n: 2,
+          stream,
+          stream_options: stream ? { include_usage: true } : undefined,
+        }),
+      );
+      const usage = stream
+        ? JSON.parse(sseEvents(await response.text()).at(-2)!).usage
+        : ((await response.json()) as { usage: unknown }).usage;
+      expect(usage).toMatchObject({ prompt_tokens: 11, completion_tokens: ours, estimated: true });
+      const [entry] = await admin.ledger({ limit: 1 });
+      expect(entry).toMatchObject({
+        status: "completed",
+        promptTokens: 11,
+        completionTokens: ours,
+        usageEstimated: true,
+      });
+    }
+    await checkLedgerInvariant(database);
+  });
+
+  it("takes an upstream's usage for several choices when it covers them all, though our tokenizer counts a little more", async () => {
+    const texts = ["red green blue", "one two three"];
+    // Our count is 6; 5 is a server's tokenizer counting differently, not one choice of two.
+    for (const completionTokens of [40, 5]) {
+      const allChoices = {
+        prompt_tokens: 11,
+        completion_tokens: completionTokens,
+        total_tokens: 11 + completionTokens,
+      };
+      const { app, post, admin } = await remoteApp({
+        "https://a.example/v1/chat/completions": () =>
+          Response.json({
+            ...JSON.parse(JSON.stringify(chunk(""))),
+            object: "chat.completion",
+            choices: texts.map((content, index) => ({
+              index,
+              message: { role: "assistant", content },
+              finish_reason: "stop",
+            })),
+            usage: allChoices,
+          }),
+      });
+      const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, n: 2 }));
+      expect(((await response.json()) as { usage: unknown }).usage).toEqual(allChoices);
+      const [entry] = await admin.ledger({ limit: 1 });
+      expect(entry).toMatchObject({ completionTokens });
+      expect(entry?.usageEstimated).toBeUndefined();
+    }
+  });
+
   it("moves usage sent on a choice chunk into a last chunk of its own, and gives every other chunk usage null", async () => {
     const { app, post } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -29,14 +29,23 @@ export function producedText(choice: UpstreamChoice): string {
   );
 }
 
-/** Billed counts: the upstream's when it gave them, else ours (`estimated`), over what was produced. */
+/**
+ * Billed counts: the upstream's when it gave them, else ours (`estimated`), over what was produced.
+ * With `n` above 1, an upstream may report one choice's tokens for all (llama-server does, whole
+ * and streamed), so that `n: 16` would cost what one choice costs: such a count is replaced by
+ * ours (`estimated`). Of `n` choices of like length, one choice's count is about 1/n of ours and
+ * a count of them all about ours; the midpoint tells the two apart, whatever small differences
+ * our tokenizer and the server's have.
+ */
 export function billed(plan: ForwardPlan, usage: UpstreamUsage | null | undefined, produced: string[]): Usage {
-  if (usage) return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
-  return {
-    promptTokens: plan.promptTokens,
-    completionTokens: produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0),
-    estimated: true,
-  };
+  const counted = () => produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0);
+  if (!usage) return { promptTokens: plan.promptTokens, completionTokens: counted(), estimated: true };
+  const reported = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
+  const choices = choicesPerCall(plan);
+  if (choices < 2) return reported;
+  const ours = counted();
+  const oneChoiceOnly = reported.completionTokens < (ours * (choices + 1)) / (2 * choices);
+  return oneChoiceOnly ? { ...reported, completionTokens: ours, estimated: true } : reported;
 }
 
 /** Fields OpenAI always sends that some upstreams leave out, given OpenAI's values; the rest passes through. */
