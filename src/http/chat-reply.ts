@@ -7,6 +7,7 @@ import { ToolCallParser, type ToolEvent } from "../prompt/tool-calls.js";
 import type { ToolSyntax } from "../prompt/templates.js";
 import type { Generation } from "../serve/generation.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
+import { withTokenDetails } from "../wire/shared.js";
 import { collect, toWireFinishReason, wireUsage } from "./convert.js";
 import { toWireLogprobs } from "./logprobs.js";
 
@@ -118,7 +119,7 @@ export async function* chatChunks(
       yield writer.chunk(choice, {}, finishReason(state, part.reason));
     }
   }
-  if (includeUsage) yield { ...base, choices: [], usage: wireUsage(generation.usage()) };
+  if (includeUsage) yield { ...base, choices: [], usage: withTokenDetails(wireUsage(generation.usage())) };
 }
 
 export async function chatCompletion(
@@ -158,6 +159,6 @@ export async function chatCompletion(
         finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
       };
     }),
-    usage,
+    usage: withTokenDetails(usage),
   };
 }

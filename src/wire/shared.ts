@@ -85,9 +85,41 @@ export const usageSchema = z.strictObject({
   prompt_tokens: z.number().int().min(0),
   completion_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0),
-  /** Present when part of the prompt was a prefix the engine already held (its KV cache); those tokens are in `prompt_tokens` too. */
-  prompt_tokens_details: z.strictObject({ cached_tokens: z.number().int().min(0) }).optional(),
+  /**
+   * `cached_tokens`: the part of the prompt that was a prefix the engine already held (its KV
+   * cache); those tokens are in `prompt_tokens` too. A legacy completion has it only when some were.
+   */
+  prompt_tokens_details: z
+    .strictObject({ cached_tokens: z.number().int().min(0), audio_tokens: z.literal(0).optional() })
+    .optional(),
+  /** A chat completion's: none of these kinds of token is produced here. */
+  completion_tokens_details: z
+    .strictObject({
+      reasoning_tokens: z.literal(0),
+      audio_tokens: z.literal(0),
+      accepted_prediction_tokens: z.literal(0),
+      rejected_prediction_tokens: z.literal(0),
+    })
+    .optional(),
 });
+
+/**
+ * A chat completion's usage as OpenAI writes it, with both token details, zero for the kinds of
+ * token this API has none of (audio, reasoning, predicted output): code that reads
+ * `usage.prompt_tokens_details.cached_tokens`, as OpenAI's prompt-caching guide does, works here.
+ */
+export function withTokenDetails<Counts extends Usage>(usage: Counts): Counts {
+  return {
+    ...usage,
+    prompt_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
 
 /** One generated token's log probability, and the most likely alternatives at its position. */
 const alternativeSchema = z.strictObject({

@@ -8,7 +8,7 @@ import { errorBodySchema } from "../../src/wire/error.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { ChoosingEngine } from "../../src/engine/choice.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import { checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
+import { chatUsage, checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
@@ -262,6 +262,34 @@ describe("HTTP surface", () => {
     expect(engine.seen[0]?.sampling.maxTokens).toBeLessThan(4096);
   });
 
+  it("writes a chat completion's usage with OpenAI's token details, whole and streamed; a legacy completion's without them", async () => {
+    const { app, post } = await makeApp();
+    const whole = chatCompletionSchema.parse(
+      await (await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 3 }))).json(),
+    );
+    expect(whole.usage).toEqual(chatUsage(whole.usage.prompt_tokens, 3));
+    const streamed = sseEvents(
+      await (
+        await app.handle(
+          post("/v1/chat/completions", {
+            model,
+            messages,
+            max_tokens: 3,
+            stream: true,
+            stream_options: { include_usage: true },
+          }),
+        )
+      ).text(),
+    );
+    const last = chatCompletionChunkSchema.parse(JSON.parse(streamed.at(-2)!));
+    expect(last.usage).toEqual(chatUsage(whole.usage.prompt_tokens, 3));
+    const legacy = textCompletionSchema.parse(
+      await (await app.handle(post("/v1/completions", { model, prompt: "Hello", max_tokens: 3 }))).json(),
+    );
+    expect(legacy.usage).toMatchObject({ completion_tokens: 3 });
+    expect(legacy.usage).not.toHaveProperty("completion_tokens_details");
+  });
+
   it("bills the prompt an engine saw: whole, with the prefix it reused reported as cached", async () => {
     const usageOf = async (
       usage: { promptTokens: number; cachedPromptTokens?: number; completionTokens: number },
@@ -303,11 +331,9 @@ describe("HTTP surface", () => {
       prompt_tokens_details: { cached_tokens: counted - 3 },
     });
     // Saw exactly what we counted, reused nothing: no cached tokens at all.
-    expect(await usageOf({ promptTokens: counted, cachedPromptTokens: 0, completionTokens: 1 })).toEqual({
-      prompt_tokens: counted,
-      completion_tokens: 1,
-      total_tokens: counted + 1,
-    });
+    expect(await usageOf({ promptTokens: counted, cachedPromptTokens: 0, completionTokens: 1 })).toEqual(
+      chatUsage(counted, 1),
+    );
   });
 
   it("passes sampling, stop, seed and JSON mode through to the engine", async () => {

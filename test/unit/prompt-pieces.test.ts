@@ -7,7 +7,7 @@ import type { EngineMessage } from "../../src/prompt/messages.js";
 import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
 import { renderChat, renderChatSegments } from "../../src/prompt/templates.js";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { makeApp, tokenizers } from "./support.js";
+import { chatUsage, makeApp, tokenizers } from "./support.js";
 
 const conversation: EngineMessage[] = [
   { role: "system", content: "Be brief." },
@@ -110,12 +110,7 @@ describe("billing a prompt whose prefix the engine had cached", () => {
     expect(input.kind === "chat" && input.segments.map((segment) => segment.text).join("")).toBe(
       renderChat("mistral", conversation),
     );
-    expect(body.usage).toEqual({
-      prompt_tokens: counted,
-      completion_tokens: 2,
-      total_tokens: counted + 2,
-      prompt_tokens_details: { cached_tokens: counted - 7 },
-    });
+    expect(body.usage).toEqual(chatUsage(counted, 2, counted - 7));
   });
 
   it("bills what an engine saw when it saw more than we counted, and reports nothing cached", async () => {
@@ -131,6 +126,6 @@ describe("billing a prompt whose prefix the engine had cached", () => {
         )
       ).json(),
     );
-    expect(body.usage).toEqual({ prompt_tokens: 100_000, completion_tokens: 2, total_tokens: 100_002 });
+    expect(body.usage).toEqual(chatUsage(100_000, 2));
   });
 });

@@ -186,3 +186,19 @@ export async function checkLedgerInvariant(database: PolicyDatabase): Promise<vo
       throw new Error(`account ${account.id}: reserved more than the balance`);
   }
 }
+
+/** A chat completion's usage as OpenAI writes it: the counts, with both token details. */
+export function chatUsage(prompt: number, completion: number, cached = 0) {
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}

@@ -4,18 +4,19 @@
  * rebuilt: whatever else they carry passes through.
  */
 import { upstreamChatLogprobsSchema, type UpstreamChoice, type UpstreamUsage } from "../../wire/upstream.js";
-import { legacyLogprobsOf, type Usage as WireUsage } from "../../wire/shared.js";
+import { legacyLogprobsOf, withTokenDetails, type Usage as WireUsage } from "../../wire/shared.js";
 import type { Usage } from "../metering.js";
 import type { ForwardPlan } from "./plan.js";
 
-/** The usage as billed, with `estimated` when it was counted here. */
-export function wireUsageOf(usage: Usage): WireUsage & { estimated?: true } {
-  return {
+/** The usage as billed, with `estimated` when it was counted here; a chat completion's with its token details. */
+export function wireUsageOf(usage: Usage, plan: ForwardPlan): WireUsage & { estimated?: true } {
+  const counts = {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...(usage.estimated ? { estimated: true as const } : {}),
   };
+  return plan.endpoint === "chat/completions" ? withTokenDetails(counts) : counts;
 }
 
 /** The text a choice produced, for counting: content, text, and tool calls' names and arguments. */

@@ -70,7 +70,7 @@ export async function* streamedAnswer(
         model: plan.model.id,
         system_fingerprint: last.system_fingerprint ?? null,
         choices: [],
-        usage: wireUsageOf(billed(plan, usage, state.produced)),
+        usage: wireUsageOf(billed(plan, usage, state.produced), plan),
       };
     }
   } finally {

@@ -85,5 +85,5 @@ export async function wholeAnswer(
     plan.endpoint === "completions"
       ? parsed.data.choices.map((choice, index) => asLegacyChoice(choice, echoOf(plan, choice.index ?? index), 0))
       : parsed.data.choices;
-  return { ...withOpenAiDefaults({ ...parsed.data, choices }, plan.model.id), usage: wireUsageOf(bill) };
+  return { ...withOpenAiDefaults({ ...parsed.data, choices }, plan.model.id), usage: wireUsageOf(bill, plan) };
 }
