@@ -90,6 +90,25 @@ function chatAnswer(content: string, usage?: Record<string, number>, model = "m"
   });
 }
 
+/** Two choices' texts, of three tokens each. */
+const twoTexts = ["red green blue", "one two three"];
+
+/** An upstream's whole chat completion of the two choices, with the usage given. */
+function twoChoiceAnswer(usage: Record<string, number>): Response {
+  return Response.json({
+    id: "x",
+    object: "chat.completion",
+    created: 1,
+    model: "m",
+    choices: twoTexts.map((content, index) => ({
+      index,
+      message: { role: "assistant", content },
+      finish_reason: "stop",
+    })),
+    usage,
+  });
+}
+
 function sseBody(events: unknown[]): string {
   return events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("") + "data: [DONE]\n\n";
 }
@@ -342,32 +361,22 @@ describe("forwarding to upstreams", () => {
   it("bills every choice of several: an upstream that reports one choice's tokens for all (llama-server) is billed our count, marked estimated", async () => {
     // Three words each: llama-server sends one choice's usage, whole, and once per choice when streamed.
     const oneChoice = { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 };
-    const texts = ["red green blue", "one two three"];
     const delta = (index: number, content: string) => ({ ...chunk(""), choices: [{ index, delta: { content } }] });
     const { app, post, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": (call) =>
         call.body.stream
           ? new Response(
               sseBody([
-                delta(1, texts[1]!),
+                delta(1, twoTexts[1]!),
                 chunk(null, null, oneChoice),
-                delta(0, texts[0]!),
+                delta(0, twoTexts[0]!),
                 chunk(null, null, oneChoice),
               ]),
             )
-          : Response.json({
-              ...JSON.parse(JSON.stringify(chunk(""))),
-              object: "chat.completion",
-              choices: texts.map((content, index) => ({
-                index,
-                message: { role: "assistant", content },
-                finish_reason: "stop",
-              })),
-              usage: oneChoice,
-            }),
+          : twoChoiceAnswer(oneChoice),
     });
     const tokenizer = await tokenizersFor();
-    const ours = texts.reduce((sum, text) => sum + tokenizer.encode(text).length, 0);
+    const ours = twoTexts.reduce((sum, text) => sum + tokenizer.encode(text).length, 0);
     expect(ours).toBeGreaterThan(oneChoice.completion_tokens);
     for (const stream of [false, true]) {
       const response = await app.handle(
@@ -395,7 +404,6 @@ describe("forwarding to upstreams", () => {
   });
 
   it("takes an upstream's usage for several choices when it covers them all, though our tokenizer counts a little more", async () => {
-    const texts = ["red green blue", "one two three"];
     // Our count is 6; 5 is a server's tokenizer counting differently, not one choice of two.
     for (const completionTokens of [40, 5]) {
       const allChoices = {
@@ -404,17 +412,7 @@ describe("forwarding to upstreams", () => {
         total_tokens: 11 + completionTokens,
       };
       const { app, post, admin } = await remoteApp({
-        "https://a.example/v1/chat/completions": () =>
-          Response.json({
-            ...JSON.parse(JSON.stringify(chunk(""))),
-            object: "chat.completion",
-            choices: texts.map((content, index) => ({
-              index,
-              message: { role: "assistant", content },
-              finish_reason: "stop",
-            })),
-            usage: allChoices,
-          }),
+        "https://a.example/v1/chat/completions": () => twoChoiceAnswer(allChoices),
       });
       const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, n: 2 }));
       expect(((await response.json()) as { usage: unknown }).usage).toEqual(chatUsage(11, completionTokens));
