@@ -4,6 +4,8 @@ import { chooseBuild, type DeviceFeatures } from "../../src/model/builds.js";
 import { type ModelEntry, type ModelEntryInput } from "../../src/model/entry.js";
 import { resolveConfig } from "../../src/config/config.js";
 import { readSse } from "../../src/serve/upstream/read-sse.js";
+import type { ForwardPlan } from "../../src/serve/upstream/plan.js";
+import { countedTokens } from "../../src/serve/upstream/shape.js";
 import { decideRoute as decide } from "../../src/serve/route-decision.js";
 import { responseEventSchema, responseSchema } from "../../src/wire/response.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
@@ -1129,6 +1131,52 @@ describe("forwarding to upstreams", () => {
       (await admin.ledger()).filter((entry) => entry.kind === "charge").map((entry) => entry.amountNanoUsd),
     ).toEqual([0, 0, 0, 0, 0, 0, 0]);
     await checkLedgerInvariant(database);
+  });
+
+  it("counts an upstream's text in work bounded by the reservation: megabytes past max_tokens are charged the reservation at once", async () => {
+    // 16 MiB of words and no usage: counted whole, seconds of tokenizing in which no other tab is served.
+    const line = "all work and no play makes jack a dull boy\n";
+    const mebibyte = line.repeat(2 ** 20 / line.length);
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": (call) =>
+        call.body.stream
+          ? new Response(sseBody([...Array.from({ length: 16 }, () => chunk(mebibyte)), chunk(null, "length")]))
+          : chatAnswer(mebibyte.repeat(16)),
+    });
+    const tokenizer = await tokenizersFor();
+    const promptTokens = tokenizer.encode(
+      "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+    ).length;
+    for (const stream of [false, true]) {
+      const started = performance.now();
+      const response = await app.handle(
+        post("/v1/chat/completions", { model: "remote-llama", messages, max_tokens: 16, stream }),
+      );
+      expect(response.status).toBe(200);
+      await response.text();
+      // About 0.4 s here; counting it all took 11 s.
+      expect(performance.now() - started).toBeLessThan(2_500);
+      const [entry] = await admin.ledger({ limit: 1 });
+      expect(entry).toMatchObject({
+        usageEstimated: true,
+        chargeCapped: true,
+        amountNanoUsd: promptTokens * 10 + 16 * 20,
+      });
+      expect(entry!.completionTokens).toBeGreaterThan(16);
+    }
+    await checkLedgerInvariant(database);
+  });
+
+  it("counts a long reply within the reservation exactly, however it is cut into pieces", () => {
+    return tokenizersFor().then((tokenizer) => {
+      const words = ["shared", "ledger", "token", "é", "naïve", "😀", "2026", "—", "don't"];
+      const text = Array.from({ length: 60_000 }, (_, index) => words[(index * 7) % words.length]).join(" ");
+      expect(text.length).toBeGreaterThan(3 * 65_536);
+      const plan = { maxCompletionTokens: 1e9, countTokens: (piece: string) => tokenizer.encode(piece).length };
+      expect(countedTokens(plan as ForwardPlan, [text, "", text.slice(1)])).toBe(
+        tokenizer.encode(text).length + tokenizer.encode(text.slice(1)).length,
+      );
+    });
   });
 
   it("answers an upstream's 401 or 403 in our words, and never passes on text that quotes the credential", async () => {

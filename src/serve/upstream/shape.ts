@@ -39,7 +39,7 @@ export function producedText(choice: UpstreamChoice): string {
  * our tokenizer and the server's have.
  */
 export function billed(plan: ForwardPlan, usage: UpstreamUsage | null | undefined, produced: string[]): Usage {
-  const counted = () => produced.reduce((sum, text) => sum + (text ? plan.countTokens(text) : 0), 0);
+  const counted = () => countedTokens(plan, produced);
   if (!usage) return { promptTokens: plan.promptTokens, completionTokens: counted(), estimated: true };
   const reported = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, estimated: false };
   const choices = choicesPerCall(plan);
@@ -47,6 +47,39 @@ export function billed(plan: ForwardPlan, usage: UpstreamUsage | null | undefine
   const ours = counted();
   const oneChoiceOnly = reported.completionTokens < (ours * (choices + 1)) / (2 * choices);
   return oneChoiceOnly ? { ...reported, completionTokens: ours, estimated: true } : reported;
+}
+
+/** Characters counted at a time (the tokenizer takes about half a second a MiB). */
+const countedPiece = 65_536;
+
+/**
+ * Our count of the tokens produced, its work bounded by the reservation: the charge stops there,
+ * so the count stops once past it, and an upstream that ignores `max_tokens` and sends megabytes
+ * cannot hold the worker, and every tab's requests, for seconds. Text is counted in pieces, each
+ * cut before a space or a newline where one is near, as the tokenizers split there anyway.
+ */
+export function countedTokens(plan: ForwardPlan, produced: readonly string[]): number {
+  let total = 0;
+  for (const text of produced) {
+    for (let start = 0; text && start < text.length && total <= plan.maxCompletionTokens;) {
+      const end = pieceEnd(text, start);
+      total += plan.countTokens(text.slice(start, end));
+      start = end;
+    }
+  }
+  return total;
+}
+
+/** Where a piece from `start` ends: at most `countedPiece` on, before the last space or newline of its second half, else not inside a character. */
+function pieceEnd(text: string, start: number): number {
+  const limit = start + countedPiece;
+  if (limit >= text.length) return text.length;
+  for (let end = limit; end > start + countedPiece / 2; end--) {
+    const code = text.charCodeAt(end);
+    if (code === 0x20 || code === 0x0a) return end;
+  }
+  const lowSurrogate = text.charCodeAt(limit) >= 0xdc00 && text.charCodeAt(limit) <= 0xdfff;
+  return lowSurrogate ? limit - 1 : limit;
 }
 
 /** Fields OpenAI always sends that some upstreams leave out, given OpenAI's values; the rest passes through. */
