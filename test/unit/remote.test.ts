@@ -1167,6 +1167,36 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("stops a stream that never ends: past 64 Mi characters of text it is a 503 in the stream, the upstream cancelled, the reservation charged", async () => {
+    const text = "all work and no play makes jack a dull boy\n".repeat(2 ** 20 / 43);
+    const event = new TextEncoder().encode(`data: ${JSON.stringify(chunk(text))}\n\n`);
+    let sent = 0;
+    let cancelled = false;
+    const { app, post, admin, database } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull: (controller) => (sent++, controller.enqueue(event)),
+            cancel: () => void (cancelled = true),
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        ),
+    });
+    const response = await app.handle(
+      post("/v1/chat/completions", { model: "remote-llama", messages, max_tokens: 16, stream: true }),
+    );
+    const events = sseEvents(await response.text());
+    expect(JSON.parse(events.at(-1)!).error).toMatchObject({
+      code: "upstream_invalid_response",
+      message: "a streamed over 67108864 characters of text, far more than any completion: the stream was stopped",
+    });
+    expect(cancelled).toBe(true);
+    expect(sent).toBeLessThan(70);
+    const [entry] = await admin.ledger({ limit: 1 });
+    expect(entry).toMatchObject({ status: "failed", usageEstimated: true, chargeCapped: true });
+    await checkLedgerInvariant(database);
+  }, 8_000);
+
   it("counts a long reply within the reservation exactly, however it is cut into pieces", () => {
     return tokenizersFor().then((tokenizer) => {
       const words = ["shared", "ledger", "token", "é", "naïve", "😀", "2026", "—", "don't"];

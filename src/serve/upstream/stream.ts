@@ -36,9 +36,18 @@ type StreamEvent = { chunk: ChunkHead } | { usage: UpstreamUsage | null };
  */
 interface StreamState {
   produced: string[];
+  /** The characters of text in `produced`, all choices together. */
+  characters: number;
   started: Set<number>;
   calls: Map<number, number>;
 }
+
+/**
+ * The text a stream may carry, all choices together: as much as a whole reply may be (64 MiB, in
+ * whole.ts), far past any window. An upstream that streams on past it has ignored `max_tokens`,
+ * and one that never stops would otherwise fill the worker's memory.
+ */
+const maxStreamedCharacters = 64 * 2 ** 20;
 
 /** The chunks to send, the usage chunk last when asked for; the meter settles when the stream ends. */
 export async function* streamedAnswer(
@@ -47,7 +56,7 @@ export async function* streamedAnswer(
   meter: Meter,
   signal: AbortSignal,
 ): AsyncGenerator<unknown> {
-  const state: StreamState = { produced: [], started: new Set(), calls: new Map() };
+  const state: StreamState = { produced: [], characters: 0, started: new Set(), calls: new Map() };
   const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
   let status: LedgerEntry["status"] = "failed";
   let usage: UpstreamUsage | null = null;
@@ -114,7 +123,13 @@ async function* eventsOf(
       if (!text) continue;
       meter.firstToken();
       state.produced[choice.index] = (state.produced[choice.index] ?? "") + text;
+      state.characters += text.length;
     }
+    if (state.characters > maxStreamedCharacters)
+      throw new ServiceUnavailableError(
+        `${upstream.name} streamed over ${maxStreamedCharacters} characters of text, far more than any completion: the stream was stopped`,
+        { code: "upstream_invalid_response" },
+      );
     // Usage is sent once, in a last chunk of its own, as OpenAI does; some servers put it on
     // a choice chunk instead, or send it unasked.
     if (chunk.choices.length === 0) continue;
