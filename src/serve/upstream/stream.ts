@@ -8,10 +8,11 @@ import type { Upstream } from "../../model/entry.js";
 import { maxNesting, nestsTooDeep } from "../../wire/nesting.js";
 import type { LedgerEntry } from "../../policy/store.js";
 import { upstreamChunkSchema, type UpstreamChoice, type UpstreamUsage } from "../../wire/upstream.js";
-import type { Meter } from "../metering.js";
+import type { Meter, Usage } from "../metering.js";
 import type { Answering } from "./failover.js";
 import type { ForwardPlan } from "./plan.js";
 import { readSse } from "./read-sse.js";
+import { maxReplyBytes } from "./whole.js";
 import {
   asLegacyChoice,
   billed,
@@ -43,11 +44,11 @@ interface StreamState {
 }
 
 /**
- * The text a stream may carry, all choices together: as much as a whole reply may be (64 MiB, in
- * whole.ts), far past any window. An upstream that streams on past it has ignored `max_tokens`,
- * and one that never stops would otherwise fill the worker's memory.
+ * The text a stream may carry, all choices together, in characters: as much as a whole reply may
+ * be, far past any window. An upstream that streams on past it has ignored `max_tokens`, and one
+ * that never stops would otherwise fill the worker's memory.
  */
-const maxStreamedCharacters = 64 * 2 ** 20;
+const maxStreamedCharacters = maxReplyBytes;
 
 /** The chunks to send, the usage chunk last when asked for; the meter settles when the stream ends. */
 export async function* streamedAnswer(
@@ -60,6 +61,8 @@ export async function* streamedAnswer(
   const perPrompt = typeof plan.body.n === "number" ? plan.body.n : 1;
   let status: LedgerEntry["status"] = "failed";
   let usage: UpstreamUsage | null = null;
+  /** The bill of a stream that completed: counted once, for its usage chunk and its settlement. */
+  let completed: Usage | null = null;
   let last: ChunkHead = {};
   try {
     let prompt = 0;
@@ -71,6 +74,7 @@ export async function* streamedAnswer(
       prompt++;
     }
     status = "completed";
+    completed = billed(plan, usage, state.produced);
     if (plan.includeUsage) {
       yield {
         id: last.id,
@@ -79,7 +83,7 @@ export async function* streamedAnswer(
         model: plan.model.id,
         system_fingerprint: last.system_fingerprint ?? null,
         choices: [],
-        usage: wireUsageOf(billed(plan, usage, state.produced), plan),
+        usage: wireUsageOf(completed, plan),
       };
     }
   } finally {
@@ -87,9 +91,11 @@ export async function* streamedAnswer(
     // An upstream that broke mid-stream is charged what it delivered (counted here), as a failed local generation is.
     const delivered = state.produced.some((text) => text);
     const bill =
-      status === "failed" && !delivered
-        ? { promptTokens: 0, completionTokens: 0 }
-        : billed(plan, status === "completed" ? usage : null, state.produced);
+      status === "completed" && completed
+        ? completed
+        : status === "failed" && !delivered
+          ? { promptTokens: 0, completionTokens: 0 }
+          : billed(plan, null, state.produced);
     await meter.settle(status, { ...bill, upstream: upstream.name });
   }
 }

@@ -19,8 +19,8 @@ import {
   withOpenAiDefaults,
 } from "./shape.js";
 
-/** Far above any completion's JSON (its text is bounded by the model's window and `n`). */
-const maxReplyBytes = 64 * 2 ** 20;
+/** Far above any completion's JSON (its text is bounded by the model's window and `n`); a stream's text is held to it too. */
+export const maxReplyBytes = 64 * 2 ** 20;
 
 /** Every answer's JSON, an array answer's objects one by one, as one completion object. */
 async function readWhole(upstream: Upstream, responses: AsyncGenerator<Response>, perCall: number): Promise<unknown> {
