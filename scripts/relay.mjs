@@ -12,9 +12,9 @@
  *
  * Trusting no one by default: it listens on loopback only (the static server's default); it
  * answers only requests whose Host is a loopback name (a DNS-rebinding page cannot reach it); it
- * takes WebSockets from its own origin only; it relays the fixed API path `/openai/` and nothing
- * else (never the page's own files); a request's answer is taken only from the socket it was
- * sent to; the first tab to connect answers until it closes, each response names it
+ * takes WebSockets from its own page only (its port, under any loopback name); it relays the
+ * fixed API path `/openai/` and nothing else (never the page's own files); a request's answer is
+ * taken only from the socket it was sent to; the first tab to connect answers until it closes, each response names it
  * (`x-webgpu-inference-relay-tab`) and the server's log says when a tab starts answering; frames
  * and bodies are bounded, and a malformed frame is dropped.
  *
@@ -101,10 +101,24 @@ class Relay {
     return loopbackHosts.has(name.toLowerCase());
   }
 
-  /** Takes the WebSocket of a tab of this origin on /__relay. */
+  /**
+   * Whether a socket's Origin is this server's page: its port under any loopback name (the demo
+   * opened at http://127.0.0.1:5173 is the same page as at localhost). Another port's page (another
+   * local app) is not.
+   */
+  #ownPage(origin) {
+    try {
+      const { protocol, hostname, port } = new URL(String(origin));
+      return protocol === "http:" && loopbackHosts.has(hostname) && port === new URL(this.#origin).port;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Takes the WebSocket of a tab of this server's page on /__relay. */
   upgrade(request, socket, head) {
     const { pathname } = new URL(request.url ?? "/", this.#origin);
-    if (pathname !== relayPath || request.headers.origin !== this.#origin || !this.#fromLoopback(request)) {
+    if (pathname !== relayPath || !this.#ownPage(request.headers.origin) || !this.#fromLoopback(request)) {
       socket.destroy();
       return;
     }

@@ -67,7 +67,8 @@ export function startStaticServer(
   let faults = true;
   /** @type {Map<string, number>} */
   const requests = new Map();
-  const server = createServer((request, response) => {
+  /** @type {import("node:http").RequestListener} */
+  const answer = (request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
     // Test control: GET /__server/requests counts the GETs per path (404s too); POST /__server/faults
     // with "on" or "off" switches the cuts; a page asked for with ?isolated is served with
@@ -122,20 +123,38 @@ export function startStaticServer(
         .on("end", () => response.destroy())
         .pipe(response, { end: false });
     } else createReadStream(file).pipe(response);
-  });
+  };
+  const servers = [createServer(answer)];
   return new Promise((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      const address = server.address();
+    servers[0].once("error", reject);
+    servers[0].listen(port, host, async () => {
+      const address = servers[0].address();
       const actualPort = typeof address === "object" && address ? address.port : port;
       // localhost, not 127.0.0.1: it is a secure context for service workers and WebGPU.
       const origin = `http://localhost:${actualPort}`;
       extension = extend?.(origin);
-      if (extension) server.on("upgrade", (request, socket, head) => extension.upgrade(request, socket, head));
+      if (host === "127.0.0.1") servers.push(...(await ipv6Loopback(answer, actualPort)));
+      for (const server of servers)
+        if (extension) server.on("upgrade", (request, socket, head) => extension.upgrade(request, socket, head));
       resolvePromise({
         origin,
-        close: () => new Promise((done) => server.close(() => done(undefined))),
+        close: () => Promise.all(servers.map((server) => new Promise((done) => server.close(done)))).then(() => {}),
       });
     });
+  });
+}
+
+/**
+ * The same server on IPv6's loopback, [::1], where `localhost` may resolve first (macOS's hosts
+ * file lists both); none where this machine has no IPv6 loopback or the port is taken there.
+ * @param {import("node:http").RequestListener} answer
+ * @param {number} port
+ * @returns {Promise<import("node:http").Server[]>}
+ */
+function ipv6Loopback(answer, port) {
+  const server = createServer(answer);
+  return new Promise((resolvePromise) => {
+    server.once("error", () => resolvePromise([]));
+    server.listen(port, "::1", () => resolvePromise([server]));
   });
 }

@@ -4,7 +4,7 @@
  * and escapes. Real sockets on loopback.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -49,11 +49,15 @@ function raw(
 ): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ hostname, port, path, method: "GET", headers }, (incoming) => {
-      let body = "";
-      incoming.on("data", (chunk) => (body += chunk));
-      incoming.on("end", () => resolve({ status: incoming.statusCode ?? 0, body, headers: incoming.headers }));
-    });
+    // An IPv6 literal is bracketed in a URL, bare in a socket address.
+    const outgoing = httpRequest(
+      { hostname: hostname.replace(/^\[(.*)\]$/, "$1"), port, path, method: "GET", headers, agent: false },
+      (incoming) => {
+        let body = "";
+        incoming.on("data", (chunk) => (body += chunk));
+        incoming.on("end", () => resolve({ status: incoming.statusCode ?? 0, body, headers: incoming.headers }));
+      },
+    );
     outgoing.on("error", reject);
     outgoing.end();
   });
@@ -108,6 +112,40 @@ describe("the demo server and its relay", () => {
     // The page's own files are never relayed, and the API has no tab to answer it.
     expect((await raw(origin, "/")).body).toContain("demo");
     expect((await raw(origin, "/openai/v1/models")).status).toBe(503);
+  });
+
+  it("takes its own page's socket under any loopback name, but not another local app's on another port", async () => {
+    const { origin } = await start();
+    const port = new URL(origin).port;
+    await expect(tab(origin, "/openai", { origin: "http://localhost:1" })).rejects.toThrow();
+    await expect(tab(origin, "/openai", { origin: `https://localhost:${port}` })).rejects.toThrow();
+    // The demo opened at http://127.0.0.1:<port> is the same page: its tab answers.
+    const numeric = await tab(origin, "/openai", { origin: `http://127.0.0.1:${port}` });
+    const asked = nextRequest(numeric);
+    const answer = raw(origin, "/openai/v1/models");
+    const { id } = await asked;
+    numeric.send(JSON.stringify({ type: "head", id, status: 200, headers: {} }));
+    numeric.send(JSON.stringify({ type: "end", id }));
+    expect((await answer).status).toBe(200);
+  });
+
+  it("answers on IPv6's loopback too, where localhost may resolve first, and starts when [::1] is taken", async () => {
+    const { origin } = await start();
+    const port = Number(new URL(origin).port);
+    expect((await raw(`http://[::1]:${port}`, "/")).body).toContain("demo");
+    await server?.close();
+    // Another program holds [::1] on the port: the server still starts, on 127.0.0.1.
+    const holder = createServer((_request, response) => response.end("holder"));
+    await new Promise<void>((resolve) => holder.listen(port, "::1", resolve));
+    try {
+      const root = mkdtempSync(join(tmpdir(), "relay-"));
+      writeFileSync(join(root, "index.html"), "<p>demo</p>");
+      server = (await startStaticServer([{ prefix: "/", directory: root }], { port })) as Server;
+      expect((await raw(server.origin, "/")).body).toContain("demo");
+      expect((await raw(`http://[::1]:${port}`, "/")).body).toBe("holder");
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   it("takes a request's answer only from the tab it was sent to, and survives malformed frames", async () => {
