@@ -165,7 +165,13 @@ export function chatRequestOf(
         ? request.tools.map(({ type, ...definition }) => ({ type, function: withoutNulls(definition) }))
         : undefined,
     ],
-    ["tool_choice", chatToolChoice(request.tool_choice)],
+    // The Responses API takes `auto` and `none` without tools (its default is `auto`); chat does not.
+    [
+      "tool_choice",
+      request.tools?.length || (request.tool_choice !== "auto" && request.tool_choice !== "none")
+        ? chatToolChoice(request.tool_choice)
+        : undefined,
+    ],
     ["parallel_tool_calls", request.tools?.length ? request.parallel_tool_calls : undefined],
     ["response_format", chatResponseFormat(request.text?.format)],
     ["logprobs", logprobs || undefined],

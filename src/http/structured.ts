@@ -70,7 +70,8 @@ export function noSuchTool(name: string, param: string): BadRequestError {
 function toolsOf(request: ChatCompletionRequest): ToolSpec[] | null {
   const choice = request.tool_choice;
   if (!request.tools?.length) {
-    if (choice && choice !== "none" && choice !== "auto") {
+    // Any choice, `none` and `auto` too: the hosted API refuses each without tools.
+    if (choice != null) {
       throw new BadRequestError(
         "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
         { param: "tool_choice" },

@@ -279,8 +279,31 @@ describe("parameters", () => {
     expect(parallel.message).toBe(
       "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.",
     );
-    const required = await refusal(test, "/v1/chat/completions", { model, messages, tool_choice: "required" });
-    expect(required).toMatchObject({ status: 400, param: "tool_choice" });
+    // Every choice, none and auto too (OpenAI's answer to each, as vLLM's maintainers checked it).
+    for (const choice of ["none", "auto", "required", { type: "function", function: { name: "f" } }]) {
+      expect(await refusal(test, "/v1/chat/completions", { model, messages, tool_choice: choice })).toMatchObject({
+        status: 400,
+        param: "tool_choice",
+        message: "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+      });
+    }
+    // The deprecated pair, in its own terms.
+    expect(await refusal(test, "/v1/chat/completions", { model, messages, function_call: "none" })).toMatchObject({
+      status: 400,
+      param: "function_call",
+      message: "Invalid value for 'function_call': 'function_call' is only allowed when 'functions' are specified.",
+    });
+    // A null choice is no choice, and the Responses API takes auto and none without tools.
+    const unset = await test.app.handle(
+      test.post("/v1/chat/completions", { model, messages, tool_choice: null, max_tokens: 1 }),
+    );
+    expect(unset.status).toBe(200);
+    for (const choice of ["auto", "none"]) {
+      const response = await test.app.handle(
+        test.post("/v1/responses", { model, input: "Hi", tool_choice: choice, max_output_tokens: 16 }),
+      );
+      expect(response.status).toBe(200);
+    }
   });
 
   it("legacy best_of: must be at least n, as OpenAI says; equal to n it is the same as n", async () => {
