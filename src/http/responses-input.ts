@@ -45,6 +45,20 @@ export function checkSupported(request: ResponseRequest): void {
     });
   if (typeof request.input !== "string") refuseMedia(request.input, "input", request.model);
   checkVerbosity(request.text?.verbosity, "text.verbosity", request.model);
+  checkToolChoice(request);
+}
+
+/**
+ * A choice that `tools` cannot meet, in the Responses API's own words (not chat's): `required`
+ * without tools, or a function that `tools` does not give. Its `auto` and `none` need no tools.
+ */
+function checkToolChoice({ tools, tool_choice: choice }: ResponseRequest): void {
+  if (choice === "required" && !tools?.length)
+    throw new BadRequestError("Tool choice 'required' must be specified with 'tools' parameter.", {
+      param: "tool_choice",
+    });
+  if (typeof choice === "object" && choice?.type === "function" && !tools?.some((tool) => tool.name === choice.name))
+    throw new BadRequestError("Tool choice 'function' not found in 'tools' parameter.", { param: "tool_choice" });
 }
 
 /**

@@ -208,12 +208,27 @@ describe("the Responses API", () => {
     expect(await names({ tool_choice: "required", parallel_tool_calls: false })).toHaveLength(1);
     const allowed = { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "get_weather" }] };
     expect(await names({ tool_choice: allowed })).toEqual(["get_weather"]);
-    expect(
-      await refusal(test, { input: "Go", tools: [weather], tool_choice: { type: "function", name: "nope" } }),
-    ).toMatchObject({
+    // A choice the tools cannot meet, in the Responses API's own words (not chat's).
+    const notFound = {
       status: 400,
-      param: "tool_choice.name",
-    });
+      param: "tool_choice",
+      message: "Tool choice 'function' not found in 'tools' parameter.",
+    };
+    for (const tools of [[weather], [], undefined])
+      expect(
+        await refusal(test, { input: "Go", tools, tool_choice: { type: "function", name: "nope" } }),
+      ).toMatchObject(notFound);
+    for (const tools of [[], undefined])
+      expect(await refusal(test, { input: "Go", tools, tool_choice: "required" })).toMatchObject({
+        status: 400,
+        param: "tool_choice",
+        message: "Tool choice 'required' must be specified with 'tools' parameter.",
+      });
+    // Its auto and none need no tools, and an empty list is none.
+    for (const tool_choice of ["auto", "none", undefined])
+      expect((await create(test, { input: "Go", tools: [], tool_choice, max_output_tokens: 16 })).status).toBe(
+        "incomplete",
+      );
   });
 
   it("gives log probabilities when include asks for them, top_logprobs alternatives each", async () => {
