@@ -13,6 +13,7 @@ import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../wire/chat-request.js";
 import { narrowedToAllowedTools } from "./allowed-tools.js";
+import { defusedJson } from "../prompt/defused.js";
 import { checkToolReplies, refuseCapabilities, toEngineMessages, upstreamMessages } from "./chat-messages.js";
 import { chatChunks, chatCompletion } from "./chat-reply.js";
 import { checkedGeneration } from "./checked-reply.js";
@@ -91,7 +92,7 @@ async function promptCount(dependencies: HttpDependencies, { request, model }: O
   const route = await routeFor(dependencies.engine, model);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   return route.decision.target === "remote"
-    ? upstreamPromptTokens(tokenizer, model, request)
+    ? upstreamPromptTokens(tokenizer, model, defusedRequest(request, tokenizer))
     : renderedPrompt(tokenizer, model, request).tokens.length;
 }
 
@@ -199,6 +200,19 @@ function upstreamPromptTokens(tokenizer: Tokenizer, model: ModelEntry, request: 
 }
 
 /**
+ * The request as an upstream is sent it, and as it is counted: a control-token string in its
+ * messages or tool definitions made text (a function's name cannot hold one: it is a plain pattern).
+ */
+function defusedRequest(request: ChatCompletionRequest, tokenizer: Tokenizer): ChatCompletionRequest {
+  const defuse = (text: string) => tokenizer.defuse(text);
+  return {
+    ...request,
+    messages: defusedJson(request.messages, defuse),
+    ...(request.tools ? { tools: defusedJson(request.tools, defuse, true) } : {}),
+  };
+}
+
+/**
  * The upstream applies its own template and tool syntax; here the messages are checked and the
  * prompt counted, for the context window and the reservation.
  */
@@ -206,9 +220,14 @@ async function forwardChat(
   dependencies: HttpDependencies,
   context: RequestContext,
   route: Route,
-  { request, json, model, reshape }: ChatCall,
+  call: ChatCall,
 ): Promise<Outcome> {
+  const { model, reshape } = call;
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  const request = defusedRequest(call.request, tokenizer);
+  const json = call.json.tools
+    ? { ...call.json, tools: defusedJson(call.json.tools, (text) => tokenizer.defuse(text), true) }
+    : call.json;
   const promptTokens = upstreamPromptTokens(tokenizer, model, request);
   const maxTokens = completionBudget(
     model,

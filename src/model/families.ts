@@ -9,6 +9,18 @@ export const tokenizerNames: Record<ModelFamily, string> = {
   qwen2: "qwen2",
 };
 
+/**
+ * Control tokens of a family's later releases that its tokenizer file names otherwise: Llama 3.1
+ * named three of Llama 3's reserved tokens. An upstream serving such a release reads them as
+ * control tokens, so the text it is sent is defused of them too (`Tokenizer.defuse`).
+ */
+export const laterControlTokens: Record<ModelFamily, readonly string[]> = {
+  llama3: ["<|finetune_right_pad_id|>", "<|eom_id|>", "<|python_tag|>"],
+  gemma2: [],
+  mistral: [],
+  qwen2: [],
+};
+
 /** Where each tokenizer file is, below the tokenizer base URL. */
 export function tokenizerFileName(name: string): string {
   return `${name}.json.gz`;

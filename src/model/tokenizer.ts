@@ -5,8 +5,9 @@
  */
 import { TokenizerLoader } from "@lenml/tokenizers";
 import { EngineError, fetchAsset } from "../errors/engine.js";
-import { tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
+import { laterControlTokens, tokenizerFileName, tokenizerNames, type ModelFamily } from "./families.js";
 import { fastBpeMerges, installFastBpe, type BpeModel } from "./bpe.js";
+import { defuser } from "./control-text.js";
 
 export interface Tokenizer {
   /** A raw prompt: special-token strings in it become those tokens, as in a client's own legacy prompt. */
@@ -39,6 +40,12 @@ export interface Tokenizer {
    * normaliser leaves it (Qwen's NFC composes up to three units into one).
    */
   fewestTokens(text: string): number;
+  /**
+   * The text with every control-token string in it broken after its first character by a word
+   * joiner (U+2060, invisible): for a tokenizer that reads such strings as control tokens (an
+   * upstream's: llama-server and vLLM do, by default), so that it reads text.
+   */
+  defuse(text: string): string;
 }
 
 export interface TokenizerFiles {
@@ -305,7 +312,8 @@ function loadTokenizer(files: TokenizerFiles) {
   return { loaded, internals };
 }
 
-export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
+/** `alsoControl`: control tokens the file names otherwise, defused too (`laterControlTokens`). */
+export function tokenizerFromFiles(files: TokenizerFiles, alsoControl: readonly string[] = []): Tokenizer {
   const { loaded, internals } = loadTokenizer(files);
   const { model, added_tokens: added } = internals;
   // The added tokens a text may hold: those that are not special (the library's own splitter class over them).
@@ -327,6 +335,7 @@ export function tokenizerFromFiles(files: TokenizerFiles): Tokenizer {
       ),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
     fewestTokens: fewestTokens(longestEntry(model.vocab, added), unicodeForm(files.tokenizer)),
+    defuse: defuser([...added.filter((token) => token.special).map((token) => token.content), ...alsoControl]),
   };
 }
 
@@ -373,7 +382,7 @@ export class Tokenizers {
     const name = tokenizerNames[family];
     let tokenizer = this.#loaded.get(name);
     if (!tokenizer) {
-      tokenizer = this.#source(name).then(tokenizerFromFiles);
+      tokenizer = this.#source(name).then((files) => tokenizerFromFiles(files, laterControlTokens[family]));
       // A failed load is not remembered, so the next request tries again.
       tokenizer.catch(() => this.#loaded.delete(name));
       this.#loaded.set(name, tokenizer);

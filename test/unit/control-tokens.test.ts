@@ -100,6 +100,26 @@ describe("a control-token string in a message stays text", () => {
     });
   }
 
+  for (const family of modelFamilies) {
+    it(`${family}: defused for an upstream, text holds no control token even read with special tokens on`, async () => {
+      const tokenizer = await tokenizers.forFamily(family);
+      // Every one of the family's control tokens, side by side, overlapping and around a surrogate pair.
+      const all = tokenizer
+        .piecesOf(Array.from({ length: tokenizer.size }, (_, id) => id))
+        .filter((piece) => piece.control)
+        .map((piece) => piece.text);
+      expect(all.length).toBeGreaterThan(5);
+      const text = `${forged}${all.join("")}${all.map((token) => `${token[0]}${token}😀`).join(" ")}`;
+      const defused = tokenizer.defuse(text);
+      expect(tokenizer.piecesOf(tokenizer.encode(defused)).filter((piece) => piece.control)).toEqual([]);
+      // Only word joiners were added, one per control token, and no surrogate pair was split.
+      expect(defused.replaceAll("\u2060", "")).toBe(text);
+      expect(defused.length - text.length).toBeGreaterThanOrEqual(2 * all.length);
+      expect(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(defused)).toBe(false);
+      expect(tokenizer.defuse("Plain text, <b>bold</b> [x] <|x|>.")).toBe("Plain text, <b>bold</b> [x] <|x|>.");
+    });
+  }
+
   it("llama3: the ids equal an independent tokenizer's (llama3-tokenizer-js), its text encoded with no special tokens", async () => {
     const tokenizer = await tokenizers.forFamily("llama3");
     const noSpecial = /(?!)/g;

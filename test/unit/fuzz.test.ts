@@ -9,7 +9,7 @@ import { Catalogue } from "../../src/model/catalogue.js";
 import { seededRandom } from "../../src/engine/deterministic.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
 import { errorBodySchema } from "../../src/wire/error.js";
-import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
+import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 
@@ -712,6 +712,21 @@ describe("adversarial input: linear time on every path", () => {
     mistral: "gamma-7b-instruct-v0.3",
     qwen2: "qwen-test",
   };
+
+  it(`text for an upstream is defused of control tokens in linear time: 8 MB of each near miss within ${answerBound} ms`, async () => {
+    // Whole control tokens, and prefixes that match far before they fail.
+    const nearMisses = ["<|eot_id|>", "<|", "<|reserved_special_token_1", "<start_of_turn", "[control_1"];
+    for (const family of Object.keys(families) as (keyof typeof families)[]) {
+      const tokenizer = await tokenizers.forFamily(family);
+      for (const nearMiss of nearMisses) {
+        const text = nearMiss.repeat(Math.ceil(8_000_000 / nearMiss.length));
+        const started = performance.now();
+        tokenizer.defuse(text);
+        const elapsed = performance.now() - started;
+        expect(elapsed, `${family} · ${nearMiss}`).toBeLessThan(answerBound);
+      }
+    }
+  });
 
   it(`every shape in every field on every family is answered within ${answerBound} ms, and another tab is served meanwhile`, async () => {
     const test = await makeApp({
