@@ -129,9 +129,22 @@ describe("the demo server and its relay", () => {
     expect((await answer).status).toBe(200);
   });
 
-  it("answers on IPv6's loopback too, where localhost may resolve first, and starts when [::1] is taken", async () => {
+  it("answers on IPv6's loopback too where the machine has one, where localhost may resolve first, and starts when [::1] is taken or missing", async () => {
+    // Whether this machine can listen on [::1] at all (a container may have IPv6 off).
+    const probe = createServer();
+    const ipv6 = await new Promise<boolean>((resolve) => {
+      probe.once("error", () => resolve(false));
+      probe.listen(0, "::1", () => resolve(true));
+    });
+    if (ipv6) await new Promise((resolve) => probe.close(resolve));
     const { origin } = await start();
     const port = Number(new URL(origin).port);
+    expect((await raw(origin, "/")).body).toContain("demo");
+    if (!ipv6) {
+      // Without an IPv6 loopback the server starts on 127.0.0.1 alone, and [::1] is refused.
+      await expect(raw(`http://[::1]:${port}`, "/")).rejects.toThrow();
+      return;
+    }
     expect((await raw(`http://[::1]:${port}`, "/")).body).toContain("demo");
     await server?.close();
     // Another program holds [::1] on the port: the server still starts, on 127.0.0.1.
