@@ -14,9 +14,9 @@
  * answers only requests whose Host is a loopback name (a DNS-rebinding page cannot reach it); it
  * takes WebSockets from its own page only (its port, under any loopback name); it relays the
  * fixed API path `/openai/` and nothing else (never the page's own files); a request's answer is
- * taken only from the socket it was sent to; the first tab to connect answers until it closes, each response names it
- * (`x-webgpu-inference-relay-tab`) and the server's log says when a tab starts answering; frames
- * and bodies are bounded, and a malformed frame is dropped.
+ * taken only from the socket it was sent to; the first tab to connect answers until it closes,
+ * each response names it (`x-webgpu-inference-relay-tab`) and the server's log says when a tab
+ * starts answering; frames and bodies are bounded, and a malformed frame is dropped.
  *
  * What it cannot tell apart: a local process can send any Origin and pose as a tab. Answering
  * from the first tab means one that connects while the demo's tab is open gets nothing; the log
