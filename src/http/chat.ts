@@ -225,9 +225,6 @@ async function forwardChat(
   const { model, reshape } = call;
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const request = defusedRequest(call.request, tokenizer);
-  const json = call.json.tools
-    ? { ...call.json, tools: defusedJson(call.json.tools, (text) => tokenizer.defuse(text), true) }
-    : call.json;
   const promptTokens = upstreamPromptTokens(tokenizer, model, request);
   const maxTokens = completionBudget(
     model,
@@ -244,8 +241,10 @@ async function forwardChat(
       model,
       endpoint: "chat/completions",
       body: {
-        ...boundedBody(json, maxTokens),
+        ...boundedBody(call.json, maxTokens),
         messages: upstreamMessages(request.messages),
+        // The JSON's tools are the request's item for item (their schema keeps each as sent), defused once.
+        ...(request.tools ? { tools: request.tools } : {}),
         ...upstreamFormat(request),
       },
       stream: request.stream === true,
