@@ -103,6 +103,12 @@ async function deploymentOptions(): Promise<StartInferenceOptions> {
       `The demo configuration ${url} could not be loaded, and no copy is kept from an earlier visit: ${(error as Error).message}.`,
     );
   });
+  // fetch follows redirects, so the file read is where one ended: it must be this site's too. (A
+  // response made by a worker has no URL; this page's worker only passes on or caches fetches.)
+  if (response?.url && new URL(response.url).origin !== location.origin)
+    throw new Error(
+      `The demo takes ?config= from this site only, and ${url} redirected to ${response.url}, which is elsewhere: a configuration decides where every prompt goes. Link to the file's own path on this site.`,
+    );
   if (response && !response.ok)
     throw new Error(`The demo configuration ${url} could not be loaded (HTTP ${response.status}).`);
   if (response) localStorage.setItem(kept, await response.text());

@@ -4,6 +4,8 @@
  * phone and desktop widths (screenshots are saved as test artifacts).
  */
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
@@ -565,4 +567,27 @@ test("a reply is untrusted markup: nothing in it loads or acts by itself, links 
   );
   await expect(page.locator("#status")).toContainText("from this site only", { timeout: 30_000 });
   expect(requests.filter((url) => new URL(url).hostname === "evil.example")).toEqual([]);
+
+  // A path of this site that redirects elsewhere (an open redirect), to an origin the page's
+  // policy lets it reach (this machine's loopback, a port of its own): the file is read where the
+  // redirect ended, so it is refused. The context routes it, as the demo's worker makes the fetch.
+  const served: string[] = [];
+  const foreignServer = createServer((request, response) => {
+    served.push(request.url ?? "");
+    response.writeHead(200, { "content-type": "application/json", "access-control-allow-origin": "*" });
+    response.end(JSON.stringify({ models: [{ id: "rerouted" }] }));
+  });
+  await new Promise<void>((listening) => foreignServer.listen(0, "127.0.0.1", listening));
+  const foreign = `http://127.0.0.1:${(foreignServer.address() as AddressInfo).port}/config.json`;
+  try {
+    await page.context().route(
+      (url) => url.pathname === "/demo/redirect-config.json",
+      (route) => route.fulfill({ status: 302, headers: { location: foreign } }),
+    );
+    await page.goto(`${origin()}/demo/index.html?engine=deterministic&config=/demo/redirect-config.json`);
+    await expect(page.locator("#status")).toContainText(`redirected to ${foreign}`, { timeout: 30_000 });
+    expect(served).toEqual(["/config.json"]);
+  } finally {
+    foreignServer.close();
+  }
 });
