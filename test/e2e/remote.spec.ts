@@ -48,6 +48,7 @@ async function open(page: Page) {
       remote("remote-nousage", ["nousage"]),
       remote("remote-slow", ["slow"]),
       remote("remote-nocors", ["nocors"]),
+      remote("remote-moved", ["moved"]),
       remote("remote-llama", ["llama"]),
       remote("remote-ollama", ["ollama"]),
       { id: "alpha-3-70b-instruct", routing: "auto", upstreams: upstreamsFor(["ok"]) },
@@ -234,7 +235,7 @@ test("several prompts in one legacy completion, streamed and not, against llama-
   ]);
 });
 
-test("failover past an upstream 500, a 503 when none is left, a missing CORS header named, and none of them charged", async ({
+test("failover past an upstream 500, a 503 when none is left, a missing CORS header named, a redirect not followed, and none of them charged", async ({
   page,
 }) => {
   await open(page);
@@ -256,7 +257,12 @@ test("failover past an upstream 500, a 503 when none is left, a missing CORS hea
         return { status: apiError.status, code: apiError.code, type: apiError.type, message: apiError.message };
       }
     };
-    return { text, down: await attempt("remote-down"), nocors: await attempt("remote-nocors") };
+    return {
+      text,
+      down: await attempt("remote-down"),
+      nocors: await attempt("remote-nocors"),
+      moved: await attempt("remote-moved"),
+    };
   }, messages);
   expect(result.text).toBe("The quick brown fox");
   expect(result.down).toMatchObject({ status: 503, code: "upstream_unavailable", type: "service_unavailable" });
@@ -265,8 +271,13 @@ test("failover past an upstream 500, a 503 when none is left, a missing CORS hea
   expect(result.nocors?.message).toMatch(
     /nocors: could not reach http:\/\/127\.0\.0\.1:\d+ .*must allow cross-origin requests from http:\/\/localhost:\d+/,
   );
+  // A prompt goes to the origin the app configured, and nowhere an upstream's redirect points.
+  expect(result.moved).toMatchObject({ status: 503, code: "upstream_unavailable" });
+  expect(result.moved?.message).toContain("a redirect is not followed");
+  expect(upstream.calls.at(-1)?.mode).toBe("moved");
   const { account, entries } = await ledger(page);
   expect(entries.map((entry) => [entry.model, entry.status, entry.upstream ?? null, entry.amountNanoUsd])).toEqual([
+    ["remote-moved", "failed", null, 0],
     ["remote-nocors", "failed", null, 0],
     ["remote-down", "failed", null, 0],
     ["remote-failover", "completed", "ok", 17 * 10 + 4 * 20],

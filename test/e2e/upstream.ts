@@ -11,7 +11,9 @@
  *   first delta and with usage sent unasked, and a legacy completion of several prompts answered
  *   as a JSON array of `text_completion` objects, one per prompt;
  * - `ollama`: Ollama's OpenAI endpoint, where a legacy completion takes one prompt, a string (a
- *   list is a 400).
+ *   list is a 400);
+ * - `moved`: a 307 to the same path under `ok` on another origin (this port on `localhost`), as
+ *   a server that moved, or one that sends requests on elsewhere, answers.
  * A legacy completion's reply depends on its prompt: two words for a prompt of even length,
  * three for odd, and `prompt_tokens` is the prompt's length.
  */
@@ -123,6 +125,10 @@ export async function startUpstream(secret: string): Promise<Upstream> {
     calls.push(call);
     const json = (status: number, value: unknown) =>
       response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+    if (mode === "moved") {
+      const port = (server.address() as AddressInfo).port;
+      return void response.writeHead(307, { location: `http://localhost:${port}/ok${path}` }).end();
+    }
     if (mode === "fail")
       return json(500, {
         error: { message: "the GPU fell off the bus", type: "server_error", code: null, param: null },

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { chooseBuild, type DeviceFeatures } from "../../src/model/builds.js";
@@ -498,6 +500,31 @@ describe("forwarding to upstreams", () => {
     expect(entry).toMatchObject({ status: "failed", amountNanoUsd: 0 });
     expect((await admin.getAccount(accountId))!.balanceNanoUsd).toBe(before);
     await checkLedgerInvariant(database);
+  });
+
+  it("follows no redirect: the prompt and the credential go to the configured origin only", async () => {
+    const elsewhere: string[] = [];
+    const other = createServer((request, response) => {
+      elsewhere.push(`${request.method} ${request.url} ${request.headers.authorization ?? "no credential"}`);
+      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    await new Promise<void>((listening) => other.listen(0, "127.0.0.1", listening));
+    const target = `http://localhost:${(other.address() as AddressInfo).port}/v1/chat/completions`;
+    const moved = createServer((_request, response) => response.writeHead(307, { location: target }).end());
+    await new Promise<void>((listening) => moved.listen(0, "127.0.0.1", listening));
+    const movedOrigin = `http://127.0.0.1:${(moved.address() as AddressInfo).port}`;
+    try {
+      const upstream = { name: "moved", baseUrl: `${movedOrigin}/v1`, model: "m", credential: "moved-key" };
+      const { app, post, admin } = await makeApp({ models: [{ ...remoteModel, upstreams: [upstream] }], fetch });
+      await admin.setUpstreamCredential("moved-key", "sk-moved-secret", { origin: movedOrigin });
+      const response = await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages }));
+      expect(response.status).toBe(503);
+      expect(errorBodySchema.parse(await response.json()).error.message).toContain("a redirect is not followed");
+      expect(elsewhere).toEqual([]);
+    } finally {
+      moved.close();
+      other.close();
+    }
   });
 
   it("passes a client error through without failing over", async () => {

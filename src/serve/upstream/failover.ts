@@ -40,11 +40,11 @@ export async function firstAnswering(
       response = await call(plan.prompts?.[0]);
     } catch (error) {
       if (request.signal.aborted) throw error;
-      // A refused connection, a missing CORS header and a Content Security Policy that leaves the
-      // origin out look the same from inside the browser.
+      // A refused connection, a missing CORS header, a Content Security Policy that leaves the
+      // origin out and a redirect (not followed) look the same from inside the browser.
       const upstreamOrigin = new URL(upstream.baseUrl).origin;
       failures.push(
-        `${upstream.name}: could not reach ${upstreamOrigin} (${(error as Error).message}); if it is running, it must allow cross-origin requests from ${request.origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings), and a Content Security Policy the app serves must name ${upstreamOrigin} in connect-src`,
+        `${upstream.name}: could not reach ${upstreamOrigin} (${failureText(error)}); if it is running, it must allow cross-origin requests from ${request.origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings), a Content Security Policy the app serves must name ${upstreamOrigin} in connect-src, and a redirect is not followed (give the address it leads to as the upstream's baseUrl)`,
       );
       continue;
     }
@@ -108,4 +108,10 @@ async function* oneAfterAnother(
     }
     yield response;
   }
+}
+
+/** A failed fetch's message, with its cause's where it has one (Node's "fetch failed" names it there). */
+function failureText(error: unknown): string {
+  const { message, cause } = error as Error;
+  return cause instanceof Error ? `${message}: ${cause.message}` : message;
 }

@@ -63,7 +63,10 @@ export function send(
       : {}),
   };
   const url = `${upstream.baseUrl.replace(/\/+$/, "")}/${plan.endpoint}`;
-  return fetcher(url, { method: "POST", headers: authorised.headers, body: JSON.stringify(body), signal });
+  // A redirect is not followed: a 307 or 308 resends the prompt, and browsers from before the
+  // Fetch standard's 2023 change keep the credential, to an origin the app did not configure.
+  const init: RequestInit = { method: "POST", headers: authorised.headers, body: JSON.stringify(body), signal };
+  return fetcher(url, { ...init, redirect: "error" });
 }
 
 export interface Reason {
