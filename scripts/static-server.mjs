@@ -64,29 +64,13 @@ export function startStaticServer(
 ) {
   /** @type {ReturnType<NonNullable<typeof extend>> | undefined} */
   let extension;
-  let faults = true;
-  /** @type {Map<string, number>} */
-  const requests = new Map();
+  const state = { faults: true, requests: new Map() };
   /** @type {import("node:http").RequestListener} */
   const answer = (request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
-    // Test control: GET /__server/requests counts the GETs per path (404s too); POST /__server/faults
-    // with "on" or "off" switches the cuts; a page asked for with ?isolated is served with
-    // COOP/COEP, so it is cross-origin isolated, and every script with COEP, so its Workers are too.
-    if (control && url.pathname === "/__server/requests") {
-      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Object.fromEntries(requests)));
-      return;
-    }
-    if (control && url.pathname === "/__server/faults" && request.method === "POST") {
-      let body = "";
-      request.on("data", (chunk) => (body += chunk));
-      request.on("end", () => {
-        faults = body.trim() === "on";
-        response.writeHead(204).end();
-      });
-      return;
-    }
+    if (control && answerControl(url, request, response, state)) return;
     if (extension?.handle(request, response)) return;
+    const { requests } = state;
     if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     let found;
     try {
@@ -111,6 +95,8 @@ export function startStaticServer(
       "cache-control": "no-cache",
       ...headers,
       ...mount.headers,
+      // Test control: a page asked for with ?isolated is served with COOP/COEP, so it is
+      // cross-origin isolated.
       ...(control && url.searchParams.has("isolated")
         ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
         : {}),
@@ -118,7 +104,7 @@ export function startStaticServer(
       ...(control && extname(file) === ".js" ? { "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();
-    else if (faults && mount.interrupt?.test(file)) {
+    else if (state.faults && mount.interrupt?.test(file)) {
       createReadStream(file, { end: Math.floor(size / 2) })
         .on("end", () => response.destroy())
         .pipe(response, { end: false });
@@ -142,6 +128,33 @@ export function startStaticServer(
       });
     });
   });
+}
+
+/**
+ * The tests' control endpoints: GET /__server/requests counts the GETs per path (404s too), and
+ * POST /__server/faults with "on" or "off" switches the cuts. Returns whether it answered.
+ * @param {URL} url
+ * @param {import("node:http").IncomingMessage} request
+ * @param {import("node:http").ServerResponse} response
+ * @param {{ faults: boolean, requests: Map<string, number> }} state
+ */
+function answerControl(url, request, response, state) {
+  if (url.pathname === "/__server/requests") {
+    response
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify(Object.fromEntries(state.requests)));
+    return true;
+  }
+  if (url.pathname === "/__server/faults" && request.method === "POST") {
+    let body = "";
+    request.on("data", (chunk) => (body += chunk));
+    request.on("end", () => {
+      state.faults = body.trim() === "on";
+      response.writeHead(204).end();
+    });
+    return true;
+  }
+  return false;
 }
 
 /**
