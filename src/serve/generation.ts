@@ -102,7 +102,7 @@ export async function startGeneration(
       let choice = 0;
       for (const prompt of plan.prompts) {
         for (let copy = 0; copy < plan.choicesPerPrompt; copy++, choice++) {
-          for await (const part of services.engine.generate(requestFor(plan, prompt.input), signal)) {
+          for await (const part of services.engine.generate(requestFor(plan, prompt.input, copy), signal)) {
             if (part.type !== "finish") meter.firstToken();
             tally.add(prompt, copy, part);
             yield { choice, part };
@@ -124,12 +124,13 @@ export async function startGeneration(
   return { parts: run(), usage: () => ({ ...totals }) };
 }
 
-/** The engine's request for one of the plan's prompts. */
-function requestFor(plan: GenerationPlan, input: GenerationInput): GenerationRequest {
+/** The engine's request for one of the plan's prompts, for its `copy`th choice. */
+function requestFor(plan: GenerationPlan, input: GenerationInput, copy: number): GenerationRequest {
+  const seed = choiceSeed(plan.sampling.seed, copy);
   return {
     model: plan.model,
     input,
-    sampling: plan.sampling,
+    sampling: seed === undefined ? plan.sampling : { ...plan.sampling, seed },
     ...(plan.constraint ? { constraint: plan.constraint } : {}),
     ...(plan.engine ? { engine: plan.engine } : {}),
   };
@@ -165,4 +166,19 @@ class Tally {
     this.#totals.promptTokens += this.#unbilled.promptTokens;
     this.#totals.completionTokens += this.#unbilled.completionTokens;
   }
+}
+
+/**
+ * The seed of a prompt's `copy`th choice: the client's for the first, and for each further one a
+ * seed mixed from it and the copy (32 bits, what llama.cpp keeps). Each choice is sampled afresh,
+ * so with one seed for all, `n` seeded choices would be `n` copies of one reply; the hosted
+ * API's differ, and a seeded request stays reproducible.
+ */
+function choiceSeed(seed: number | undefined, copy: number): number | undefined {
+  if (seed === undefined || copy === 0) return seed;
+  // MurmurHash3's finaliser over the seed's low 32 bits and the copy (golden-ratio spaced).
+  let mixed = (seed ^ Math.imul(copy, 0x9e3779b9)) >>> 0;
+  mixed = Math.imul(mixed ^ (mixed >>> 16), 0x85ebca6b);
+  mixed = Math.imul(mixed ^ (mixed >>> 13), 0xc2b2ae35);
+  return (mixed ^ (mixed >>> 16)) >>> 0;
 }

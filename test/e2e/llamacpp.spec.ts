@@ -288,7 +288,7 @@ test("streamed on llama.cpp: the same text at temperature 0, and usage in the la
   });
 });
 
-test("stop sequences and seeds on llama.cpp", async () => {
+test("stop sequences and seeds on llama.cpp, n seeded choices each sampled afresh", async () => {
   const stop = wholeText.slice(Math.floor(wholeText.length / 2));
   const results = await page.evaluate(
     async ({ id, messages, stop }) => {
@@ -301,9 +301,11 @@ test("stop sequences and seeds on llama.cpp", async () => {
         await ask({ temperature: 1, seed: 7 }),
         await ask({ temperature: 1, seed: 8 }),
       ];
+      const two = await ask({ temperature: 1, seed: 7, n: 2 });
       return {
         stopped: { content: stopped.choices[0]?.message.content, finish: stopped.choices[0]?.finish_reason },
         seeded: seeded.map((completion) => completion.choices[0]?.message.content),
+        two: two.choices.map((choice) => choice.message.content),
       };
     },
     { id: model, messages: history, stop },
@@ -312,6 +314,9 @@ test("stop sequences and seeds on llama.cpp", async () => {
   expect(results.seeded[0]).toBe(results.seeded[1]);
   // Random weights spread a token's probability over the whole vocabulary: another seed samples otherwise.
   expect(results.seeded[2]).not.toBe(results.seeded[0]);
+  // n seeded choices: the first is the seed's reply, the second sampled with a seed of its own.
+  expect(results.two[0]).toBe(results.seeded[0]);
+  expect(results.two[1]).not.toBe(results.seeded[0]);
 });
 
 test("sampling at temperature 1 on llama.cpp: every seed answers, streamed and not (no byte token ever breaks the reply's UTF-8)", async () => {

@@ -377,6 +377,20 @@ describe("HTTP surface", () => {
     });
   });
 
+  it("samples each of n seeded choices with a seed of its own: they differ, and the request is reproducible", async () => {
+    const { app, post } = await makeApp();
+    const texts = async (body: Record<string, unknown>) => {
+      const response = await app.handle(post("/v1/chat/completions", { model, messages, max_tokens: 12, ...body }));
+      const completion = (await response.json()) as { choices: { message: { content: string } }[] };
+      return completion.choices.map((choice) => choice.message.content);
+    };
+    const seeded = await texts({ n: 3, seed: 7 });
+    expect(new Set(seeded).size).toBe(3);
+    expect(await texts({ n: 3, seed: 7 })).toEqual(seeded);
+    // The first choice keeps the client's seed: it is the reply of n = 1.
+    expect(await texts({ seed: 7 })).toEqual([seeded[0]]);
+  });
+
   it("turns unknown engine failures into 500 with the request id, before and after the first byte (in the stream after it)", async () => {
     const before = await makeApp({
       // eslint-disable-next-line require-yield -- an engine that fails before its first part
