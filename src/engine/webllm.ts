@@ -497,11 +497,19 @@ interface StreamState {
   deltas: number;
 }
 
+/**
+ * The least `top_p` web-llm is sent: it refuses 0 (its range is (0, 1]), which OpenAI takes as the
+ * nucleus of the most likely token alone. A nucleus of this much mass is that token too, unless it
+ * is less likely than this (a flat vocabulary of over a million tokens), and the value is far
+ * from the 32-bit floats' least, in which the sampler runs.
+ */
+const leastTopP = 1e-6;
+
 /** Our sampling options and constraint in web-llm's OpenAI-style request fields. */
 function requestOptions(sampling: SamplingOptions, constraint: OutputConstraint | undefined): Record<string, unknown> {
   return {
     temperature: sampling.temperature,
-    top_p: sampling.topP,
+    top_p: Math.max(sampling.topP, leastTopP),
     max_tokens: sampling.maxTokens,
     presence_penalty: sampling.presencePenalty,
     frequency_penalty: sampling.frequencyPenalty,

@@ -288,7 +288,7 @@ test("streamed on llama.cpp: the same text at temperature 0, and usage in the la
   });
 });
 
-test("stop sequences and seeds on llama.cpp, n seeded choices each sampled afresh", async () => {
+test("stop sequences and seeds on llama.cpp, n seeded choices each sampled afresh, top_p 0 greedy", async () => {
   const stop = wholeText.slice(Math.floor(wholeText.length / 2));
   const results = await page.evaluate(
     async ({ id, messages, stop }) => {
@@ -302,7 +302,9 @@ test("stop sequences and seeds on llama.cpp, n seeded choices each sampled afres
         await ask({ temperature: 1, seed: 8 }),
       ];
       const two = await ask({ temperature: 1, seed: 7, n: 2 });
+      const nucleusOfOne = await ask({ temperature: 1, top_p: 0, max_tokens: 4 });
       return {
+        greedy: nucleusOfOne.choices[0]?.message.content,
         stopped: { content: stopped.choices[0]?.message.content, finish: stopped.choices[0]?.finish_reason },
         seeded: seeded.map((completion) => completion.choices[0]?.message.content),
         two: two.choices.map((choice) => choice.message.content),
@@ -317,6 +319,8 @@ test("stop sequences and seeds on llama.cpp, n seeded choices each sampled afres
   // n seeded choices: the first is the seed's reply, the second sampled with a seed of its own.
   expect(results.two[0]).toBe(results.seeded[0]);
   expect(results.two[1]).not.toBe(results.seeded[0]);
+  // top_p 0 keeps the likeliest token alone: at temperature 1 too, the reply is the greedy one.
+  expect(results.greedy).toBe(wholeText);
 });
 
 test("sampling at temperature 1 on llama.cpp: every seed answers, streamed and not (no byte token ever breaks the reply's UTF-8)", async () => {
