@@ -505,6 +505,13 @@ interface StreamState {
  */
 const leastTopP = 1e-6;
 
+/**
+ * web-llm's generator takes its seed modulo this (2³¹ − 1) and fails on a negative remainder,
+ * while OpenAI's seeds may be negative: they are sent as their remainder in [0, modulus), the
+ * seed web-llm would use for the same class.
+ */
+const seedModulus = 2_147_483_647;
+
 /** Our sampling options and constraint in web-llm's OpenAI-style request fields. */
 function requestOptions(sampling: SamplingOptions, constraint: OutputConstraint | undefined): Record<string, unknown> {
   return {
@@ -514,7 +521,7 @@ function requestOptions(sampling: SamplingOptions, constraint: OutputConstraint 
     presence_penalty: sampling.presencePenalty,
     frequency_penalty: sampling.frequencyPenalty,
     ...(sampling.stop.length ? { stop: sampling.stop } : {}),
-    ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+    ...(sampling.seed !== undefined ? { seed: ((sampling.seed % seedModulus) + seedModulus) % seedModulus } : {}),
     ...(sampling.logprobs !== undefined ? { logprobs: true, top_logprobs: sampling.logprobs } : {}),
     ...(sampling.logitBias ? { logit_bias: sampling.logitBias } : {}),
     ...(constraint === undefined
