@@ -62,6 +62,31 @@ const tokenIdKeys = z.custom<unknown>(
   },
 );
 
+/**
+ * A seed: OpenAI's are signed 64-bit integers, past what a double holds exactly (zod's `int()`
+ * stops at 2⁵³). The bounds are checked on the doubles the ends parse to (2⁶³ − 1 parses as 2⁶³),
+ * and named as OpenAI documents them.
+ */
+const seedSchema = z.number().superRefine((value, context) => {
+  if (!Number.isInteger(value)) context.addIssue({ code: "invalid_type", expected: "int", input: value });
+  else if (value > 2 ** 63)
+    context.addIssue({
+      code: "too_big",
+      origin: "number",
+      maximum: 9223372036854775807n,
+      inclusive: true,
+      input: value,
+    });
+  else if (value < -(2 ** 63))
+    context.addIssue({
+      code: "too_small",
+      origin: "number",
+      minimum: -9223372036854775808n,
+      inclusive: true,
+      input: value,
+    });
+});
+
 /** Sampling fields common to both generation endpoints, with OpenAI's ranges. */
 export const sampling = {
   temperature: z.number().min(0).max(2).nullish(),
@@ -71,7 +96,7 @@ export const sampling = {
   stop: stopSchema.nullish(),
   presence_penalty: z.number().min(-2).max(2).nullish(),
   frequency_penalty: z.number().min(-2).max(2).nullish(),
-  seed: z.number().int().nullish(),
+  seed: seedSchema.nullish(),
   n: z.number().int().min(1).max(16).nullish(),
   user: z.string().optional(),
   // Token ids (as strings) to a bias in [-100, 100]; ids beyond the vocabulary are refused by the handler.

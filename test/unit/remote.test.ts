@@ -881,6 +881,20 @@ describe("forwarding to upstreams", () => {
     await checkLedgerInvariant(database);
   });
 
+  it("sends OpenAI's largest and least seeds as an upstream's 64-bit integer holds them, and others as they came", async () => {
+    const { app, post, calls } = await remoteApp({
+      "https://a.example/v1/chat/completions": () =>
+        chatAnswer("ok", { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }),
+    });
+    // 2⁶³ − 1 parses as 2⁶³; written back as it is, it would be past the upstream's int64.
+    for (const seed of [2 ** 63, -(2 ** 63), 42])
+      await app.handle(post("/v1/chat/completions", { model: "remote-llama", messages, seed }));
+    const sent = calls.map((call) => BigInt(String(call.body.seed)));
+    expect(sent[0]! <= 9223372036854775807n && sent[0]! > 9223372036854774000n).toBe(true);
+    expect(sent[1]! >= -9223372036854775808n && sent[1]! < -9223372036854774000n).toBe(true);
+    expect(sent[2]).toBe(42n);
+  });
+
   it("never charges more than was reserved: an upstream that reports more is recorded, and charged the reservation", async () => {
     const { app, post, admin, database } = await remoteApp({
       "https://a.example/v1/chat/completions": () =>

@@ -173,6 +173,24 @@ describe("request schemas", () => {
         JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1e999}'),
       ).message,
     ).toBe("Invalid type for 'seed': expected a number, but got a number out of range instead.");
+    // Seeds are OpenAI's signed 64-bit integers: the ends (as doubles round them) are taken, past them refused.
+    const seedOf = (text: string) =>
+      chatCompletionRequestSchema.safeParse(
+        JSON.parse(`{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":${text}}`),
+      );
+    expect(seedOf("9223372036854775807").data?.seed).toBe(2 ** 63);
+    expect(seedOf("-9223372036854775808").data?.seed).toBe(-(2 ** 63));
+    expect(said(chat({ seed: 2 ** 63 + 2048 }))).toEqual([
+      "Invalid 'seed': expected a value <= 9223372036854775807, but got 9223372036854778000 instead.",
+      "seed",
+      "invalid_value",
+    ]);
+    expect(chat({ seed: -(2 ** 64) }).message).toBe(
+      "Invalid 'seed': expected a value >= -9223372036854775808, but got -18446744073709552000 instead.",
+    );
+    expect(chat({ seed: 1.5 }).message).toBe(
+      "Invalid type for 'seed': expected an integer, but got a decimal instead.",
+    );
     expect(chat({ logit_bias: "x" }).message).toBe(
       "Invalid type for 'logit_bias': expected an object, but got a string instead.",
     );

@@ -42,6 +42,17 @@ export async function authorise(
   return { headers: { ...headers, authorization: `Bearer ${stored.secret}` }, secret: stored.secret };
 }
 
+/**
+ * The largest double below 2⁶³. OpenAI's seed ends, ±(2⁶³ − 1) and −2⁶³, parse as ±2⁶³, which JSON
+ * writes as ±9223372036854776000, past an upstream's 64-bit integer: a seed goes within ± this.
+ */
+const largestSeed = 2 ** 63 - 1024;
+
+/** The client's seed as an upstream's 64-bit integer holds it (the same seed but at the very ends). */
+function upstreamSeed(seed: unknown): { seed: number } | object {
+  return typeof seed === "number" ? { seed: Math.min(Math.max(seed, -largestSeed), largestSeed) } : {};
+}
+
 /** Sends the plan's body (or one of its prompts) to `upstream`, with the upstream's model name. */
 export function send(
   fetcher: typeof fetch,
@@ -57,6 +68,7 @@ export function send(
     ...(plan.echo ? asked : plan.body),
     model: upstream.model,
     ...(prompt !== undefined ? { prompt } : {}),
+    ...upstreamSeed(plan.body.seed),
     // A stream always asks for usage, so the bill uses the upstream's own counts.
     ...(plan.stream
       ? { stream_options: { ...(plan.body.stream_options as object | undefined), include_usage: true } }
