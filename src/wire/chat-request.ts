@@ -7,12 +7,21 @@ import { z } from "zod";
 import { characters, dictionary, list } from "./collections.js";
 import { assistantContent, content, functionName, sampling, toolCallSchema } from "./shared.js";
 
+/**
+ * A participant's `name`: letters, digits, `_` and `-`, as OpenAI requires (its 400 quotes the
+ * pattern; a space is the usual mistake).
+ */
+const participantName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]+$/)
+  .optional();
+
 const systemMessage = z.strictObject({
   role: z.enum(["system", "developer"]),
   content,
-  name: z.string().optional(),
+  name: participantName,
 });
-const userMessage = z.strictObject({ role: z.literal("user"), content, name: z.string().optional() });
+const userMessage = z.strictObject({ role: z.literal("user"), content, name: participantName });
 /**
  * A tool call given back in an assistant turn. openai-python's `.parse()` returns calls that carry
  * `parsed_arguments` (and a message that carries `parsed`), and its docs append that message to
@@ -26,7 +35,7 @@ const toolCallSentBack = z.strictObject({
 const assistantMessage = z.strictObject({
   role: z.literal("assistant"),
   content: assistantContent.nullish(),
-  name: z.string().optional(),
+  name: participantName,
   tool_calls: list(toolCallSentBack).optional(),
   refusal: z.string().nullish(),
   // A reply's own fields, as clients send a reply back: not read.

@@ -191,6 +191,18 @@ describe("request schemas", () => {
     expect(chat({ seed: 1.5 }).message).toBe(
       "Invalid type for 'seed': expected an integer, but got a decimal instead.",
     );
+    // A participant's name, in OpenAI's words (seen quoted by clients whose names held a space).
+    expect(said(chat({ messages: [{ role: "user", content: "hi", name: "Ada Lovelace" }] }))).toEqual([
+      "Invalid 'messages[0].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+      "messages[0].name",
+      "invalid_value",
+    ]);
+    expect(
+      chatCompletionRequestSchema.safeParse({
+        model: "m",
+        messages: [{ role: "user", content: "hi", name: "Ada_L-1" }],
+      }).success,
+    ).toBe(true);
     expect(chat({ logit_bias: "x" }).message).toBe(
       "Invalid type for 'logit_bias': expected an object, but got a string instead.",
     );
