@@ -43,8 +43,9 @@ export async function authorise(
 }
 
 /**
- * The largest double below 2⁶³. OpenAI's seed ends, ±(2⁶³ − 1) and −2⁶³, parse as ±2⁶³, which JSON
- * writes as ±9223372036854776000, past an upstream's 64-bit integer: a seed goes within ± this.
+ * The largest double below 2⁶³. OpenAI's seeds run from −2⁶³ to 2⁶³ − 1; the ends parse as ±2⁶³,
+ * which JSON writes as ±9223372036854776000, past an upstream's 64-bit integer: a seed goes
+ * within ± this.
  */
 const largestSeed = 2 ** 63 - 1024;
 
