@@ -53,19 +53,49 @@ function isMultiple(value: number, step: number): boolean {
   return Math.abs(quotient - Math.round(quotient)) <= 1e-9 * Math.max(1, Math.abs(quotient));
 }
 
-/** The first way `value` breaks `schema`, or null. */
-export function validate(schema: JsonSchema, value: unknown, root: JsonSchema = schema, at = ""): Violation | null {
+/**
+ * What is known of each schema at each place in the value. A value is a tree, so a place names
+ * one part of it. Without it, `anyOf` branches that each lead back to one definition would check
+ * the same part once per path through them: exponential in the value's depth, or in a `$ref`
+ * chain's length, where a part breaks every branch.
+ */
+type Memo = Map<JsonSchema, Map<string, Violation | null>>;
+
+/** The first way `value` breaks `schema`, or null: each schema checked at each place once. */
+export function validate(
+  schema: JsonSchema,
+  value: unknown,
+  root: JsonSchema = schema,
+  at = "",
+  memo: Memo = new Map(),
+): Violation | null {
+  let known = memo.get(schema);
+  if (known === undefined) memo.set(schema, (known = new Map()));
+  if (known.has(at)) return known.get(at)!;
+  const found = firstViolation(schema, value, root, at, memo);
+  known.set(at, found);
+  return found;
+}
+
+function firstViolation(
+  schema: JsonSchema,
+  value: unknown,
+  root: JsonSchema,
+  at: string,
+  memo: Memo,
+): Violation | null {
   if (schema === true) return null;
   if (schema === false) return { at, message: "no value is allowed here" };
   const current = effective(schema, "");
-  if (typeof current.$ref === "string") return validate(resolveReference(root, current.$ref, ""), value, root, at);
+  if (typeof current.$ref === "string")
+    return validate(resolveReference(root, current.$ref, ""), value, root, at, memo);
   if (current.const !== undefined && !equalJson(current.const, value))
     return { at, message: `must be ${JSON.stringify(current.const)}` };
   if (Array.isArray(current.enum) && !current.enum.some((option) => equalJson(option, value)))
     return { at, message: `must be one of ${JSON.stringify(current.enum)}` };
   if (
     Array.isArray(current.anyOf) &&
-    !current.anyOf.some((branch) => validate(branch as JsonSchema, value, root, at) === null)
+    !current.anyOf.some((branch) => validate(branch as JsonSchema, value, root, at, memo) === null)
   )
     return { at, message: "matches none of the allowed schemas" };
   if (current.type !== undefined) {
@@ -74,8 +104,8 @@ export function validate(schema: JsonSchema, value: unknown, root: JsonSchema = 
   }
   if (typeof value === "string") return validateString(current, value, at);
   if (typeof value === "number") return validateNumber(current, value, at);
-  if (Array.isArray(value)) return validateArray(current, value, root, at);
-  if (isObject(value)) return validateObject(current, value, root, at);
+  if (Array.isArray(value)) return validateArray(current, value, root, at, memo);
+  if (isObject(value)) return validateObject(current, value, root, at, memo);
   return null;
 }
 
@@ -111,7 +141,13 @@ function validateNumber(schema: SchemaObject, value: number, at: string): Violat
   return null;
 }
 
-function validateArray(schema: SchemaObject, value: unknown[], root: JsonSchema, at: string): Violation | null {
+function validateArray(
+  schema: SchemaObject,
+  value: unknown[],
+  root: JsonSchema,
+  at: string,
+  memo: Memo,
+): Violation | null {
   const minItems = numberKeyword(schema, "minItems");
   const maxItems = numberKeyword(schema, "maxItems");
   if (minItems !== undefined && value.length < minItems)
@@ -121,7 +157,7 @@ function validateArray(schema: SchemaObject, value: unknown[], root: JsonSchema,
   const { prefix, rest } = arrayParts(schema);
   for (const [index, item] of value.entries()) {
     const itemSchema = (index < prefix.length ? prefix[index] : rest) as JsonSchema;
-    const violation = validate(itemSchema, item, root, `${at}/${index}`);
+    const violation = validate(itemSchema, item, root, `${at}/${index}`, memo);
     if (violation) return violation;
   }
   if (schema.uniqueItems === true) {
@@ -146,7 +182,13 @@ function canonical(value: unknown): unknown {
   );
 }
 
-function validateObject(schema: SchemaObject, value: SchemaObject, root: JsonSchema, at: string): Violation | null {
+function validateObject(
+  schema: SchemaObject,
+  value: SchemaObject,
+  root: JsonSchema,
+  at: string,
+  memo: Memo,
+): Violation | null {
   const properties = isObject(schema.properties) ? schema.properties : {};
   const keys = Object.keys(value);
   for (const name of Array.isArray(schema.required) ? (schema.required as string[]) : [])
@@ -161,13 +203,14 @@ function validateObject(schema: SchemaObject, value: SchemaObject, root: JsonSch
   for (const key of keys) {
     const place = `${at}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
     if (schema.propertyNames !== undefined) {
-      const violation = validate(schema.propertyNames as JsonSchema, key, root, place);
+      // A name shares its property's place, so it has a memo of its own.
+      const violation = validate(schema.propertyNames as JsonSchema, key, root, place, new Map());
       if (violation) return { at: place, message: `has a name that ${violation.message} (propertyNames)` };
     }
     const declared = Object.hasOwn(properties, key);
     const propertySchema = declared ? properties[key] : (schema.additionalProperties ?? true);
     if (propertySchema === false) return { at: place, message: "is not an allowed property (additionalProperties)" };
-    const violation = validate(propertySchema as JsonSchema, value[key], root, place);
+    const violation = validate(propertySchema as JsonSchema, value[key], root, place, memo);
     if (violation) return violation;
   }
   return null;

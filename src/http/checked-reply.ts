@@ -10,27 +10,47 @@ import { validate, type Violation } from "../grammar/validate.js";
 import { ToolCallParser } from "../prompt/tool-calls.js";
 import type { ToolSyntax } from "../prompt/templates.js";
 import type { ChoicePart, Generation } from "../serve/generation.js";
+import { maxNesting, nestsTooDeep } from "../wire/nesting.js";
 import type { ReplyRules } from "./structured.js";
 
-interface Finding {
+/** A break, and what the client can do about it. */
+interface Breach {
   violation: Violation;
+  advice: string;
+}
+
+interface Finding extends Breach {
   param: string;
   subject: string;
 }
 
-function parsed(text: string): { value: unknown } | null {
+const partialAdvice =
+  "The grammar enforces this keyword only in part and the finished value is checked (see the README's keyword table); " +
+  "retry the request, or state the rule in a form the grammar enforces whole.";
+const depthAdvice =
+  "A recursive schema lets a grammar nest without end; retry the request, or bound the recursion " +
+  "(a 'maxItems', or its levels written out).";
+
+/**
+ * The first way `text` breaks `schema`, or null. The check recurses, so a value nested deeper than
+ * any request may be is refused unread.
+ */
+function breachOf(schema: JsonSchema, text: string): Breach | null {
+  if (nestsTooDeep(text))
+    return { violation: { at: "", message: `nests deeper than ${maxNesting} levels` }, advice: depthAdvice };
+  let violation: Violation | null;
   try {
-    return { value: JSON.parse(text) };
-  } catch {
-    return null;
+    violation = validate(schema, JSON.parse(text));
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    violation = { at: "", message: "is not JSON" };
   }
+  return violation ? { violation, advice: partialAdvice } : null;
 }
 
 function jsonFinding(schema: JsonSchema, text: string): Finding | null {
-  const param = "response_format.json_schema.schema";
-  const reply = parsed(text);
-  const violation = reply ? validate(schema, reply.value) : { at: "", message: "is not JSON" };
-  return violation ? { violation, param, subject: "reply" } : null;
+  const breach = breachOf(schema, text);
+  return breach ? { ...breach, param: "response_format.json_schema.schema", subject: "reply" } : null;
 }
 
 /** Each call's arguments against its tool's parameters; a reply that is no call, against the response_format's schema if there is one. */
@@ -42,9 +62,8 @@ function toolFinding(rules: Extract<ReplyRules, { kind: "tools" }>, text: string
   for (const call of parser.calls) {
     const schema = rules.parameters.get(call.name);
     if (schema === undefined) continue;
-    const argumentsValue = parsed(call.arguments);
-    const violation = argumentsValue ? validate(schema, argumentsValue.value) : { at: "", message: "is not JSON" };
-    if (violation) return { violation, param: "tools", subject: `arguments of its call to '${call.name}'` };
+    const breach = breachOf(schema, call.arguments);
+    if (breach) return { ...breach, param: "tools", subject: `call to '${call.name}'` };
   }
   return null;
 }
@@ -64,11 +83,9 @@ export function checkedGeneration(generation: Generation, rules: ReplyRules, syn
       else if (part.reason === "stop") {
         const finding = replyFinding(rules, texts.get(choice) ?? "", syntax);
         if (finding) {
-          const { violation, param, subject } = finding;
+          const { violation, advice, param, subject } = finding;
           throw new InvalidOutputError(
-            `The model's ${subject} does not satisfy its schema: the value at '${violation.at || "/"}' ${violation.message}. ` +
-              "The grammar enforces this keyword only in part and the finished value is checked (see the README's keyword table); " +
-              "retry the request, or state the rule in a form the grammar enforces whole.",
+            `The model's ${subject} does not satisfy its schema: the value at '${violation.at || "/"}' ${violation.message}. ${advice}`,
             param,
           );
         }

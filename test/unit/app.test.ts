@@ -1,37 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { DeviceFeatures } from "../../src/model/builds.js";
-import type { ModelEntry } from "../../src/model/entry.js";
 import { EngineError } from "../../src/errors/engine.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import type { GenerationPart, GenerationRequest } from "../../src/engine/contract.js";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 import { textCompletionSchema } from "../../src/wire/text-completion.js";
 import { ChoosingEngine } from "../../src/engine/choice.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import { chatUsage, checkLedgerInvariant, makeApp, sseEvents, tokenizers } from "./support.js";
+import { chatUsage, checkLedgerInvariant, makeApp, ScriptedEngine, sseEvents, tokenizers } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const messages = [{ role: "user", content: "Hello" }];
-
-/** An engine scripted by the test, to reach failure paths the deterministic engine never takes. */
-class ScriptedEngine implements Engine {
-  readonly name = "scripted";
-  seen: GenerationRequest[] = [];
-  constructor(
-    private readonly script: (request: GenerationRequest, signal: AbortSignal) => AsyncGenerator<GenerationPart>,
-  ) {}
-  async device(): Promise<DeviceFeatures> {
-    return { webgpu: true, features: new Set() };
-  }
-  async status(): Promise<ModelStatus> {
-    return { downloaded: false, loaded: false, runnable: { ok: true, reason: null }, build: null };
-  }
-  async load(_model: ModelEntry): Promise<void> {}
-  generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart> {
-    this.seen.push(request);
-    return this.script(request, signal);
-  }
-}
 
 async function errorOf(response: Response) {
   return {

@@ -9,7 +9,7 @@ import { Catalogue } from "../../src/model/catalogue.js";
 import { seededRandom } from "../../src/engine/deterministic.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
 import { errorBodySchema } from "../../src/wire/error.js";
-import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "./support.js";
+import { checkLedgerInvariant, makeApp, ScriptedEngine, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 
@@ -528,6 +528,71 @@ describe("adversarial strict schemas: OpenAI's rules are checked in time linear 
       expect(body.error.message, name).toMatch(refused);
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
+    expect(await otherTab.slowest()).toBeLessThan(answerBound);
+  }, 60_000);
+});
+
+/**
+ * Replies a model may write under a recursive schema, which a grammar lets nest without end: the
+ * finished value's check must neither retry a part once per path through the branches (two
+ * branches, 22 levels: 4 million tries, half a minute) nor recurse past the stack. Each is an error naming what the
+ * reply breaks, within the bound, as a JSON reply and as a tool call's arguments.
+ */
+describe("adversarial replies: a structured reply is checked in linear time", () => {
+  const answerBound = 2_000;
+  // Every level may be either list; the leaf breaks `multipleOf`, which the grammar cannot see.
+  const recursive = {
+    $defs: {
+      node: {
+        anyOf: [
+          { type: "array", items: { $ref: "#/$defs/node" }, maxItems: 1 },
+          { type: "array", items: { $ref: "#/$defs/node" }, maxItems: 2 },
+          { type: "number", multipleOf: 0.37 },
+        ],
+      },
+    },
+    type: "object",
+    properties: { v: { $ref: "#/$defs/node" } },
+    required: ["v"],
+  };
+  const deep = (levels: number, leaf: string) => `{"v":${"[".repeat(levels)}${leaf}${"]".repeat(levels)}}`;
+  const cases: Record<string, { reply: string; says: string }> = {
+    "every branch broken 22 levels down": { reply: deep(22, "0.5"), says: "matches none of the allowed schemas" },
+    "lists nested 100,000 deep": { reply: deep(100_000, "0.74"), says: "nests deeper than 256 levels" },
+  };
+  let reply = "";
+  const engine = new ScriptedEngine(async function* () {
+    yield { type: "text-delta", text: reply };
+    yield { type: "finish", reason: "stop", usage: { promptTokens: 20, completionTokens: 20 } };
+  });
+  const bodies = {
+    "a JSON reply": {
+      response_format: { type: "json_schema", json_schema: { name: "s", schema: recursive } },
+      wrap: (text: string) => text,
+    },
+    "a tool call": {
+      tools: [{ type: "function", function: { name: "f", parameters: recursive } }],
+      tool_choice: "required",
+      wrap: (text: string) => `{"name": "f", "parameters": ${text}}`,
+    },
+  };
+
+  it(`each is an error naming the break within ${answerBound} ms, and another tab is served meanwhile`, async () => {
+    const test = await makeApp({ engine });
+    const otherTab = anotherTab(test);
+    for (const [name, { reply: text, says }] of Object.entries(cases))
+      for (const [where, { wrap, ...extra }] of Object.entries(bodies)) {
+        reply = wrap(text);
+        const started = performance.now();
+        const response = await test.app.handle(
+          test.post("/v1/chat/completions", { model, messages: [{ role: "user", content: "Hi" }], ...extra }),
+        );
+        const error = (await response.json()).error;
+        expect(performance.now() - started, `${name} in ${where}`).toBeLessThan(answerBound);
+        expect([response.status, error.code], `${name} in ${where}`).toEqual([500, "invalid_model_output"]);
+        expect(error.message, `${name} in ${where}`).toContain(says);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
     expect(await otherTab.slowest()).toBeLessThan(answerBound);
   }, 60_000);
 });

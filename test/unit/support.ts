@@ -4,7 +4,9 @@ import { resolve } from "node:path";
 import { Catalogue } from "../../src/model/catalogue.js";
 import { DeterministicEngine } from "../../src/engine/deterministic.js";
 import { Scheduler } from "../../src/serve/scheduler.js";
-import type { Engine } from "../../src/engine/contract.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import type { DeviceFeatures } from "../../src/model/builds.js";
+import type { ModelEntry } from "../../src/model/entry.js";
 import { InferenceApp } from "../../src/http/app.js";
 import type { RespondOptions } from "../../src/http/respond.js";
 import { Admin } from "../../src/policy/admin.js";
@@ -201,4 +203,24 @@ export function chatUsage(prompt: number, completion: number, cached = 0) {
       rejected_prediction_tokens: 0,
     },
   };
+}
+
+/** An engine scripted by the test, to reach failure paths the deterministic engine never takes. */
+export class ScriptedEngine implements Engine {
+  readonly name = "scripted";
+  seen: GenerationRequest[] = [];
+  constructor(
+    private readonly script: (request: GenerationRequest, signal: AbortSignal) => AsyncGenerator<GenerationPart>,
+  ) {}
+  async device(): Promise<DeviceFeatures> {
+    return { webgpu: true, features: new Set() };
+  }
+  async status(): Promise<ModelStatus> {
+    return { downloaded: false, loaded: false, runnable: { ok: true, reason: null }, build: null };
+  }
+  async load(_model: ModelEntry): Promise<void> {}
+  generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart> {
+    this.seen.push(request);
+    return this.script(request, signal);
+  }
 }
