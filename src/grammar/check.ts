@@ -243,28 +243,36 @@ export function unwritable(branch: unknown, root: unknown): boolean {
   }
 }
 
-/** What a branch can be, for telling branches apart: its types, and its fixed values when it has them. */
-function shape(
-  schema: unknown,
-  root: unknown,
-): { types: Set<string>; values?: unknown[]; tags: Map<string, unknown[]> } {
+/**
+ * What a branch can be, for telling branches apart: its types, its fixed values when it has
+ * them, and its tags (a required property's fixed values, by name). Values are kept as their JSON.
+ */
+interface Shape {
+  types: Set<string>;
+  values?: Set<string>;
+  tags: Map<string, Set<string>>;
+}
+
+const listedValues = (values: unknown[]) => new Set(values.map((value) => JSON.stringify(value)));
+
+function shape(schema: unknown, root: unknown): Shape {
   let current = schema;
   for (let hops = 0; isObject(current) && typeof current.$ref === "string" && hops < 8; hops++)
     current = resolveReference(root, current.$ref, "");
   if (!isObject(current)) return { types: new Set(types), tags: new Map() };
   const values = current.const !== undefined ? [current.const] : Array.isArray(current.enum) ? current.enum : undefined;
   const listed = values ? values.map(jsonType) : typesOf(current);
-  const tags = new Map<string, unknown[]>();
-  const required = Array.isArray(current.required) ? current.required : [];
+  const tags = new Map<string, Set<string>>();
+  const required = new Set(Array.isArray(current.required) ? current.required : []);
   for (const [name, property] of Object.entries(isObject(current.properties) ? current.properties : {})) {
-    if (!required.includes(name) || !isObject(property)) continue;
-    if (property.const !== undefined) tags.set(name, [property.const]);
-    else if (Array.isArray(property.enum)) tags.set(name, property.enum);
+    if (!required.has(name) || !isObject(property)) continue;
+    if (property.const !== undefined) tags.set(name, listedValues([property.const]));
+    else if (Array.isArray(property.enum)) tags.set(name, listedValues(property.enum));
   }
   const typeSet = new Set(
     listed.length ? listed.flatMap((type) => (type === "number" ? ["number", "integer"] : [type])) : types,
   );
-  return { types: typeSet, ...(values ? { values } : {}), tags };
+  return { types: typeSet, ...(values ? { values: listedValues(values) } : {}), tags };
 }
 
 function jsonType(value: unknown): string {
@@ -274,32 +282,101 @@ function jsonType(value: unknown): string {
   return typeof value;
 }
 
-/** `oneOf` is read as `anyOf`, which is right only when no value matches two branches. */
+/** Whether two sets share nothing, reading the smaller. */
+function disjoint(a: Set<string>, b: Set<string>): boolean {
+  const [smaller, larger] = a.size <= b.size ? [a, b] : [b, a];
+  for (const key of smaller) if (larger.has(key)) return false;
+  return true;
+}
+
+/** Object branches compared pair by pair at most: beyond, one property must tell them all apart. */
+const maxPairedObjects = 64;
+
+/**
+ * `oneOf` is read as `anyOf`, which is right only when no value matches two branches: two that
+ * list their values list none in common; any other two share no type, or only `object`, and
+ * then differ in a required property's fixed values. Each step is linear in the branches' size,
+ * and pairs are compared only among at most `maxPairedObjects` object branches.
+ */
 function checkDisjoint(branches: unknown[], root: unknown, pointer: string): void {
   const shapes = branches.map((branch) => shape(branch, root));
-  for (let first = 0; first < shapes.length; first++)
-    for (let second = first + 1; second < shapes.length; second++) {
-      const a = shapes[first]!;
-      const b = shapes[second]!;
-      const sharedTypes = [...a.types].filter((type) => b.types.has(type));
-      if (sharedTypes.length === 0) continue;
-      if (
-        a.values &&
-        b.values &&
-        !a.values.some((value) => b.values!.some((other) => JSON.stringify(other) === JSON.stringify(value)))
-      )
-        continue;
+  const overlap = (one: number, other: number): never =>
+    fail(
+      `'oneOf' branches ${Math.min(one, other)} and ${Math.max(one, other)} can match the same value; use 'anyOf', or tell them apart by type or by a required property with different 'const' values`,
+      pointer,
+    );
+  checkListedValues(shapes, overlap);
+  checkSharedTypes(shapes, overlap);
+  checkObjectBranches(shapes, overlap, pointer);
+}
+
+/** No value is listed by two branches. */
+function checkListedValues(shapes: Shape[], overlap: (one: number, other: number) => never): void {
+  const lister = new Map<string, number>();
+  shapes.forEach((shape, index) => {
+    for (const key of shape.values ?? []) {
+      const first = lister.get(key);
+      if (first === undefined) lister.set(key, index);
+      else if (first !== index) overlap(first, index);
+    }
+  });
+}
+
+/** A branch that lists no values shares no type but `object` with any other. */
+function checkSharedTypes(shapes: Shape[], overlap: (one: number, other: number) => never): void {
+  const holders = new Map<string, number[]>();
+  shapes.forEach((shape, index) => {
+    for (const type of shape.types) {
+      if (type === "object") continue;
+      if (!holders.has(type)) holders.set(type, []);
+      holders.get(type)!.push(index);
+    }
+  });
+  for (const indices of holders.values()) {
+    const open = indices.find((index) => shapes[index]!.values === undefined);
+    if (open !== undefined && indices.length > 1)
+      overlap(
+        open,
+        indices.find((index) => index !== open)!,
+      );
+  }
+}
+
+/** Object branches, where one of two lists no values, differ in a required property's fixed values. */
+function checkObjectBranches(shapes: Shape[], overlap: (one: number, other: number) => never, pointer: string): void {
+  const objects = shapes.flatMap((shape, index) => (shape.types.has("object") ? [index] : []));
+  if (objects.every((index) => shapes[index]!.values !== undefined)) return;
+  if (discriminated(objects.map((index) => shapes[index]!))) return;
+  if (objects.length > maxPairedObjects)
+    fail(
+      `'oneOf' has ${objects.length} object branches and no required property whose fixed values differ in each; use 'anyOf', or give every branch such a property (a 'const' of its own)`,
+      pointer,
+    );
+  for (const [position, one] of objects.entries())
+    for (const other of objects.slice(position + 1)) {
+      const [a, b] = [shapes[one]!, shapes[other]!];
+      if (a.values !== undefined && b.values !== undefined) continue;
       const tagged = [...a.tags].some(([name, values]) => {
         const others = b.tags.get(name);
-        return (
-          others !== undefined &&
-          !values.some((value) => others.some((other) => JSON.stringify(other) === JSON.stringify(value)))
-        );
+        return others !== undefined && disjoint(values, others);
       });
-      if (sharedTypes.every((type) => type === "object") && tagged) continue;
-      fail(
-        `'oneOf' branches ${first} and ${second} can match the same value; use 'anyOf', or tell them apart by type or by a required property with different 'const' values`,
-        pointer,
-      );
+      if (!tagged) overlap(one, other);
     }
+}
+
+/** Whether one property, required in every shape, has fixed values no two shapes share. */
+function discriminated(shapes: Shape[]): boolean {
+  const counts = new Map<string, number>();
+  for (const shape of shapes) for (const name of shape.tags.keys()) counts.set(name, (counts.get(name) ?? 0) + 1);
+  return [...counts].some(([name, count]) => {
+    if (count < shapes.length) return false;
+    const owner = new Map<string, Shape>();
+    return shapes.every((shape) =>
+      [...shape.tags.get(name)!].every((key) => {
+        if (owner.has(key) && owner.get(key) !== shape) return false;
+        owner.set(key, shape);
+        return true;
+      }),
+    );
+  });
 }

@@ -407,6 +407,20 @@ describe("adversarial schemas: expansion is bounded", () => {
     properties: { v: { type: "string", pattern } },
     required: ["v"],
   });
+  const oneOf = (branches: unknown[]) => ({
+    type: "object",
+    properties: { v: { oneOf: branches } },
+    required: ["v"],
+  });
+  const tagged = (tag: number) => ({
+    type: "object",
+    properties: { kind: { const: tag } },
+    required: ["kind"],
+  });
+  // Two enums that share only their last value (compared pair by pair: 225 million comparisons).
+  const listed = (prefix: string) => [...Array.from({ length: 15_000 }, (_, index) => `${prefix}${index}`), "both"];
+  // Branches told apart by one property, but for the last two (compared pair by pair: 4.5 million pairs).
+  const tags = Array.from({ length: 3_000 }, (_, index) => tagged(index === 2_999 ? 2_998 : index));
   /**
    * Each schema, and what answers it: a refusal naming the limit, or a reply. Every instance of
    * the required fan-out is 2^40 strings long, so its reply is cut at max_tokens; the optional
@@ -420,6 +434,17 @@ describe("adversarial schemas: expansion is bounded", () => {
       refused: /nested deeper/,
     },
     "a $ref chain": { schema: chain(500), refused: /chains run through more than 64 definitions/ },
+    "a oneOf of two long enums that share a value": {
+      schema: oneOf([
+        { type: "string", enum: listed("a") },
+        { type: "string", enum: listed("b") },
+      ]),
+      refused: /'oneOf' branches 0 and 1 can match the same value/,
+    },
+    "a oneOf of 3,000 object branches, two with one tag": {
+      schema: oneOf(tags),
+      refused: /'oneOf' has 3000 object branches and no required property whose fixed values differ in each/,
+    },
     "$refs fanning out, required": { schema: fan(40, true), finish: "length" },
     "$refs fanning out, optional": { schema: fan(40, false), finish: "stop" },
     // 65,536 copies of an 8,300-character list: past the longest string JavaScript can hold.

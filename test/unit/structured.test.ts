@@ -130,6 +130,45 @@ describe("JSON Schema support", () => {
     }
   });
 
+  it("reads a oneOf as anyOf only where no value matches two branches", () => {
+    const tagged = (name: string, value: unknown) => ({
+      type: "object",
+      properties: { [name]: { const: value } },
+      required: [name],
+    });
+    const told: JsonSchema[][] = [
+      [{ type: "string" }, { type: "integer" }, { type: "null" }],
+      [{ enum: ["a", "b"] }, { enum: ["c"] }, { const: 1 }],
+      [{ type: "string" }, { const: 1 }],
+      [tagged("kind", "cat"), tagged("kind", "dog"), { type: "string" }],
+      [{ type: "object", properties: { kind: { enum: ["a", "b"] } }, required: ["kind"] }, tagged("kind", "c")],
+      // No one property tells all three apart, but each pair has one.
+      [
+        { type: "object", properties: { x: { const: 1 }, y: { const: 1 } }, required: ["x", "y"] },
+        { type: "object", properties: { x: { const: 2 }, z: { const: 1 } }, required: ["x", "z"] },
+        { type: "object", properties: { y: { const: 2 }, z: { const: 2 } }, required: ["y", "z"] },
+      ],
+    ];
+    for (const branches of told) expect(() => checkSchema({ oneOf: branches }), JSON.stringify(branches)).not.toThrow();
+    const overlapping: [JsonSchema[], string][] = [
+      [[{ enum: ["a", "b"] }, { const: "c" }, { enum: ["d", "b"] }], "0 and 2"],
+      [[{ type: "string" }, { type: "integer" }, { const: "a" }], "0 and 2"],
+      [[{ type: "integer" }, { type: "number" }], "0 and 1"],
+      [[tagged("kind", "cat"), tagged("kind", "dog"), tagged("kind", "cat")], "0 and 2"],
+      [[tagged("kind", "cat"), { type: "object" }], "0 and 1"],
+      [[{ type: "object" }, { enum: [{}] }], "0 and 1"],
+    ];
+    for (const [branches, pair] of overlapping)
+      expect(() => checkSchema({ oneOf: branches }), JSON.stringify(branches)).toThrow(
+        `'oneOf' branches ${pair} can match the same value`,
+      );
+    const many = Array.from({ length: 65 }, (_, index) => tagged(index % 2 ? "x" : "y", index));
+    expect(() => checkSchema({ oneOf: many })).toThrow(
+      "'oneOf' has 65 object branches and no required property whose fixed values differ in each",
+    );
+    expect(() => checkSchema({ oneOf: many.slice(0, 64) })).toThrow("'oneOf' branches 0 and 1 can match");
+  });
+
   it("refuses what it cannot honour, naming the keyword and where it is", () => {
     const cases: [JsonSchema, RegExp, string][] = [
       [{ oneOf: [{ type: "string" }, { type: "string" }] }, /'oneOf' branches 0 and 1 can match/, "/oneOf"],
