@@ -4,12 +4,15 @@
  * its place, never silently dropped.
  */
 import { formatNames, knownFormat } from "./formats.js";
+import { validate } from "./validate.js";
 import { parsePattern, PatternError, PatternLimitError } from "./regex.js";
 import {
   isAnnotation,
   arrayParts,
   effective,
   isObject,
+  longestWritten,
+  numberKeyword,
   resolveReference,
   typesOf,
   UnsupportedSchemaError,
@@ -76,6 +79,8 @@ export function checkSchema(schema: unknown, root: unknown = schema, pointer = "
       fail(`the JSON Schema keyword '${keyword}' is not supported`, `${pointer}/${keyword}`);
   }
   checkValues(schema, pointer);
+  checkBounds(schema, pointer);
+  checkListed(schema, pointer);
   checkStringKeywords(schema, pointer);
   checkObjectKeywords(schema, root, pointer, depth);
   checkSubschemas(schema, root, pointer, depth);
@@ -107,6 +112,71 @@ function checkValues(schema: SchemaObject, pointer: string): void {
     fail("'uniqueItems' must be true or false", `${pointer}/uniqueItems`);
   if (schema.nullable !== undefined && typeof schema.nullable !== "boolean")
     fail("'nullable' must be true or false", `${pointer}/nullable`);
+}
+
+/**
+ * Bounds that no value meets, or past what a grammar writes: a 400 naming them, not a reply
+ * written and then refused by the check of finished values.
+ */
+function checkBounds(schema: SchemaObject, pointer: string): void {
+  const pairs = [
+    ["minLength", "maxLength", "string"],
+    ["minItems", "maxItems", "list"],
+    ["minProperties", "maxProperties", "object"],
+  ] as const;
+  for (const [low, high, kind] of pairs) {
+    const [min, max] = [numberKeyword(schema, low), numberKeyword(schema, high)];
+    if (min !== undefined && max !== undefined && min > max)
+      fail(`'${low}' ${min} is above '${high}' ${max}: no ${kind} satisfies both`, `${pointer}/${low}`);
+  }
+  const required = Array.isArray(schema.required) ? new Set(schema.required).size : 0;
+  const maxProperties = numberKeyword(schema, "maxProperties");
+  if (maxProperties !== undefined && required > maxProperties)
+    fail(`'required' names ${required} properties, more than 'maxProperties' ${maxProperties}`, `${pointer}/required`);
+  const minLength = numberKeyword(schema, "minLength") ?? 0;
+  if (minLength > longestWritten.characters)
+    fail(`'minLength' over ${longestWritten.characters} is not supported`, `${pointer}/minLength`);
+  const minItems = numberKeyword(schema, "minItems") ?? 0;
+  if (minItems > longestWritten.items)
+    fail(`'minItems' over ${longestWritten.items} is not supported`, `${pointer}/minItems`);
+  const { prefix, rest } = arrayParts(schema);
+  if (rest === false && minItems > prefix.length)
+    fail("'minItems' asks for more items than the array may hold", `${pointer}/minItems`);
+}
+
+/** The keywords a listed value (`const`, `enum`) must hold beside its list: its type and bounds. */
+const listedKeywords = [
+  "type",
+  "nullable",
+  "minLength",
+  "maxLength",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minItems",
+  "maxItems",
+  "minProperties",
+  "maxProperties",
+];
+
+/** Each listed value holds the schema's type and bounds: a grammar writes listed values as they are. */
+function checkListed(schema: SchemaObject, pointer: string): void {
+  const listed =
+    schema.const !== undefined
+      ? [{ value: schema.const, name: "'const'", at: `${pointer}/const` }]
+      : Array.isArray(schema.enum)
+        ? schema.enum.map((value, index) => ({ value, name: `'enum' value ${index}`, at: `${pointer}/enum/${index}` }))
+        : [];
+  if (listed.length === 0) return;
+  const bounds = Object.fromEntries(
+    listedKeywords.flatMap((keyword) => (Object.hasOwn(schema, keyword) ? [[keyword, schema[keyword]]] : [])),
+  );
+  for (const { value, name, at } of listed) {
+    const violation = validate(bounds, value);
+    if (violation) fail(`${name} breaks the schema's own keywords: it ${violation.message}`, at);
+  }
 }
 
 /** `format` must be one we write; `pattern` must be a regular expression the grammar can express. */

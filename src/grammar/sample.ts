@@ -8,13 +8,14 @@ import {
   arrayParts,
   effective,
   isObject,
+  longestWritten,
   numberKeyword,
   resolveReference,
   typesOf,
   type JsonSchema,
   type SchemaObject,
 } from "./schema.js";
-import { longestWritten, numberBounds } from "./schema-grammar.js";
+import { numberBounds } from "./schema-grammar.js";
 import { stringSource } from "./strings.js";
 import { validate } from "./validate.js";
 

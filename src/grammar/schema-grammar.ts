@@ -13,6 +13,7 @@ import {
   arrayParts,
   effective,
   isObject,
+  longestWritten,
   numberKeyword,
   onlyAnnotations,
   resolveReference,
@@ -33,8 +34,6 @@ export interface GrammarOptions {
 
 /** Spelled-out repetitions a grammar may hold in all: bounds past it are refused, so work stays linear. */
 const repetitionBudget = 20_000;
-/** Strings, lists and objects longer than this are not written, though the bound allows them. */
-export const longestWritten = { characters: 1000, items: 256 };
 
 export class GrammarBuilder implements RuleSink {
   readonly #rules = new Map<string, string>();
@@ -82,23 +81,32 @@ export class GrammarBuilder implements RuleSink {
       );
   }
 
-  /** An expression matching the compact JSON of the instances we generate for `schema`. */
-  schema(input: JsonSchema, root: JsonSchema, name: string): string {
+  /**
+   * An expression matching the compact JSON of the instances we generate for `schema`, which is
+   * at `pointer` in the schema (named in a refusal). A rewritten schema (`allOf`, `$ref` beside
+   * other keywords, `nullable`) keeps the place of the schema that holds it; `oneOf`'s branches
+   * are named as such.
+   */
+  schema(input: JsonSchema, root: JsonSchema, name: string, pointer = "", branches = "anyOf"): string {
     if (input === true || (isObject(input) && onlyAnnotations(input))) return "json_value";
-    if (!isObject(input)) throw new UnsupportedSchemaError("a schema must be an object", "");
-    const schema = effective(input, "");
-    if (schema !== input) return this.schema(schema, root, name);
+    if (!isObject(input)) throw new UnsupportedSchemaError("a schema must be an object", pointer);
+    const schema = effective(input, pointer);
+    if (schema !== input)
+      return this.schema(schema, root, name, pointer, "oneOf" in input && !("anyOf" in input) ? "oneOf" : branches);
     if (typeof schema.$ref === "string") return this.#reference(schema.$ref, root);
     if (schema.const !== undefined) return literal(JSON.stringify(schema.const));
     if (Array.isArray(schema.enum))
       return `(${schema.enum.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
     if (Array.isArray(schema.anyOf)) {
-      const branches = schema.anyOf.filter((child) => !unwritable(child, root));
-      return `(${branches.map((child, index) => this.named(child as JsonSchema, root, `${name}_any${index}`)).join(" | ")})`;
+      const written = schema.anyOf.flatMap((child, index) => (unwritable(child, root) ? [] : [{ child, index }]));
+      const expressions = written.map(({ child, index }, position) =>
+        this.named(child as JsonSchema, root, `${name}_any${position}`, `${pointer}/${branches}/${index}`),
+      );
+      return `(${expressions.join(" | ")})`;
     }
     const listed = typesOf(schema);
     if (listed.length === 0) return "json_value";
-    return `(${listed.map((type) => this.#typed(type, schema, root, name)).join(" | ")})`;
+    return `(${listed.map((type) => this.#typed(type, schema, root, name, pointer)).join(" | ")})`;
   }
 
   #reference(reference: string, root: JsonSchema): string {
@@ -106,32 +114,34 @@ export class GrammarBuilder implements RuleSink {
     if (known) return known;
     const ruleName = this.rule(`ref_${reference.split("/").pop() ?? "definition"}`, "json_value");
     this.#references.set(reference, ruleName);
-    this.#rules.set(ruleName, this.schema(resolveReference(root, reference, ""), root, ruleName));
+    // The definition's place: `#/$defs/name` is `/$defs/name`.
+    const target = resolveReference(root, reference, "");
+    this.#rules.set(ruleName, this.schema(target, root, ruleName, reference.slice(1)));
     return ruleName;
   }
 
-  /** A rule name (or a simple expression) for `schema`. */
-  named(schema: JsonSchema, root: JsonSchema, name: string): string {
-    const expression = this.schema(schema, root, name);
+  /** A rule name (or a simple expression) for `schema`, at `pointer`. */
+  named(schema: JsonSchema, root: JsonSchema, name: string, pointer = ""): string {
+    const expression = this.schema(schema, root, name, pointer);
     return /^[A-Za-z_][A-Za-z0-9_]*$/.test(expression) ? expression : this.rule(name, expression);
   }
 
-  #typed(type: string, schema: SchemaObject, root: JsonSchema, name: string): string {
+  #typed(type: string, schema: SchemaObject, root: JsonSchema, name: string, pointer: string): string {
     switch (type) {
       case "string":
         return this.string(schema);
       case "number":
-        return this.#number(schema, false);
+        return this.#number(schema, false, pointer);
       case "integer":
-        return this.#number(schema, true);
+        return this.#number(schema, true, pointer);
       case "boolean":
         return '("true" | "false")';
       case "null":
         return '"null"';
       case "array":
-        return this.#array(schema, root, name);
+        return this.#array(schema, root, name, pointer);
       default:
-        return this.#object(schema, root, name);
+        return this.#object(schema, root, name, pointer);
     }
   }
 
@@ -142,14 +152,12 @@ export class GrammarBuilder implements RuleSink {
     const quote = '"\\""';
     if (source.kind === "pattern")
       return `(${quote} ${patternGrammar(source.branches, this, "json_character")} ${quote})`;
-    if (source.min > longestWritten.characters)
-      throw new UnsupportedSchemaError(`'minLength' over ${longestWritten.characters} is not supported`, "/minLength");
     const max = Math.min(source.max ?? Infinity, longestWritten.characters);
     const body = repeatGrammar("json_character", source.min, max === Infinity ? null : max, this, "json_character");
     return `(${quote} ${body === '""' ? "" : body} ${quote})`;
   }
 
-  #number(schema: SchemaObject, integer: boolean): string {
+  #number(schema: SchemaObject, integer: boolean, pointer: string): string {
     const bounds = numberBounds(schema, integer);
     const whole = integer || bounds.fractionDigits === 0;
     const unbounded = bounds.minimum === undefined && bounds.maximum === undefined;
@@ -166,7 +174,7 @@ export class GrammarBuilder implements RuleSink {
     if (expression === null)
       throw new UnsupportedSchemaError(
         `no ${integer ? "integer" : "number"} satisfies the schema's bounds`,
-        "/minimum",
+        `${pointer}/minimum`,
       );
     return expression === "json_integer" || expression === "json_number" ? expression : `(${expression})`;
   }
@@ -191,24 +199,26 @@ export class GrammarBuilder implements RuleSink {
     return naturalOnly ? start : `("-"? ${start})`;
   }
 
-  #array(schema: SchemaObject, root: JsonSchema, name: string): string {
+  #array(schema: SchemaObject, root: JsonSchema, name: string, pointer: string): string {
     const { prefix, rest } = arrayParts(schema);
     const min = numberKeyword(schema, "minItems") ?? 0;
     const max = Math.min(numberKeyword(schema, "maxItems") ?? Infinity, longestWritten.items);
-    if (min > longestWritten.items)
-      throw new UnsupportedSchemaError(`'minItems' over ${longestWritten.items} is not supported`, "/minItems");
+    const [prefixAt, restAt] = Array.isArray(schema.items) ? ["items", "additionalItems"] : ["prefixItems", "items"];
     const written = prefix
       .slice(0, max)
-      .map((child, index) => this.named(child as JsonSchema, root, `${name}_item${index}`));
+      .map((child, index) =>
+        this.named(child as JsonSchema, root, `${name}_item${index}`, `${pointer}/${prefixAt}/${index}`),
+      );
     const left = max - written.length;
     const extraMin = Math.max(0, min - written.length);
-    if (rest === false && extraMin > 0)
-      throw new UnsupportedSchemaError("'minItems' asks for more items than the array may hold", "/minItems");
-    const item = rest === false || left === 0 ? null : this.named(rest as JsonSchema, root, `${name}_item`);
+    const item =
+      rest === false || left === 0
+        ? null
+        : this.named(rest as JsonSchema, root, `${name}_item`, `${pointer}/${restAt}`);
     return this.list('"["', written, item, extraMin, left === Infinity ? null : left, '"]"');
   }
 
-  #object(schema: SchemaObject, root: JsonSchema, name: string): string {
+  #object(schema: SchemaObject, root: JsonSchema, name: string, pointer: string): string {
     const declared = isObject(schema.properties) ? Object.entries(schema.properties) : [];
     const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
     const maxProperties = numberKeyword(schema, "maxProperties") ?? Infinity;
@@ -217,7 +227,7 @@ export class GrammarBuilder implements RuleSink {
     const written = declared.filter(([property]) => required.has(property) || optionalRoom-- > 0);
     const members = written.map(
       ([property, child]) =>
-        `${literal(JSON.stringify(property))} ${this.colon} ${this.named(child as JsonSchema, root, `${name}_${property}`)}`,
+        `${literal(JSON.stringify(property))} ${this.colon} ${this.named(child as JsonSchema, root, `${name}_${property}`, `${pointer}/properties/${property}`)}`,
     );
     const additional = schema.additionalProperties;
     const openEnded = declared.length === 0 && additional !== false;
@@ -226,14 +236,16 @@ export class GrammarBuilder implements RuleSink {
     if (valueSchema === null && minimum > 0)
       throw new UnsupportedSchemaError(
         "'minProperties' asks for more properties than the object may hold",
-        "/minProperties",
+        `${pointer}/minProperties`,
       );
     if (valueSchema === null) return this.list('"{"', members, null, 0, 0, '"}"');
     const names = schema.propertyNames;
     // Names are strings whatever else their schema says (an empty one, an enum of names).
-    const named = isObject(names) ? this.schema({ type: "string", ...names }, root, `${name}_name`) : "json_string";
+    const named = isObject(names)
+      ? this.schema({ type: "string", ...names }, root, `${name}_name`, `${pointer}/propertyNames`)
+      : "json_string";
     const key = named === "json_value" ? "json_string" : named;
-    const value = this.named(valueSchema, root, `${name}_value`);
+    const value = this.named(valueSchema, root, `${name}_value`, `${pointer}/additionalProperties`);
     const pair = this.shared(`${name}_pair`, `${key} ${this.colon} ${value}`);
     const maximum = Math.min(maxProperties - members.length, longestWritten.items);
     return this.list('"{"', members, pair, minimum, maximum === Infinity ? null : maximum, '"}"');

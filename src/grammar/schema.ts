@@ -24,6 +24,9 @@ export class UnsupportedSchemaError extends Error {
   }
 }
 
+/** Strings, lists and objects longer than this are not written, though the bound allows them. */
+export const longestWritten = { characters: 1000, items: 256 };
+
 /** Keywords that describe and never constrain: accepted and ignored. */
 const annotations = new Set([
   "title",

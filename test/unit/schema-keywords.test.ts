@@ -195,6 +195,33 @@ describe("refusals name the keyword and where it is", () => {
       [{ type: "integer", minimum: "3" }, /'minimum' must be a number/, "/minimum"],
       [{ type: "number", exclusiveMinimum: true }, /'exclusiveMinimum' must be a number/, "/exclusiveMinimum"],
       [{ type: "array", minItems: -1 }, /'minItems'/, "/minItems"],
+      // Bounds no value meets, where they are: a 400 before any reply is written and refused.
+      [
+        { type: "object", properties: { v: { type: "string", minLength: 5, maxLength: 3 } } },
+        /'minLength' 5 is above 'maxLength' 3: no string satisfies both/,
+        "/properties/v/minLength",
+      ],
+      [{ type: "array", items: { type: "array", minItems: 3, maxItems: 1 } }, /no list satisfies/, "/items/minItems"],
+      [{ anyOf: [{ type: "object", minProperties: 3, maxProperties: 1 }] }, /no object/, "/anyOf/0/minProperties"],
+      [
+        { type: "object", properties: { a: {}, b: {} }, required: ["a", "b"], maxProperties: 1 },
+        /'required' names 2 properties, more than 'maxProperties' 1/,
+        "/required",
+      ],
+      [
+        { $defs: { long: { type: "string", minLength: 2000 } }, $ref: "#/$defs/long" },
+        /over 1000/,
+        "/$defs/long/minLength",
+      ],
+      [{ type: "object", properties: { v: { type: "array", minItems: 300 } } }, /over 256/, "/properties/v/minItems"],
+      [{ type: "array", prefixItems: [{}], items: false, minItems: 2 }, /more items than/, "/minItems"],
+      [
+        { type: "string", enum: ["a", 1] },
+        /'enum' value 1 breaks the schema's own keywords: it must be of type string/,
+        "/enum/1",
+      ],
+      [{ type: "string", const: "abc", maxLength: 2 }, /'const' breaks .* at most 2 characters/, "/const"],
+      [{ type: "integer", enum: [1, 2.5] }, /'enum' value 1 breaks .* type integer/, "/enum/1"],
     ];
     for (const [schema, message, pointer] of cases) {
       let caught: unknown;
@@ -213,6 +240,50 @@ describe("refusals name the keyword and where it is", () => {
         pointer,
       });
     }
+  });
+
+  it("a grammar's refusal names the place of the schema it refuses", () => {
+    const cases: [JsonSchema, RegExp, string][] = [
+      [
+        { type: "object", properties: { v: { type: "integer", minimum: 0.5, maximum: 0.6 } } },
+        /no integer satisfies/,
+        "/properties/v/minimum",
+      ],
+      [{ oneOf: [{ type: "number", minimum: 5, maximum: 3 }, { type: "string" }] }, /no number/, "/oneOf/0/minimum"],
+      [
+        { type: "array", prefixItems: [{ type: "integer", multipleOf: 7, minimum: 1, maximum: 6 }] },
+        /no integer/,
+        "/prefixItems/0/minimum",
+      ],
+      [
+        { type: "object", properties: { v: { type: "object", properties: { a: {} }, minProperties: 2 } } },
+        /more properties than the object may hold/,
+        "/properties/v/minProperties",
+      ],
+      [
+        { $defs: { odd: { type: "integer", exclusiveMinimum: 3, exclusiveMaximum: 4 } }, $ref: "#/$defs/odd" },
+        /no integer/,
+        "/$defs/odd/minimum",
+      ],
+    ];
+    for (const [schema, message, pointer] of cases) {
+      let caught: unknown;
+      try {
+        schemaToGrammar(schema);
+      } catch (error) {
+        caught = error;
+      }
+      expect({ schema, error: caught }).toMatchObject({ error: expect.any(UnsupportedSchemaError) });
+      expect({ message: (caught as Error).message, pointer: (caught as UnsupportedSchemaError).pointer }).toMatchObject(
+        {
+          message: expect.stringMatching(message),
+          pointer,
+        },
+      );
+    }
+    // A listed null beside `nullable`, a whole number listed as an integer: no refusal.
+    expect(() => checkSchema({ type: "string", nullable: true, enum: ["a", null] })).not.toThrow();
+    expect(() => checkSchema({ type: "integer", enum: [1, 2.0] })).not.toThrow();
   });
 
   it("hostile bounds are refused before the work grows: every schema below is answered within a second", () => {
