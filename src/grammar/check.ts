@@ -145,21 +145,7 @@ function checkBounds(schema: SchemaObject, pointer: string): void {
 }
 
 /** The keywords a listed value (`const`, `enum`) must hold beside its list: its type and bounds. */
-const listedKeywords = [
-  "type",
-  "nullable",
-  "minLength",
-  "maxLength",
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
-  "minItems",
-  "maxItems",
-  "minProperties",
-  "maxProperties",
-];
+const listedKeywords = ["type", "nullable", ...counts, ...bounds, "multipleOf"];
 
 /** Each listed value holds the schema's type and bounds: a grammar writes listed values as they are. */
 function checkListed(schema: SchemaObject, pointer: string): void {
