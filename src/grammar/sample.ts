@@ -49,13 +49,15 @@ export class SampleBudget {
  * (then `budget.cut` is set).
  */
 export function sampleSchema(schema: JsonSchema, random: Random, budget = new SampleBudget(Infinity)): unknown {
-  return sampleChild(schema, { random, budget, root: schema }, 0);
+  return sampleChild(schema, { random, budget, root: schema, writable: new Map() }, 0);
 }
 
 interface Sampling {
   random: Random;
   budget: SampleBudget;
   root: JsonSchema;
+  /** Each `anyOf`'s branches that can be written, found once: a list of 256 items visits it 256 times. */
+  writable: Map<JsonSchema, JsonSchema[]>;
 }
 
 /**
@@ -84,8 +86,12 @@ function sampleValue(schema: JsonSchema, sampling: Sampling, depth: number): unk
   if (current.const !== undefined) return literalValue(current.const, sampling.budget);
   if (Array.isArray(current.enum)) return literalValue(pick(current.enum, random), sampling.budget);
   if (Array.isArray(current.anyOf)) {
+    let branches = sampling.writable.get(schema);
+    if (branches === undefined) {
+      branches = (current.anyOf as JsonSchema[]).filter((branch) => !unwritable(branch, root));
+      sampling.writable.set(schema, branches);
+    }
     // Deep in a recursive schema, the branch that ends it (a null, a leaf) comes first.
-    const branches = (current.anyOf as JsonSchema[]).filter((branch) => !unwritable(branch, root));
     const ending =
       branches.find((branch) => isObject(branch) && branch.type === "null") ??
       branches.find((branch) => !(isObject(branch) && typeof branch.$ref === "string"));
