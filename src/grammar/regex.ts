@@ -579,6 +579,119 @@ function branchMatches(branch: RegexBranch, value: string): boolean {
   return seen[0] === step;
 }
 
+// ------------------------------------------------------------------ sampling within lengths
+
+/** The most states × lengths one length-bound sampler may tabulate: past it, none is made. */
+const lengthTableLimit = 4_000_000;
+
+/** The cells (states × lengths) that samplers may still tabulate, shared by those of one sample. */
+export interface TableBudget {
+  cells: number;
+}
+
+/**
+ * For each count of characters left (0 to `longest`), the states that can still end in a match
+ * reading exactly that many: those that reach the match without reading, then those that read a
+ * character into the previous count's, each closed back over forks. A row costs the automaton's size.
+ */
+function finishingRows(automaton: Automaton, longest: number): Uint8Array[] {
+  const { states } = automaton;
+  const forksInto: number[][] = states.map(() => []);
+  states.forEach((state, index) => {
+    if (state.kind === "fork") for (const next of state.next) forksInto[next]!.push(index);
+  });
+  const rows: Uint8Array[] = [];
+  for (let left = 0; left <= longest; left++) {
+    const row = new Uint8Array(states.length);
+    const previous = rows[left - 1];
+    const pending: number[] = [];
+    if (previous === undefined) pending.push(0);
+    else
+      states.forEach((state, index) => {
+        if (state.kind === "set" && previous[state.next] === 1) pending.push(index);
+      });
+    while (pending.length > 0) {
+      const index = pending.pop()!;
+      if (row[index] === 1) continue;
+      row[index] = 1;
+      pending.push(...forksInto[index]!);
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** The character-reading states reached from `from` without reading, whose next state is in `row`. */
+function readersInto(automaton: Automaton, from: number, row: Uint8Array): Extract<State, { kind: "set" }>[] {
+  const seen = new Uint8Array(automaton.states.length);
+  const found: Extract<State, { kind: "set" }>[] = [];
+  const pending = [from];
+  while (pending.length > 0) {
+    const index = pending.pop()!;
+    if (seen[index] === 1) continue;
+    seen[index] = 1;
+    const state = automaton.states[index]!;
+    if (state.kind === "fork") pending.push(...state.next);
+    else if (state.kind === "set" && row[state.next] === 1) found.push(state);
+  }
+  return found;
+}
+
+/**
+ * A sampler of strings one branch matches whose length (in code points) is from `min` to `max`,
+ * or null when there is none (or the table would pass its limit). An open end takes any text, so
+ * there a shorter match is padded. Tabulated once, then each sample walks the automaton through
+ * states that can still finish, in time linear in its length times the automaton's size.
+ */
+function branchSamplerWithin(
+  branch: RegexBranch,
+  min: number,
+  max: number,
+  budget: TableBudget,
+): ((random: () => number) => string) | null {
+  const automaton = new Automaton();
+  const start = automaton.build(branch.node, 0);
+  const open = !branch.anchoredStart || !branch.anchoredEnd;
+  // Past `min` by the automaton's size, a length that matches has a shorter one that does too.
+  const longest = Math.min(max, min + automaton.states.length + 1);
+  const cells = automaton.states.length * (longest + 1);
+  if (cells > Math.min(lengthTableLimit, budget.cells)) return null;
+  budget.cells -= cells;
+  const rows = finishingRows(automaton, longest);
+  const lengths: number[] = [];
+  for (let length = open ? 0 : min; length <= longest && lengths.length < 13; length++)
+    if (rows[length]![start] === 1) lengths.push(length);
+  if (lengths.length === 0) return null;
+  return (random) => {
+    const length = lengths[Math.floor(random() * lengths.length)]!;
+    let text = "";
+    let current = start;
+    for (let left = length; left > 0; left--) {
+      const readers = readersInto(automaton, current, rows[left - 1]!);
+      const reader = readers[Math.floor(random() * readers.length)]!;
+      text += sampleCharacter(reader.ranges, random);
+      current = reader.next;
+    }
+    const padding = "x".repeat(Math.max(0, min - length));
+    return branch.anchoredEnd ? padding + text : text + padding;
+  };
+}
+
+/**
+ * A sampler of strings the pattern matches with a length from `min` to `max`, or null when none
+ * is found within the budget.
+ */
+export function patternSamplerWithin(
+  branches: readonly RegexBranch[],
+  min: number,
+  max: number,
+  budget: TableBudget,
+): ((random: () => number) => string) | null {
+  const samplers = branches.flatMap((branch) => branchSamplerWithin(branch, min, max, budget) ?? []);
+  if (samplers.length === 0) return null;
+  return (random) => samplers[Math.floor(random() * samplers.length)]!(random);
+}
+
 /** Whether the pattern matches somewhere in `value` (or all of it, as its anchors say), in linear time. */
 export function patternMatchesValue(branches: readonly RegexBranch[], value: string): boolean {
   return branches.some((branch) => branchMatches(branch, value));

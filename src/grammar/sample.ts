@@ -3,7 +3,7 @@
  * validator know is satisfied, so an app's CI exercises its schemas as they are.
  */
 import { unwritable } from "./check.js";
-import { samplePattern } from "./regex.js";
+import { patternSamplerWithin, samplePattern, type RegexBranch, type TableBudget } from "./regex.js";
 import {
   arrayParts,
   effective,
@@ -49,7 +49,11 @@ export class SampleBudget {
  * (then `budget.cut` is set).
  */
 export function sampleSchema(schema: JsonSchema, random: Random, budget = new SampleBudget(Infinity)): unknown {
-  return sampleChild(schema, { random, budget, root: schema, writable: new Map() }, 0);
+  return sampleChild(
+    schema,
+    { random, budget, root: schema, writable: new Map(), patterns: new Map(), tables: { cells: tableCells } },
+    0,
+  );
 }
 
 interface Sampling {
@@ -58,7 +62,13 @@ interface Sampling {
   root: JsonSchema;
   /** Each `anyOf`'s branches that can be written, found once: a list of 256 items visits it 256 times. */
   writable: Map<JsonSchema, JsonSchema[]>;
+  /** Each pattern's sampler within its length bounds, tabulated once; null where there is none. */
+  patterns: Map<SchemaObject, ((random: Random) => string) | null>;
+  tables: TableBudget;
 }
+
+/** The cells all of a sample's pattern samplers may tabulate: a few times the largest one's. */
+const tableCells = 20_000_000;
 
 /**
  * A `const` or `enum` value, as the schema gives it. A list or object among them spends its whole
@@ -103,7 +113,7 @@ function sampleValue(schema: JsonSchema, sampling: Sampling, depth: number): unk
   const type = listed.length === 0 ? "string" : (listed.find((candidate) => candidate !== "null") ?? "null");
   switch (type) {
     case "string":
-      return sampleString(current, random);
+      return sampleString(current, sampling);
     case "number":
     case "integer":
       return sampleNumber(current, type === "integer", random);
@@ -118,14 +128,16 @@ function sampleValue(schema: JsonSchema, sampling: Sampling, depth: number): unk
   }
 }
 
-function sampleString(schema: SchemaObject, random: Random): string {
+function sampleString(schema: SchemaObject, sampling: Sampling): string {
+  const { random } = sampling;
   const source = stringSource(schema);
   if (source.kind === "any") return pick(words, random);
   if (source.kind === "pattern") {
-    // A pattern beside length bounds: the first of a few samples that also fits them.
+    // Beside length bounds, strings of those lengths; the first of a few that also fits the rest.
+    const sample = lengthBound(schema) ? patternSampler(schema, source.branches, sampling) : null;
     let candidate = "";
     for (let attempt = 0; attempt < 20; attempt++) {
-      candidate = samplePattern(source.branches, random);
+      candidate = sample ? sample(random) : samplePattern(source.branches, random);
       if (validate(schema, candidate) === null) break;
     }
     return candidate;
@@ -135,6 +147,23 @@ function sampleString(schema: SchemaObject, random: Random): string {
   let text = "";
   while (text.length < length) text += `${pick(words, random)} `;
   return text.slice(0, length);
+}
+
+function lengthBound(schema: SchemaObject): boolean {
+  return numberKeyword(schema, "minLength") !== undefined || numberKeyword(schema, "maxLength") !== undefined;
+}
+
+function patternSampler(
+  schema: SchemaObject,
+  branches: RegexBranch[],
+  sampling: Sampling,
+): ((random: Random) => string) | null {
+  if (!sampling.patterns.has(schema)) {
+    const min = numberKeyword(schema, "minLength") ?? 0;
+    const max = numberKeyword(schema, "maxLength") ?? Infinity;
+    sampling.patterns.set(schema, patternSamplerWithin(branches, min, max, sampling.tables));
+  }
+  return sampling.patterns.get(schema)!;
 }
 
 function sampleNumber(schema: SchemaObject, integer: boolean, random: Random): number {

@@ -11,7 +11,6 @@ import { describe, expect, it } from "vitest";
 import { checkSchema } from "../../src/grammar/check.js";
 import { integerRange, numberRange } from "../../src/grammar/numbers.js";
 import { sampleSchema } from "../../src/grammar/sample.js";
-import { seededRandom } from "../../src/engine/deterministic.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { validate } from "../../src/grammar/validate.js";
@@ -174,6 +173,24 @@ describe("every keyword, enforced by the grammar", () => {
       expect(acceptedAny).toBe(true);
     }
   });
+
+  it("a pattern beside length bounds is sampled at those lengths: valid to ajv every time", () => {
+    // Sampled freely and checked after, such strings missed their bounds: the first two in 50 of 50 samples.
+    const bounded: Record<string, JsonSchema> = {
+      "letters, at least 50": { type: "string", pattern: "^[a-z]+$", minLength: 50 },
+      "letters or none, 5 to 6": { type: "string", pattern: "^[a-z]*$", minLength: 5, maxLength: 6 },
+      "a letter anywhere, 5 to 6": { type: "string", pattern: "[a-z]", minLength: 5, maxLength: 6 },
+      "pairs, at least 3": { type: "string", pattern: "^(ab)+$", minLength: 3 },
+      "a phone number or x's, 10 to 12": {
+        type: "string",
+        pattern: "^\\d{3}-\\d{4}$|^x+$",
+        minLength: 10,
+        maxLength: 12,
+      },
+      "an email, at least 40": { type: "string", format: "email", minLength: 40 },
+    };
+    for (const [name, schema] of Object.entries(bounded)) checkAgainstValidators(name, schema, 20);
+  });
 });
 
 /** Each schema refused by `work`: an UnsupportedSchemaError whose message matches, naming the place. */
@@ -281,7 +298,7 @@ describe("refusals name the keyword and where it is", () => {
     const items = { anyOf: [{ type: "string", enum: values }, { type: "null" }] };
     const schema: JsonSchema = { type: "array", minItems: 256, maxItems: 256, items };
     const started = performance.now();
-    const sample = sampleSchema(schema, seededRandom(7));
+    const sample = sampleSchema(schema, seeded(7));
     expect(performance.now() - started).toBeLessThan(1_500);
     expect(validate(schema, sample)).toBeNull();
   });
