@@ -584,6 +584,9 @@ function branchMatches(branch: RegexBranch, value: string): boolean {
 /** The most states × lengths one length-bound sampler may tabulate: past it, none is made. */
 const lengthTableLimit = 4_000_000;
 
+/** Strings of a pattern within length bounds, drawn by `random`. */
+export type LengthSampler = (random: () => number) => string;
+
 /** The cells (states × lengths) that samplers may still tabulate, shared by those of one sample. */
 export interface TableBudget {
   cells: number;
@@ -638,8 +641,8 @@ function readersInto(automaton: Automaton, from: number, row: Uint8Array): Extra
 }
 
 /**
- * A sampler of strings one branch matches whose length (in code points) is from `min` to `max`,
- * or null when there is none (or the table would pass its limit). An open end takes any text, so
+ * A sampler of strings one branch matches whose length (in code points) is from `min` to `max`:
+ * null when there is none, undefined when the table would pass its limit or the budget. An open end takes any text, so
  * there a shorter match is padded. Tabulated once, then each sample walks the automaton through
  * states that can still finish, in time linear in its length times the automaton's size.
  */
@@ -648,14 +651,14 @@ function branchSamplerWithin(
   min: number,
   max: number,
   budget: TableBudget,
-): ((random: () => number) => string) | null {
+): LengthSampler | null | undefined {
   const automaton = new Automaton();
   const start = automaton.build(branch.node, 0);
   const open = !branch.anchoredStart || !branch.anchoredEnd;
   // Past `min` by the automaton's size, a length that matches has a shorter one that does too.
   const longest = Math.min(max, min + automaton.states.length + 1);
   const cells = automaton.states.length * (longest + 1);
-  if (cells > Math.min(lengthTableLimit, budget.cells)) return null;
+  if (cells > Math.min(lengthTableLimit, budget.cells)) return undefined;
   budget.cells -= cells;
   const rows = finishingRows(automaton, longest);
   const lengths: number[] = [];
@@ -678,17 +681,18 @@ function branchSamplerWithin(
 }
 
 /**
- * A sampler of strings the pattern matches with a length from `min` to `max`, or null when none
- * is found within the budget.
+ * A sampler of strings the pattern matches with a length from `min` to `max`; null when the
+ * pattern has no such string, undefined when it was not tabulated (past the budget).
  */
 export function patternSamplerWithin(
   branches: readonly RegexBranch[],
   min: number,
   max: number,
   budget: TableBudget,
-): ((random: () => number) => string) | null {
-  const samplers = branches.flatMap((branch) => branchSamplerWithin(branch, min, max, budget) ?? []);
-  if (samplers.length === 0) return null;
+): LengthSampler | null | undefined {
+  const found = branches.map((branch) => branchSamplerWithin(branch, min, max, budget));
+  const samplers = found.flatMap((sampler) => sampler ?? []);
+  if (samplers.length === 0) return found.includes(undefined) ? undefined : null;
   return (random) => samplers[Math.floor(random() * samplers.length)]!(random);
 }
 

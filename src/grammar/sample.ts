@@ -3,7 +3,13 @@
  * validator know is satisfied, so an app's CI exercises its schemas as they are.
  */
 import { unwritable } from "./check.js";
-import { patternSamplerWithin, samplePattern, type RegexBranch, type TableBudget } from "./regex.js";
+import {
+  patternSamplerWithin,
+  samplePattern,
+  type LengthSampler,
+  type RegexBranch,
+  type TableBudget,
+} from "./regex.js";
 import {
   arrayParts,
   effective,
@@ -62,8 +68,8 @@ interface Sampling {
   root: JsonSchema;
   /** Each `anyOf`'s branches that can be written, found once: a list of 256 items visits it 256 times. */
   writable: Map<JsonSchema, JsonSchema[]>;
-  /** Each pattern's sampler within its length bounds, tabulated once; null where there is none. */
-  patterns: Map<SchemaObject, ((random: Random) => string) | null>;
+  /** Each pattern's sampler within its length bounds, tabulated once (see patternSamplerWithin). */
+  patterns: Map<SchemaObject, LengthSampler | null | undefined>;
   tables: TableBudget;
 }
 
@@ -157,7 +163,7 @@ function patternSampler(
   schema: SchemaObject,
   branches: RegexBranch[],
   sampling: Sampling,
-): ((random: Random) => string) | null {
+): LengthSampler | null | undefined {
   if (!sampling.patterns.has(schema)) {
     const min = numberKeyword(schema, "minLength") ?? 0;
     const max = numberKeyword(schema, "maxLength") ?? Infinity;

@@ -6,7 +6,14 @@
  */
 import { jsonRules, literal } from "./ebnf.js";
 import { enumeratedMultiples, integerRange, numberRange, remainderRules, type NumberBounds } from "./numbers.js";
-import { patternGrammar, repeatGrammar, type RuleSink } from "./regex.js";
+import {
+  patternGrammar,
+  patternSamplerWithin,
+  repeatGrammar,
+  type RegexBranch,
+  type RuleSink,
+  type TableBudget,
+} from "./regex.js";
 import { checkSchema, unwritable } from "./check.js";
 import { checkFinite } from "./finite.js";
 import {
@@ -41,6 +48,8 @@ export class GrammarBuilder implements RuleSink {
   readonly #references = new Map<string, string>();
   #counter = 0;
   #spent = 0;
+  /** The cells that length checks beside patterns may tabulate, in all. */
+  readonly #tables: TableBudget = { cells: 20_000_000 };
   /** The grammar expressions of the separators. */
   readonly comma: string;
   readonly colon: string;
@@ -129,7 +138,7 @@ export class GrammarBuilder implements RuleSink {
   #typed(type: string, schema: SchemaObject, root: JsonSchema, name: string, pointer: string): string {
     switch (type) {
       case "string":
-        return this.string(schema);
+        return this.string(schema, pointer);
       case "number":
         return this.#number(schema, false, pointer);
       case "integer":
@@ -146,15 +155,34 @@ export class GrammarBuilder implements RuleSink {
   }
 
   /** A JSON string: its format's or pattern's strings, or any text within its length bounds. */
-  string(schema: SchemaObject): string {
+  string(schema: SchemaObject, pointer: string): string {
     const source = stringSource(schema);
     if (source.kind === "any") return "json_string";
     const quote = '"\\""';
-    if (source.kind === "pattern")
+    if (source.kind === "pattern") {
+      this.#checkLengths(schema, source.branches, pointer);
       return `(${quote} ${patternGrammar(source.branches, this, "json_character")} ${quote})`;
+    }
     const max = Math.min(source.max ?? Infinity, longestWritten.characters);
     const body = repeatGrammar("json_character", source.min, max === Infinity ? null : max, this, "json_character");
     return `(${quote} ${body === '""' ? "" : body} ${quote})`;
+  }
+
+  /**
+   * Beside a pattern (or a format), lengths are validated once a reply is whole: a pattern with no
+   * string of those lengths is refused now, where its table fits the budget.
+   */
+  #checkLengths(schema: SchemaObject, branches: RegexBranch[], pointer: string): void {
+    const min = numberKeyword(schema, "minLength");
+    const max = numberKeyword(schema, "maxLength");
+    if (min === undefined && max === undefined) return;
+    if (patternSamplerWithin(branches, min ?? 0, max ?? Infinity, this.#tables) !== null) return;
+    const what = typeof schema.pattern === "string" ? "'pattern'" : `the format ${JSON.stringify(schema.format)}`;
+    const lengths = max === undefined ? `${min} or more` : `${min ?? 0} to ${max}`;
+    throw new UnsupportedSchemaError(
+      `${what} matches no string of ${lengths} characters ('minLength', 'maxLength'); no value satisfies both`,
+      `${pointer}/${typeof schema.pattern === "string" ? "pattern" : "format"}`,
+    );
   }
 
   #number(schema: SchemaObject, integer: boolean, pointer: string): string {

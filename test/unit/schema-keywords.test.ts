@@ -285,6 +285,17 @@ describe("refusals name the keyword and where it is", () => {
         /no integer/,
         "/$defs/odd/minimum",
       ],
+      [
+        { type: "object", properties: { v: { type: "string", pattern: "^a$", minLength: 3 } } },
+        /'pattern' matches no string of 3 or more characters/,
+        "/properties/v/pattern",
+      ],
+      [
+        { type: "string", format: "date", minLength: 11 },
+        /the format "date" matches no string of 11 or more/,
+        "/format",
+      ],
+      [{ type: "string", pattern: "a", maxLength: 0 }, /matches no string of 0 to 0 characters/, "/pattern"],
     ];
     expectRefusals(schemaToGrammar, cases);
     // A listed null beside `nullable`, a whole number listed as an integer: no refusal.
