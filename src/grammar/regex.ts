@@ -642,9 +642,10 @@ function readersInto(automaton: Automaton, from: number, row: Uint8Array): Extra
 
 /**
  * A sampler of strings one branch matches whose length (in code points) is from `min` to `max`:
- * null when there is none, undefined when the table would pass its limit or the budget. An open end takes any text, so
- * there a shorter match is padded. Tabulated once, then each sample walks the automaton through
- * states that can still finish, in time linear in its length times the automaton's size.
+ * null when there is none, undefined when the table would pass its limit or the budget. An open
+ * end takes any text, so there a shorter match is padded. Tabulated once, then each sample walks
+ * the automaton through states that can still finish, in time linear in its length times the
+ * automaton's size.
  */
 function branchSamplerWithin(
   branch: RegexBranch,
