@@ -592,6 +592,9 @@ export interface TableBudget {
   cells: number;
 }
 
+/** The cells one schema's length tables may take in all (its grammar's check, or one sample): a few tables' worth. */
+export const tableCellsPerSchema = 20_000_000;
+
 /**
  * For each count of characters left (0 to `longest`), the states that can still end in a match
  * reading exactly that many: those that reach the match without reading, then those that read a

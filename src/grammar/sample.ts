@@ -6,6 +6,7 @@ import { unwritable } from "./check.js";
 import {
   patternSamplerWithin,
   samplePattern,
+  tableCellsPerSchema,
   type LengthSampler,
   type RegexBranch,
   type TableBudget,
@@ -57,7 +58,7 @@ export class SampleBudget {
 export function sampleSchema(schema: JsonSchema, random: Random, budget = new SampleBudget(Infinity)): unknown {
   return sampleChild(
     schema,
-    { random, budget, root: schema, writable: new Map(), patterns: new Map(), tables: { cells: tableCells } },
+    { random, budget, root: schema, writable: new Map(), patterns: new Map(), tables: { cells: tableCellsPerSchema } },
     0,
   );
 }
@@ -72,9 +73,6 @@ interface Sampling {
   patterns: Map<SchemaObject, LengthSampler | null | undefined>;
   tables: TableBudget;
 }
-
-/** The cells all of a sample's pattern samplers may tabulate: a few times the largest one's. */
-const tableCells = 20_000_000;
 
 /**
  * A `const` or `enum` value, as the schema gives it. A list or object among them spends its whole

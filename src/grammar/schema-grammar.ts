@@ -10,6 +10,7 @@ import {
   patternGrammar,
   patternSamplerWithin,
   repeatGrammar,
+  tableCellsPerSchema,
   type RegexBranch,
   type RuleSink,
   type TableBudget,
@@ -49,7 +50,7 @@ export class GrammarBuilder implements RuleSink {
   #counter = 0;
   #spent = 0;
   /** The cells that length checks beside patterns may tabulate, in all. */
-  readonly #tables: TableBudget = { cells: 20_000_000 };
+  readonly #tables: TableBudget = { cells: tableCellsPerSchema };
   /** The grammar expressions of the separators. */
   readonly comma: string;
   readonly colon: string;
