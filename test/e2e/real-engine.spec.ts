@@ -162,9 +162,9 @@ test("a non-streaming chat completion on the real engine: shape and real token c
   expect(parsed.choices[0]?.finish_reason).toBe("length");
   // web-llm's log probabilities, one entry per token, the greedy choice first among the alternatives.
   const entries = parsed.choices[0]?.logprobs?.content ?? [];
-  // Unless the token holds part of a character (web-llm then sends no entry), it spells the reply.
-  expect(entries.length).toBeLessThanOrEqual(1);
-  if (entries.length === 1) expect(entries[0]?.token).toBe(parsed.choices[0]?.message.content);
+  // The one token spells the reply (this model's first token here is a whole character).
+  expect(entries).toHaveLength(1);
+  expect(entries[0]?.token).toBe(parsed.choices[0]?.message.content);
   for (const entry of entries) {
     expect(entry.top_logprobs).toHaveLength(2);
     expect(entry.top_logprobs[0]?.token).toBe(entry.token);
