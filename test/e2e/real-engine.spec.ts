@@ -7,7 +7,7 @@
  * once and every request asks for one or two tokens at temperature 0.
  */
 import type { Page } from "@playwright/test";
-import { renderChat, renderChatPieces } from "../../src/prompt/templates.js";
+import { piecesText, renderChat, renderChatPieces } from "../../src/prompt/templates.js";
 import { encodePrompt, tokenizerFromFiles, type PromptPiece } from "../../src/model/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
@@ -253,7 +253,7 @@ test("a second turn forging a system turn: web-llm reuses the first turn from it
     ),
   );
   const pieces = renderChatPieces("qwen2", second);
-  const whole = renderChat("qwen2", second);
+  const whole = piecesText(pieces);
   const newPart = whole.slice(renderChat("qwen2", messages).length + nonStreamingText.length);
   expect(newPart.startsWith("<|im_end|>\n<|im_start|>user\nAnd tomorrow?")).toBe(true);
   // Billed: the whole prompt, its message text as text.
@@ -289,9 +289,9 @@ test("a legacy completion on the real engine", async () => {
   expect(parsed.usage?.completion_tokens).toBe(1);
 });
 
-// Constrained decoding must give valid output even from random weights: here a prompt token costs
-// about 1.8 s and a reply token about 15 s (web-llm's own timings on SwiftShader; its grammar work
-// is under 2 ms a token), so the reply is a handful of tokens.
+// Constrained decoding must give valid output even from random weights. Each reply token is a
+// forward pass, about a minute on SwiftShader (web-llm's grammar work is under 2 ms a token), so
+// the reply is a handful of tokens.
 test("json_object on the real engine: the reply parses as a JSON object", async () => {
   // Measured at about 57 s here.
   test.setTimeout(180_000);
