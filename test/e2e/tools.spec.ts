@@ -8,8 +8,12 @@ import Ajv from "ajv";
 import { modelFamilies } from "../../src/model/families.js";
 import { toolGrammar } from "../../src/http/structured.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
-import type { ToolSpec } from "../../src/prompt/templates.js";
 import type { JsonSchema } from "../../src/grammar/schema.js";
+import { toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
+import { ToolCallParser } from "../../src/prompt/tool-calls.js";
+import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
+// @ts-expect-error: a plain JavaScript build script
+import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { expect, openHarness, test } from "./harness.js";
 
 const ajv = new Ajv({ strict: false });
@@ -24,17 +28,17 @@ const weather: ToolSpec = {
   },
 };
 const tools = [{ type: "function" as const, function: weather }];
+const lights: ToolSpec = {
+  name: "set_lights",
+  parameters: {
+    type: "object",
+    properties: { on: { type: "boolean" }, rooms: { type: "array", items: { enum: ["hall", "kitchen"] } } },
+  },
+};
 const models = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
 
 test("every grammar we generate parses with the real xgrammar", async ({ page }) => {
   await openHarness(page);
-  const lights: ToolSpec = {
-    name: "set_lights",
-    parameters: {
-      type: "object",
-      properties: { on: { type: "boolean" }, rooms: { type: "array", items: { enum: ["hall", "kitchen"] } } },
-    },
-  };
   const grammars: Record<string, string> = {
     jsonObject: schemaToGrammar({ type: "object" }),
     recursive: schemaToGrammar({
@@ -81,6 +85,68 @@ test("every grammar we generate parses with the real xgrammar", async ({ page })
     return outcome;
   }, grammars);
   expect(results).toEqual(Object.fromEntries(Object.keys(grammars).map((name) => [name, "ok"])));
+});
+
+/** The Qwen vocabulary's token strings by id, the table web-llm hands xgrammar for this model. */
+function qwenVocabulary(): string[] {
+  const { tokenizer } = tokenizerSources.qwen2() as {
+    tokenizer: { model: { vocab: Record<string, number> }; added_tokens: { id: number; content: string }[] };
+  };
+  const table: string[] = [];
+  for (const [token, id] of Object.entries(tokenizer.model.vocab)) table[id] = token;
+  for (const { id, content } of tokenizer.added_tokens) table[id] = content;
+  return Array.from(table, (token) => token ?? "");
+}
+
+test("our tool-call grammars, compiled by xgrammar for the real Qwen vocabulary, decode along any path through the token masks only to calls our parser reads and the schemas accept", async ({
+  page,
+}) => {
+  await openHarness(page);
+  // What random weights do on the real engine, many times over and without the model's minutes
+  // a token: any token the mask allows, whatever its length, so the grammar meets the
+  // vocabulary's every way of splitting the text. (The real-engine tier decodes one call.)
+  const code: ToolSpec = {
+    name: "f",
+    parameters: {
+      type: "object",
+      properties: { code: { type: "string", pattern: "^[A-Z][1-5]$" } },
+      required: ["code"],
+      additionalProperties: false,
+    },
+  };
+  const vocabulary = qwenVocabulary();
+  const tokenizer = tokenizerFromFiles(tokenizerSources.qwen2());
+  const stops = [151_643, 151_645];
+  const seeds = Array.from({ length: 24 }, (_, index) => index + 1);
+  // The longest walks seen were 43 tokens for one call and 181 for parallel ones (arrays and
+  // calls repeat); a grammar that let a walk run on (a free string) fails at the bound.
+  for (const { selected, parallel, maxSteps } of [
+    { selected: [code], parallel: false, maxSteps: 100 },
+    { selected: [code, lights], parallel: true, maxSteps: 400 },
+  ]) {
+    const walks = await page.evaluate(
+      ({ grammar, vocabulary, stops, seeds, maxSteps }) =>
+        window.harness.walkGrammar(grammar, vocabulary, 151_936, stops, seeds, maxSteps),
+      { grammar: toolGrammar("qwen2", selected, "required", parallel), vocabulary, stops, seeds, maxSteps },
+    );
+    for (const ids of walks) {
+      const text = tokenizer.decode(ids.slice(0, -1));
+      expect(stops, text).toContain(ids.at(-1));
+      const parser = new ToolCallParser(toolSyntax.qwen2);
+      for (const id of ids.slice(0, -1)) parser.push(tokenizer.decode([id]));
+      parser.end();
+      const calls = parser.calls;
+      expect(calls.length, text).toBeGreaterThanOrEqual(1);
+      if (!parallel) expect(calls, text).toHaveLength(1);
+      for (const call of calls) {
+        const tool = selected.find((candidate) => candidate.name === call.name);
+        expect(call.complete, text).toBe(true);
+        expect(ajv.validate(tool?.parameters ?? false, JSON.parse(call.arguments)), text).toBe(true);
+      }
+    }
+    // Different paths: the same walk every time would check one tokenization only.
+    expect(new Set(walks.map((ids) => ids.join())).size).toBeGreaterThan(seeds.length / 2);
+  }
 });
 
 test("tool calls for every catalogue model through the SDK: created, streamed, and assembled by the stream helper", async ({
