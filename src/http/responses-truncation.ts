@@ -14,8 +14,11 @@ import type { ResponseRequest } from "../wire/responses-request.js";
  * reply or at a call's output whose call would be gone. When no such end fits, the conversation
  * is kept whole, to be refused as too long in the usual words.
  *
- * Found by bisection over those starts (a shorter end is never a longer prompt), so a long
- * conversation is counted a logarithmic number of times, each bounded as any prompt's count is.
+ * A shorter end is never a longer prompt, so the starts that fit are the last ones. They are found
+ * from the end: ends twice as long each try until one does not fit, then bisection between the
+ * last two. No end tried holds more than twice the starts of the longest end that fits (which
+ * the context window bounds), plus one, so past the whole conversation's one count the work
+ * follows the window, not the conversation's length: a logarithmic number of counts of such ends.
  */
 export async function truncatedConversation<Item extends ConversationItem>(
   dependencies: HttpDependencies,
@@ -27,12 +30,21 @@ export async function truncatedConversation<Item extends ConversationItem>(
   const starts = conversation.flatMap((item, index) =>
     index > 0 && "role" in item && item.role !== "assistant" ? [index] : [],
   );
+  // Every start from `high` on fits (none is known to while it is `starts.length`); none below `low` does.
   let low = 0;
   let high = starts.length;
+  for (let span = 1; high > 0; span *= 2) {
+    const probe = Math.max(0, high - span);
+    if (!(await fits(starts[probe]!))) {
+      low = probe + 1;
+      break;
+    }
+    high = probe;
+  }
   while (low < high) {
     const middle = Math.floor((low + high) / 2);
     if (await fits(starts[middle]!)) high = middle;
     else low = middle + 1;
   }
-  return conversation.slice(low < starts.length ? starts[low] : 0);
+  return conversation.slice(high < starts.length ? starts[high] : 0);
 }
