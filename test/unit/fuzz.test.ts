@@ -896,7 +896,7 @@ describe("adversarial input: linear time on every path", () => {
       "4,000 references": Array.from({ length: 4_000 }, (_, index) => reference(index)),
       "100,000 references": Array.from({ length: 100_000 }, (_, index) => reference(index)),
     };
-    // `truncation: "auto"` bisects over where a conversation may start: each try counts a prompt.
+    // `truncation: "auto"` searches, from the end, where a conversation may start: each try counts a prompt.
     const turns = (count: number, text: (index: number) => string) =>
       Array.from({ length: count }, (_, index) => ({ role: index % 2 ? "assistant" : "user", content: text(index) }));
     const truncatedCases: Record<string, unknown[]> = {
