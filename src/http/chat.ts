@@ -288,7 +288,7 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
   const logitBias = logitBiasOption(request.logit_bias, tokenizer);
   // Tool requests are one raw prompt under a grammar; plain chat is the same rendering, in
   // pieces, so an engine can reuse the conversation's cached prefix.
-  const segments = () => renderChatSegments(model.family, structured.messages, [], pieces);
+  const segments = () => renderChatSegments(model.family, structured.messages, structured.tools ?? []);
   const input = structured.ownPrompt
     ? { kind: "text" as const, prompt: piecesText(pieces), tokens, pieces }
     : {

@@ -72,19 +72,30 @@ class Control {
   constructor(readonly token: string) {}
 }
 
-type Part = string | Control;
+/**
+ * An earlier assistant reply written verbatim (text), right after the generation prompt of the
+ * turns before it, where the template renders those turns alone as exactly the parts before it.
+ * Each template marks these itself, so cutting the prompt at replies is one pass over its parts.
+ */
+class Reply {
+  constructor(readonly text: string) {}
+}
+
+type Part = string | Control | Reply;
 
 const control = (token: string) => new Control(token);
 
-/** Parts as pieces: adjacent text joined, empty text dropped. */
+const partText = (part: Part) => (typeof part === "string" ? part : part instanceof Control ? part.token : part.text);
+
+/** Parts as pieces: adjacent text (replies included) joined, empty text dropped. */
 function toPieces(parts: readonly Part[]): PromptPiece[] {
   const pieces: PromptPiece[] = [];
   for (const part of parts) {
     if (part instanceof Control) pieces.push({ text: part.token, control: true });
-    else if (part !== "") {
+    else if (partText(part) !== "") {
       const last = pieces.at(-1);
-      if (last && !last.control) last.text += part;
-      else pieces.push({ text: part, control: false });
+      if (last && !last.control) last.text += partText(part);
+      else pieces.push({ text: partText(part), control: false });
     }
   }
   return pieces;
@@ -193,10 +204,10 @@ function writtenCalls(family: ModelFamily, calls: readonly CallText[]): Part[] {
     : [written];
 }
 
-/** What an assistant turn says: its text, then its calls in the family's syntax. */
-function assistantParts(family: ModelFamily, message: EngineMessage): Part[] {
+/** What an assistant turn says: its text (a `Reply` when the template says it is one), then its calls in the family's syntax. */
+function assistantParts(family: ModelFamily, message: EngineMessage, reply = false): Part[] {
   const calls = callsOf(message);
-  if (calls.length === 0) return [message.content];
+  if (calls.length === 0) return [reply && message.content !== "" ? new Reply(message.content) : message.content];
   const written = writtenCalls(family, calls);
   return message.content ? [`${message.content}\n`, ...written] : written;
 }
@@ -223,7 +234,10 @@ function llamaTurn(message: EngineMessage): Part[] {
   if (message.role === "tool") return [...llamaHeader("ipython"), JSON.stringify(message.content), endOfTurn];
   if (message.role === "assistant" && message.toolCalls?.length)
     return [...llamaHeader("assistant"), llamaSyntax.write(callsOf(message)), endOfTurn];
-  return [...llamaHeader(message.role), message.content.trim(), endOfTurn];
+  const text = message.content.trim();
+  // Every turn stands alone, so the turns before a reply render as exactly what precedes it.
+  const verbatim = message.role === "assistant" && text !== "" && text === message.content;
+  return [...llamaHeader(message.role), verbatim ? new Reply(text) : text, endOfTurn];
 }
 
 /** Llama 3's template; with tools, Llama 3.1's, which defines them (in the first user turn). */
@@ -271,14 +285,19 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
   }
   const parts: Part[] = [control("<bos>")];
   let pendingSystem = system.length > 0 ? `${system.join("\n\n")}\n\n` : "";
-  for (const message of messages) {
-    if (message.role === "system") continue;
+  const lastSystem = messages.findLastIndex((message) => message.role === "system");
+  let userTurnWritten = false;
+  messages.forEach((message, index) => {
+    if (message.role === "system") return;
     const role = message.role === "assistant" ? "model" : "user";
+    // The turns before a reply render alone as what precedes it, unless a later system message
+    // changes the first user turn (which holds them all) and that turn comes before the reply.
+    const appendOnly = !userTurnWritten || index > lastSystem;
     const body: Part[] =
       message.role === "tool"
         ? [`\`\`\`tool_result\n${pythonJson({ call_id: message.toolCallId, content: message.content })}\n\`\`\``]
         : role === "model"
-          ? assistantParts("gemma2", message)
+          ? assistantParts("gemma2", message, appendOnly && message.content.trim() === message.content)
           : [message.content];
     parts.push(
       control("<start_of_turn>"),
@@ -287,8 +306,8 @@ function gemma2(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
       control("<end_of_turn>"),
       "\n",
     );
-    if (role === "user") pendingSystem = "";
-  }
+    if (role === "user") [pendingSystem, userTurnWritten] = ["", true];
+  });
   return [...parts, control("<start_of_turn>"), "model\n"];
 }
 
@@ -362,7 +381,9 @@ function chatml(messages: readonly EngineMessage[], tools: readonly ToolSpec[]):
       parts.push(
         start,
         `${message.role}\n`,
-        ...(message.role === "assistant" ? assistantParts("qwen2", message) : [message.content]),
+        // Every turn stands alone (the system turn takes only the first message), so the turns
+        // before a reply render as exactly what precedes it.
+        ...(message.role === "assistant" ? assistantParts("qwen2", message, true) : [message.content]),
         end,
         "\n",
       );
@@ -408,54 +429,36 @@ export interface ChatSegment {
   pieces: PromptPiece[];
 }
 
-/** The pieces that cover characters `start` to `end` of the pieces' text; a control token is never cut. */
-function slicePieces(pieces: readonly PromptPiece[], start: number, end: number): PromptPiece[] | null {
-  const result: PromptPiece[] = [];
-  let position = 0;
-  for (const piece of pieces) {
-    const from = Math.max(start, position);
-    const to = Math.min(end, position + piece.text.length);
-    if (from < to) {
-      if (piece.control && (from > position || to < position + piece.text.length)) return null;
-      result.push({ text: piece.text.slice(from - position, to - position), control: piece.control });
-    }
-    position += piece.text.length;
-  }
-  return result;
-}
-
 /**
  * `renderChat`'s prompt cut into pieces whose concatenation is that prompt, with each earlier
  * assistant reply its own piece where the template writes the reply's text verbatim right after
  * the generation prompt of the turns before it. An engine that keeps a conversation's KV cache
  * (web-llm) then sees a turn it generated itself as that turn, and prefills only what is new.
  * Where a template changes earlier text as the conversation grows (Mistral moves the system
- * prompt to the last user turn) or rewrites a reply (trimmed, tool calls), there is no cut.
+ * prompt to the last user turn; Gemma folds a later system message into an earlier user turn) or
+ * rewrites a reply (trimmed, spaced from `[/INST]`, tool calls), there is no cut. One rendering,
+ * one pass: linear in the prompt, however many turns it has.
  */
 export function renderChatSegments(
   family: ModelFamily,
   messages: readonly EngineMessage[],
   tools: readonly ToolSpec[] = [],
-  /** The prompt already rendered for these messages and tools, when the caller has it. */
-  pieces: readonly PromptPiece[] = renderChatPieces(family, messages, tools),
 ): ChatSegment[] {
-  const whole = piecesText(pieces);
-  const cuts: { start: number; end: number; reply: boolean }[] = [];
-  let position = 0;
-  messages.forEach((message, index) => {
-    if (message.role !== "assistant" || message.toolCalls?.length || message.content === "") return;
-    const before = renderChat(family, messages.slice(0, index), tools);
-    if (before.length < position || !whole.startsWith(before + message.content)) return;
-    const end = before.length + message.content.length;
-    if (!slicePieces(pieces, before.length, end)?.every((piece) => !piece.control)) return;
-    if (before.length > position) cuts.push({ start: position, end: before.length, reply: false });
-    cuts.push({ start: before.length, end, reply: true });
-    position = end;
-  });
-  cuts.push({ start: position, end: whole.length, reply: false });
-  return cuts.map(({ start, end, reply }) => ({
-    text: whole.slice(start, end),
-    reply,
-    pieces: slicePieces(pieces, start, end) ?? [{ text: whole.slice(start, end), control: false }],
-  }));
+  const segments: ChatSegment[] = [];
+  let pending: Part[] = [];
+  const flush = () => {
+    const pieces = toPieces(pending);
+    if (pieces.length > 0) segments.push({ text: piecesText(pieces), reply: false, pieces });
+    pending = [];
+  };
+  for (const part of templates[family](messages, tools)) {
+    if (!(part instanceof Reply)) {
+      pending.push(part);
+      continue;
+    }
+    flush();
+    segments.push({ text: part.text, reply: true, pieces: [{ text: part.text, control: false }] });
+  }
+  flush();
+  return segments;
 }

@@ -867,7 +867,7 @@ describe("adversarial input: linear time on every path", () => {
         }
       }
     }
-    // Many short turns: each earlier reply is rendered as a prefix to cut the prompt for web-llm's cache.
+    // Many short turns: the prompt is cut at each earlier reply for web-llm's cache.
     for (const [family, model] of Object.entries(families)) {
       for (const count of [1_500, 20_000]) {
         const messages = Array.from({ length: count }, (_, index) => ({

@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { modelFamilies } from "../../src/model/families.js";
+import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
 import { type DeviceFeatures } from "../../src/model/builds.js";
 import { type ModelEntry } from "../../src/model/entry.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
-import { renderChat, renderChatSegments } from "../../src/prompt/templates.js";
+import { seededRandom } from "../../src/engine/deterministic.js";
+import {
+  piecesText,
+  renderChat,
+  renderChatPieces,
+  renderChatSegments,
+  type ToolSpec,
+} from "../../src/prompt/templates.js";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { chatUsage, makeApp, tokenizers } from "./support.js";
 
@@ -73,6 +80,96 @@ describe("the prompt in pieces", () => {
       ...verbatimConversation.seps,
     ]).toEqual(["", "", "", "", ""]);
     expect(verbatimConversation.system_prefix_token_ids).toBeNull();
+  });
+});
+
+/**
+ * The cut's definition, rendered the slow way: an earlier reply is cut out where the rendering of
+ * the turns before it, followed by the reply's text, begins the whole prompt (and no control token
+ * of the prompt falls inside that text). Each reply renders its own prefix: quadratic, a test oracle.
+ */
+function definedReplies(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[]) {
+  const pieces = renderChatPieces(family, messages, tools);
+  const whole = piecesText(pieces);
+  const controls: [number, number][] = [];
+  pieces.reduce((start, piece) => {
+    if (piece.control) controls.push([start, start + piece.text.length]);
+    return start + piece.text.length;
+  }, 0);
+  const replies: { start: number; text: string }[] = [];
+  let position = 0;
+  messages.forEach((message, index) => {
+    if (message.role !== "assistant" || message.toolCalls?.length || message.content === "") return;
+    const before = renderChat(family, messages.slice(0, index), tools);
+    const end = before.length + message.content.length;
+    if (before.length < position || !whole.startsWith(before + message.content)) return;
+    if (controls.some(([start, stop]) => start < end && stop > before.length)) return;
+    replies.push({ start: before.length, text: message.content });
+    position = end;
+  });
+  return replies;
+}
+
+function cutReplies(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[]) {
+  const replies: { start: number; text: string }[] = [];
+  renderChatSegments(family, messages, tools).reduce((start, segment) => {
+    if (segment.reply) replies.push({ start, text: segment.text });
+    return start + segment.text.length;
+  }, 0);
+  return replies;
+}
+
+function randomConversation(random: () => number): EngineMessage[] {
+  const texts = ["", " ", "Hi", " padded ", "two\nlines\n", "<|im_end|>", "[/INST]", "turn"];
+  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+  return Array.from({ length: 1 + Math.floor(random() * 8) }, (): EngineMessage => {
+    const role = pick(["system", "user", "user", "assistant", "assistant", "assistant", "tool"] as const);
+    if (role === "tool") return { role, content: pick(texts), toolCallId: "call_1" };
+    if (role === "assistant" && random() < 0.2)
+      return { role, content: pick(texts), toolCalls: [{ id: "call_1", name: "f", arguments: "{}" }] };
+    return { role, content: pick(texts) };
+  });
+}
+
+describe("cutting the prompt at earlier replies", () => {
+  const tools: ToolSpec[] = [{ name: "f", parameters: { type: "object", properties: {} } }];
+
+  it("cuts where the definition does, for random conversations on every family, with and without tools", () => {
+    const random = seededRandom(26);
+    for (let trial = 0; trial < 400; trial++) {
+      const messages = randomConversation(random);
+      for (const family of modelFamilies) {
+        for (const given of [[], tools]) {
+          const name = `${family}, ${given.length} tools: ${JSON.stringify(messages)}`;
+          const cut = cutReplies(family, messages, given);
+          const defined = definedReplies(family, messages, given);
+          // Every cut is one the definition allows; every reply with words in it that the
+          // definition allows is cut (a reply of one space can meet Mistral's spacing by chance).
+          expect(defined, name).toEqual(expect.arrayContaining(cut));
+          expect(cut, name).toEqual(expect.arrayContaining(defined.filter((reply) => reply.text.trim() !== "")));
+        }
+      }
+    }
+  });
+
+  it("takes time linear in the turns: four times the turns take at most eight times as long (a quadratic cut, 16)", () => {
+    const conversation = (count: number): EngineMessage[] =>
+      Array.from({ length: count }, (_, index) => ({
+        role: index % 2 ? "assistant" : "user",
+        content: `turn ${index}`,
+      }));
+    const fastest = (messages: EngineMessage[]) =>
+      Math.min(
+        ...Array.from({ length: 9 }, () => {
+          const started = performance.now();
+          renderChatSegments("qwen2", messages);
+          return performance.now() - started;
+        }),
+      );
+    const [short, long] = [conversation(1_000), conversation(4_000)];
+    fastest(long);
+    const ratio = fastest(long) / fastest(short);
+    expect(ratio).toBeLessThan(8);
   });
 });
 
