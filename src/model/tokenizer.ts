@@ -250,7 +250,7 @@ function absentCharacter(text: string): string {
  */
 function encodeWithControls(
   internals: LoadedTokenizer,
-  plain: { splitter: TokenSplitter },
+  plain: { splitter: TokenSplitter; map: ReadonlyMap<string, AddedToken> },
   pieces: readonly PromptPiece[],
   encode: (text: string) => number[],
 ): number[] {
@@ -282,14 +282,32 @@ function encodeWithControls(
   };
   const { tokens_to_ids: ids } = internals.model;
   const specials = internals.special_tokens;
-  const map = new Map([...keys, ...[...internals.added_tokens_map].filter(([, token]) => !token.special)]);
+  const specialCount = specials.length;
   for (const [key, token] of keys) ids.set(key, token.id);
-  internals.special_tokens = [...specials, ...keys.keys()];
+  // Added for the call and taken off after: copying the added tokens instead (Gemma's file has
+  // thousands) cost more than a short piece's encoding, once per piece of a long conversation.
+  specials.push(...keys.keys());
   try {
-    return withAddedTokens(internals, { splitter: { split }, map }, () => encode(text));
+    return withAddedTokens(internals, { splitter: { split }, map: new KeysOver(plain.map, keys) }, () => encode(text));
   } finally {
     for (const key of keys.keys()) ids.delete(key);
-    internals.special_tokens = specials;
+    specials.length = specialCount;
+  }
+}
+
+/** A call's own keys over the tokenizer's lasting map of added tokens, read through rather than copied. */
+class KeysOver extends Map<string, AddedToken> {
+  constructor(
+    private readonly base: ReadonlyMap<string, AddedToken>,
+    keys: ReadonlyMap<string, AddedToken>,
+  ) {
+    super(keys);
+  }
+  override get(key: string): AddedToken | undefined {
+    return super.get(key) ?? this.base.get(key);
+  }
+  override has(key: string): boolean {
+    return super.has(key) || this.base.has(key);
   }
 }
 
@@ -323,16 +341,14 @@ export function tokenizerFromFiles(files: TokenizerFiles, alsoControl: readonly 
     ),
     map: new Map([...internals.added_tokens_map].filter(([, token]) => !token.special)),
   };
+  const specialsById = new Map(added.filter((token) => token.special).map((token) => [token.id, token]));
   return {
     encode: (text) => loaded.encode(text, { add_special_tokens: false }),
     encodeText: (text) => withAddedTokens(internals, plain, () => loaded.encode(text, { add_special_tokens: false })),
     encodePieces: (pieces) =>
       encodeWithControls(internals, plain, pieces, (text) => loaded.encode(text, { add_special_tokens: false })),
     decode: (ids) => loaded.decode([...ids], { skip_special_tokens: false }),
-    piecesOf: (ids) =>
-      piecesOf(ids, new Map(added.filter((token) => token.special).map((token) => [token.id, token])), (run) =>
-        loaded.decode(run, { skip_special_tokens: false }),
-      ),
+    piecesOf: (ids) => piecesOf(ids, specialsById, (run) => loaded.decode(run, { skip_special_tokens: false })),
     size: Math.max(model.vocab.length, ...added.map((token) => token.id + 1)),
     fewestTokens: fewestTokens(longestEntry(model.vocab, added), unicodeForm(files.tokenizer)),
     defuse: defuser([...added.filter((token) => token.special).map((token) => token.content), ...alsoControl]),
