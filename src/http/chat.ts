@@ -7,7 +7,14 @@ import { BadRequestError } from "../errors/api.js";
 import type { PromptSegment } from "../engine/contract.js";
 import type { ModelEntry } from "../model/entry.js";
 import { encodePrompt, type Tokenizer } from "../model/tokenizer.js";
-import { piecesText, renderChatPieces, renderChatSegments, toolSyntax, type ChatSegment } from "../prompt/templates.js";
+import {
+  joinedPieces,
+  piecesText,
+  renderChatPieces,
+  renderChatSegments,
+  toolSyntax,
+  type ChatSegment,
+} from "../prompt/templates.js";
 import { completionBudget, promptTokenIds } from "../serve/budget.js";
 import type { Generation, GenerationPlan } from "../serve/generation.js";
 import { routeFor, type Route } from "../serve/route-decision.js";
@@ -270,14 +277,16 @@ function segmentsWithTokens(segments: readonly ChatSegment[], whole: number[], t
 /** The prompt this device's engines are given: the structured-output rewrite, rendered in the family's template, and its ids. */
 function renderedPrompt(tokenizer: Tokenizer, model: ModelEntry, request: ChatCompletionRequest) {
   const structured = planStructured(request, model.family, toEngineMessages(request.messages));
-  const pieces = renderChatPieces(model.family, structured.messages, structured.tools ?? []);
-  return { structured, pieces, tokens: promptTokenIds(tokenizer, pieces, model, "messages") };
+  // One rendering gives both the whole prompt's pieces and its segments (cut at earlier replies).
+  const segments = renderChatSegments(model.family, structured.messages, structured.tools ?? []);
+  const pieces = joinedPieces(segments);
+  return { structured, segments, pieces, tokens: promptTokenIds(tokenizer, pieces, model, "messages") };
 }
 
 /** The local generation's plan: the structured-output rewrite, the prompt rendered and counted, and the sampling. */
 async function planChat(dependencies: HttpDependencies, { request, model }: ChatCall) {
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const { structured, pieces, tokens } = renderedPrompt(tokenizer, model, request);
+  const { structured, segments, pieces, tokens } = renderedPrompt(tokenizer, model, request);
   const maxTokens = completionBudget(
     model,
     tokens.length,
@@ -287,14 +296,13 @@ async function planChat(dependencies: HttpDependencies, { request, model }: Chat
   const logprobs = chatLogprobsOption(request);
   const logitBias = logitBiasOption(request.logit_bias, tokenizer);
   // Tool requests are one raw prompt under a grammar; plain chat is the same rendering, in
-  // pieces, so an engine can reuse the conversation's cached prefix.
-  const segments = () => renderChatSegments(model.family, structured.messages, structured.tools ?? []);
+  // segments, so an engine can reuse the conversation's cached prefix.
   const input = structured.ownPrompt
     ? { kind: "text" as const, prompt: piecesText(pieces), tokens, pieces }
     : {
         kind: "chat" as const,
         messages: structured.messages,
-        segments: segmentsWithTokens(segments(), tokens, tokenizer),
+        segments: segmentsWithTokens(segments, tokens, tokenizer),
         tokens,
         pieces,
       };

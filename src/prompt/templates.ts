@@ -87,17 +87,22 @@ const control = (token: string) => new Control(token);
 
 const partText = (part: Part) => (typeof part === "string" ? part : part instanceof Control ? part.token : part.text);
 
+/** Adds a piece to `pieces`, joined to the last one where both are text; empty text is dropped. */
+function appendPiece(pieces: PromptPiece[], piece: PromptPiece): void {
+  if (piece.control) {
+    pieces.push({ ...piece });
+    return;
+  }
+  if (piece.text === "") return;
+  const last = pieces.at(-1);
+  if (last && !last.control) last.text += piece.text;
+  else pieces.push({ ...piece });
+}
+
 /** Parts as pieces: adjacent text (replies included) joined, empty text dropped. */
 function toPieces(parts: readonly Part[]): PromptPiece[] {
   const pieces: PromptPiece[] = [];
-  for (const part of parts) {
-    if (part instanceof Control) pieces.push({ text: part.token, control: true });
-    else if (partText(part) !== "") {
-      const last = pieces.at(-1);
-      if (last && !last.control) last.text += partText(part);
-      else pieces.push({ text: partText(part), control: false });
-    }
-  }
+  for (const part of parts) appendPiece(pieces, { text: partText(part), control: part instanceof Control });
   return pieces;
 }
 
@@ -461,4 +466,14 @@ export function renderChatSegments(
   }
   flush();
   return segments;
+}
+
+/**
+ * The segments' pieces as one prompt, exactly `renderChatPieces` of the same conversation: a
+ * caller that needs both renders the template once.
+ */
+export function joinedPieces(segments: readonly ChatSegment[]): PromptPiece[] {
+  const pieces: PromptPiece[] = [];
+  for (const segment of segments) for (const piece of segment.pieces) appendPiece(pieces, piece);
+  return pieces;
 }

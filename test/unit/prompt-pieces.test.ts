@@ -7,6 +7,7 @@ import type { EngineMessage } from "../../src/prompt/messages.js";
 import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
 import { seededRandom } from "../../src/engine/deterministic.js";
 import {
+  joinedPieces,
   piecesText,
   renderChat,
   renderChatPieces,
@@ -134,7 +135,7 @@ function randomConversation(random: () => number): EngineMessage[] {
 describe("cutting the prompt at earlier replies", () => {
   const tools: ToolSpec[] = [{ name: "f", parameters: { type: "object", properties: {} } }];
 
-  it("cuts where the definition does, for random conversations on every family, with and without tools", () => {
+  it("cuts where the definition does, into segments whose pieces are the whole prompt's, for random conversations on every family, with and without tools", () => {
     const random = seededRandom(26);
     for (let trial = 0; trial < 400; trial++) {
       const messages = randomConversation(random);
@@ -147,6 +148,9 @@ describe("cutting the prompt at earlier replies", () => {
           // definition allows is cut (a reply of one space can meet Mistral's spacing by chance).
           expect(defined, name).toEqual(expect.arrayContaining(cut));
           expect(cut, name).toEqual(expect.arrayContaining(defined.filter((reply) => reply.text.trim() !== "")));
+          // The segments' pieces are the whole prompt's, control tokens where they were.
+          const segments = renderChatSegments(family, messages, given);
+          expect(joinedPieces(segments), name).toEqual(renderChatPieces(family, messages, given));
         }
       }
     }
