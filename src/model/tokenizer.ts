@@ -295,7 +295,10 @@ function encodeWithControls(
   }
 }
 
-/** A call's own keys over the tokenizer's lasting map of added tokens, read through rather than copied. */
+/**
+ * A call's own keys over the tokenizer's lasting map of added tokens, read through rather than
+ * copied. The tokenizer library only looks tokens up in this map (`get`, `has`), never iterates it.
+ */
 class KeysOver extends Map<string, AddedToken> {
   constructor(
     private readonly base: ReadonlyMap<string, AddedToken>,

@@ -241,8 +241,9 @@ function llamaTurn(message: EngineMessage): Part[] {
     return [...llamaHeader("assistant"), llamaSyntax.write(callsOf(message)), endOfTurn];
   const text = message.content.trim();
   // Every turn stands alone, so the turns before a reply render as exactly what precedes it.
-  const verbatim = message.role === "assistant" && text !== "" && text === message.content;
-  return [...llamaHeader(message.role), verbatim ? new Reply(text) : text, endOfTurn];
+  const body =
+    message.role === "assistant" && text === message.content ? assistantParts("llama3", message, true) : [text];
+  return [...llamaHeader(message.role), ...body, endOfTurn];
 }
 
 /** Llama 3's template; with tools, Llama 3.1's, which defines them (in the first user turn). */

@@ -12,6 +12,7 @@ import {
   renderChat,
   renderChatPieces,
   renderChatSegments,
+  type ChatSegment,
   type ToolSpec,
 } from "../../src/prompt/templates.js";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
@@ -111,9 +112,9 @@ function definedReplies(family: ModelFamily, messages: readonly EngineMessage[],
   return replies;
 }
 
-function cutReplies(family: ModelFamily, messages: readonly EngineMessage[], tools: readonly ToolSpec[]) {
+function cutReplies(segments: readonly ChatSegment[]) {
   const replies: { start: number; text: string }[] = [];
-  renderChatSegments(family, messages, tools).reduce((start, segment) => {
+  segments.reduce((start, segment) => {
     if (segment.reply) replies.push({ start, text: segment.text });
     return start + segment.text.length;
   }, 0);
@@ -142,14 +143,14 @@ describe("cutting the prompt at earlier replies", () => {
       for (const family of modelFamilies) {
         for (const given of [[], tools]) {
           const name = `${family}, ${given.length} tools: ${JSON.stringify(messages)}`;
-          const cut = cutReplies(family, messages, given);
+          const segments = renderChatSegments(family, messages, given);
+          const cut = cutReplies(segments);
           const defined = definedReplies(family, messages, given);
           // Every cut is one the definition allows; every reply with words in it that the
           // definition allows is cut (a reply of one space can meet Mistral's spacing by chance).
           expect(defined, name).toEqual(expect.arrayContaining(cut));
           expect(cut, name).toEqual(expect.arrayContaining(defined.filter((reply) => reply.text.trim() !== "")));
           // The segments' pieces are the whole prompt's, control tokens where they were.
-          const segments = renderChatSegments(family, messages, given);
           expect(joinedPieces(segments), name).toEqual(renderChatPieces(family, messages, given));
         }
       }
