@@ -25,12 +25,18 @@ class ChoiceState {
   }
 }
 
-function finishReason(
-  state: ChoiceState,
-  reason: Parameters<typeof toWireFinishReason>[0],
-): "stop" | "length" | "tool_calls" {
-  const wire = toWireFinishReason(reason);
-  return wire === "stop" && state.parser?.mode === "calls" ? "tool_calls" : wire;
+/**
+ * A reply that opened in the tool-call syntax is calls, however little of them the model wrote
+ * before it was cut short: never text, streamed or whole. (Under our grammars a text reply
+ * cannot open like a call, so the syntax's opening says what the reply is.)
+ */
+function isCalls(state: ChoiceState): boolean {
+  return state.parser?.mode === "calls";
+}
+
+/** One rule streamed and whole: calls that ended on their own finish as `tool_calls`. */
+function finishReason(state: ChoiceState, reason: "stop" | "length"): "stop" | "length" | "tool_calls" {
+  return reason === "stop" && isCalls(state) ? "tool_calls" : reason;
 }
 
 /** Writes a stream's chunks as the hosted API streams them: each choice's opening, its deltas, its finish. */
@@ -66,12 +72,14 @@ class ChunkWriter {
 
   /**
    * As the hosted API streams: a text reply opens with its own `{role, content: ""}` chunk; a
-   * reply of tool calls carries the role in the first call's delta, with `content: null`.
+   * reply of tool calls carries the role in the first call's delta, with `content: null` (as does
+   * one cut short before its first call's name).
    */
   opening(index: number, state: ChoiceState, delta: Delta): ChatCompletionChunk[] {
     if (state.started) return [this.#withLogprobs(index, state, delta)];
     state.started = true;
-    if (delta.tool_calls) return [this.chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
+    if (delta.tool_calls || delta.content === null)
+      return [this.chunk(index, { role: "assistant", content: null, ...delta, refusal: null })];
     const role = this.chunk(index, { role: "assistant", content: "", refusal: null });
     return delta.content ? [role, this.#withLogprobs(index, state, delta)] : [role];
   }
@@ -115,8 +123,8 @@ export async function* chatChunks(
       for (const delta of writer.deltasOf(events)) yield* writer.opening(choice, state, delta);
     } else {
       for (const delta of writer.deltasOf(state.parser?.end() ?? [])) yield* writer.opening(choice, state, delta);
-      if (!state.started) yield* writer.opening(choice, state, { content: "" });
-      yield writer.chunk(choice, {}, finishReason(state, part.reason));
+      if (!state.started) yield* writer.opening(choice, state, { content: isCalls(state) ? null : "" });
+      yield writer.chunk(choice, {}, finishReason(state, toWireFinishReason(part.reason)));
     }
   }
   if (includeUsage) yield { ...base, choices: [], usage: withTokenDetails(wireUsage(generation.usage())) };
@@ -138,8 +146,8 @@ export async function chatCompletion(
       const state = new ChoiceState(syntax);
       state.parser?.push(content);
       state.parser?.end();
-      const calls = state.parser?.mode === "calls" ? state.parser.calls : [];
-      const toolCalls: ToolCallWire[] = calls.map((call) => ({
+      const callReply = isCalls(state);
+      const toolCalls: ToolCallWire[] = (callReply ? state.parser!.calls : []).map((call) => ({
         id: newId("call_"),
         type: "function",
         function: { name: call.name, arguments: call.arguments },
@@ -148,15 +156,15 @@ export async function chatCompletion(
         index,
         message: {
           role: "assistant",
-          content: toolCalls.length ? null : content,
+          content: callReply ? null : content,
           refusal: null,
           ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
         },
         // The content's tokens; a reply of tool calls has no content, so none.
         logprobs: logprobsAsked
-          ? { content: toolCalls.length ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null }
+          ? { content: callReply ? null : toWireLogprobs(logprobs[index] ?? []), refusal: null }
           : null,
-        finish_reason: toolCalls.length && reasons[index] !== "length" ? "tool_calls" : (reasons[index] ?? "stop"),
+        finish_reason: finishReason(state, reasons[index] ?? "stop"),
       };
     }),
     usage: withTokenDetails(usage),

@@ -617,6 +617,46 @@ describe("over HTTP, on the deterministic engine", () => {
     }
   });
 
+  it("a call cut short is a call, streamed and whole alike: before its name is read, no text and no calls", async () => {
+    /** The whole reply and the streamed one, each as content, calls and finish_reason. */
+    const both = async ({ app, post }: Awaited<ReturnType<typeof makeApp>>, body: Record<string, unknown>) => {
+      const whole = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", body))).json())
+        .choices[0]!;
+      const streamed = { content: null as string | null, calls: [] as { name: string; arguments: string }[] };
+      const chunks = sseEvents(await (await app.handle(post("/v1/chat/completions", { ...body, stream: true }))).text())
+        .filter((event) => event !== "[DONE]")
+        .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)).choices[0]!);
+      for (const { delta } of chunks) {
+        if (typeof delta.content === "string") streamed.content = (streamed.content ?? "") + delta.content;
+        for (const call of delta.tool_calls ?? [])
+          if (call.id) streamed.calls[call.index] = { name: call.function!.name!, arguments: "" };
+          else streamed.calls[call.index]!.arguments += call.function!.arguments!;
+      }
+      const calls = (whole.message.tool_calls ?? []).map(({ function: { name, arguments: text } }) => ({
+        name,
+        arguments: text,
+      }));
+      return {
+        whole: { content: whole.message.content, calls, finish: whole.finish_reason },
+        streamed: { ...streamed, finish: chunks.at(-1)!.finish_reason },
+      };
+    };
+    for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
+      // A key of its own per model: 24 requests each, within one key's 60 a minute.
+      const app = await makeApp();
+      let nameless = 0;
+      // Every cut from the opening to past the name.
+      for (let maxTokens = 1; maxTokens <= 12; maxTokens++) {
+        const request = { model, messages, tools, tool_choice: "required", parallel_tool_calls: false };
+        const { whole, streamed } = await both(app, { ...request, max_tokens: maxTokens });
+        expect(streamed, `${model}, ${maxTokens} tokens`).toEqual(whole);
+        if (whole.finish === "length" && whole.calls.length === 0 && whole.content === null) nameless++;
+      }
+      // The syntax's opening was written, the name not yet: the model's markup is no reply text.
+      expect(nameless, model).toBeGreaterThan(0);
+    }
+  });
+
   it("enforces json_schema, adds the JSON instruction, and refuses unsupported schemas and malformed tools with 400", async () => {
     const { app, post } = await makeApp();
     const schema = claimed.object as Record<string, unknown>;
