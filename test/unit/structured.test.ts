@@ -10,7 +10,11 @@ import { validate } from "../../src/grammar/validate.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import {
+  chatCompletionChunkSchema,
+  chatCompletionSchema,
+  type ChatCompletionChunk,
+} from "../../src/wire/chat-completion.js";
 import { accepts, parseGrammar } from "./ebnf.js";
 import { makeApp, sseEvents } from "./support.js";
 
@@ -398,6 +402,26 @@ describe("tool-call parsing", () => {
   });
 });
 
+/**
+ * A stream's deltas put together as the SDKs do: the content (null until a delta carries text),
+ * and each call by its index, named by its first delta only.
+ */
+function assembled(deltas: readonly ChatCompletionChunk["choices"][number][]) {
+  let content: string | null = null;
+  const calls: { name: string; arguments: string }[] = [];
+  for (const { delta } of deltas) {
+    if (typeof delta.content === "string") content = (content ?? "") + delta.content;
+    for (const call of delta.tool_calls ?? []) {
+      if (call.id) calls[call.index] = { name: call.function!.name!, arguments: "" };
+      else {
+        expect(call.function?.name).toBeUndefined();
+        calls[call.index]!.arguments += call.function!.arguments!;
+      }
+    }
+  }
+  return { content, calls };
+}
+
 describe("over HTTP, on the deterministic engine", () => {
   const tools = [weather, lights].map((tool) => ({ type: "function", function: tool }));
   const messages = [{ role: "user", content: "What is the weather in Oslo?" }];
@@ -596,22 +620,13 @@ describe("over HTTP, on the deterministic engine", () => {
         },
       ],
     });
-    const byIndex = new Map<number, { name: string; arguments: string }>();
-    for (const { delta } of deltas) {
-      for (const call of delta.tool_calls ?? []) {
-        if (call.id) byIndex.set(call.index, { name: call.function!.name!, arguments: "" });
-        else {
-          expect(call.function?.name).toBeUndefined();
-          byIndex.get(call.index)!.arguments += call.function!.arguments!;
-        }
-      }
-    }
+    const { calls } = assembled(deltas);
     expect(deltas.filter((choice) => (choice.delta.tool_calls ?? []).some((call) => !call.id)).length).toBeGreaterThan(
       1,
     );
     expect(deltas.at(-1)!.finish_reason).toBe("tool_calls");
     expect(deltas.slice(0, -1).every((choice) => choice.finish_reason === null)).toBe(true);
-    for (const call of byIndex.values()) {
+    for (const call of calls) {
       const tool = [weather, lights].find((candidate) => candidate.name === call.name)!;
       expect(ajv.validate(tool.parameters, JSON.parse(call.arguments))).toBe(true);
     }
@@ -622,23 +637,16 @@ describe("over HTTP, on the deterministic engine", () => {
     const both = async ({ app, post }: Awaited<ReturnType<typeof makeApp>>, body: Record<string, unknown>) => {
       const whole = chatCompletionSchema.parse(await (await app.handle(post("/v1/chat/completions", body))).json())
         .choices[0]!;
-      const streamed = { content: null as string | null, calls: [] as { name: string; arguments: string }[] };
       const chunks = sseEvents(await (await app.handle(post("/v1/chat/completions", { ...body, stream: true }))).text())
         .filter((event) => event !== "[DONE]")
         .map((event) => chatCompletionChunkSchema.parse(JSON.parse(event)).choices[0]!);
-      for (const { delta } of chunks) {
-        if (typeof delta.content === "string") streamed.content = (streamed.content ?? "") + delta.content;
-        for (const call of delta.tool_calls ?? [])
-          if (call.id) streamed.calls[call.index] = { name: call.function!.name!, arguments: "" };
-          else streamed.calls[call.index]!.arguments += call.function!.arguments!;
-      }
       const calls = (whole.message.tool_calls ?? []).map(({ function: { name, arguments: text } }) => ({
         name,
         arguments: text,
       }));
       return {
         whole: { content: whole.message.content, calls, finish: whole.finish_reason },
-        streamed: { ...streamed, finish: chunks.at(-1)!.finish_reason },
+        streamed: { ...assembled(chunks), finish: chunks.at(-1)!.finish_reason },
       };
     };
     for (const model of ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"]) {
