@@ -40,6 +40,12 @@ export const inferenceConfigSchema = z.strictObject({
   limits: z
     .strictObject({ rpm: z.number().int().min(1).default(60), tpm: z.number().int().min(1).default(150_000) })
     .default({ rpm: 60, tpm: 150_000 }),
+  /**
+   * How `X-RateLimit-Reset-Requests` and `-Tokens` say when the window starts again: `timestamp`,
+   * an ISO 8601 UTC timestamp (`2026-12-01T20:33:00.000Z`), as this product's contract has it; or
+   * `duration`, the hosted API's Go duration (`8.64s`), for clients that parse that (go-openai).
+   */
+  rateLimitResets: z.enum(["timestamp", "duration"]).default("timestamp"),
   /** The IndexedDB database that holds keys, balances and the ledger. */
   databaseName: z.string().min(1).default("webgpu-inference-policy"),
   /**

@@ -142,6 +142,22 @@ function checkBounds(schema: SchemaObject, pointer: string): void {
   const { prefix, rest } = arrayParts(schema);
   if (rest === false && minItems > prefix.length)
     fail("'minItems' asks for more items than the array may hold", `${pointer}/minItems`);
+  if (typesOf(schema).includes("integer")) checkIntegerBounds(schema, pointer);
+}
+
+/**
+ * An integer's bounds lie within ±(2^53 − 1): past it a JSON number is not exact (1e20 + 1 reads
+ * as 1e20), so neither a grammar, a sampler nor a validator could hold such a bound to the unit.
+ */
+function checkIntegerBounds(schema: SchemaObject, pointer: string): void {
+  for (const keyword of bounds) {
+    const bound = numberKeyword(schema, keyword);
+    if (bound !== undefined && Math.abs(bound) > Number.MAX_SAFE_INTEGER)
+      fail(
+        `'${keyword}' ${bound} is past 2^53 (${Number.MAX_SAFE_INTEGER}), where JSON numbers are not exact, so no integer bound there can be held; keep an integer's bounds within ±${Number.MAX_SAFE_INTEGER}, or leave that side unbounded`,
+        `${pointer}/${keyword}`,
+      );
+  }
 }
 
 /** The keywords a listed value (`const`, `enum`) must hold beside its list: its type and bounds. */

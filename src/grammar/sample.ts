@@ -186,8 +186,10 @@ function sampleNumber(schema: SchemaObject, integer: boolean, random: Random): n
     const last = Math.floor(high / step);
     const count = Math.max(0, Math.min(last - first, 1e9));
     const indices = Array.from({ length: 8 }, () => first + Math.floor(random() * (count + 1)));
-    for (const index of [...indices, first, first + 1, last, last - 1])
-      candidates.push(Number((index * step).toPrecision(12)));
+    // A whole step's multiples are exact as they are; a decimal step's are rounded off its float error.
+    const multiple = (index: number) =>
+      Number.isInteger(step) ? index * step : Number((index * step).toPrecision(12));
+    for (const index of [...indices, first, first + 1, last, last - 1]) candidates.push(multiple(index));
     // Validators that divide without a tolerance (ajv) see 37.19 / 0.01 as 3718.9999…: such values come last.
     candidates.sort((a, b) => Number(!Number.isInteger(a / step)) - Number(!Number.isInteger(b / step)));
   } else {

@@ -328,16 +328,21 @@ function decimalPlaces(multiple: number | undefined): number | undefined {
   return undefined;
 }
 
+/** The least and greatest integers within the bounds, counted in BigInt: `minimum + 1` in floats can be `minimum`. */
 function integerBounds(bounds: NumberBounds): [bigint | null, bigint | null] {
   const { minimum, maximum } = bounds;
   const low =
     minimum === undefined
       ? null
-      : BigInt(Number.isInteger(minimum) && bounds.minimumExclusive ? minimum + 1 : Math.ceil(minimum));
+      : Number.isInteger(minimum) && bounds.minimumExclusive
+        ? BigInt(minimum) + 1n
+        : BigInt(Math.ceil(minimum));
   const high =
     maximum === undefined
       ? null
-      : BigInt(Number.isInteger(maximum) && bounds.maximumExclusive ? maximum - 1 : Math.floor(maximum));
+      : Number.isInteger(maximum) && bounds.maximumExclusive
+        ? BigInt(maximum) - 1n
+        : BigInt(Math.floor(maximum));
   return [low, high];
 }
 

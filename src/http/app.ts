@@ -6,7 +6,6 @@
  */
 import { NotFoundError, toApiError } from "../errors/api.js";
 import type { KeyRecord } from "../policy/store.js";
-import type { Policy } from "../policy/policy.js";
 import { chatPath, chatRoute } from "./chat.js";
 import { completionsPath, completionsRoute } from "./completions.js";
 import { conversationPaths, conversationRoutes } from "./conversations.js";
@@ -36,29 +35,12 @@ function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
     chatRoute(dependencies),
     completionsRoute(dependencies),
     responsesRoute(dependencies),
-    ...[
-      ...modelRoutes(dependencies),
-      ...storedResponseRoutes(dependencies),
-      inputTokensRoute(dependencies),
-      ...storedCompletionRoutes(dependencies),
-      ...conversationRoutes(dependencies),
-    ].map((route) => countedFirst(dependencies.policy, route)),
+    ...modelRoutes(dependencies),
+    ...storedResponseRoutes(dependencies),
+    inputTokensRoute(dependencies),
+    ...storedCompletionRoutes(dependencies),
+    ...conversationRoutes(dependencies),
   ];
-}
-
-/**
- * A route that generates nothing, counted as one request before it runs (a generating route counts
- * its request with its tokens, when it admits it).
- */
-function countedFirst(policy: Policy, route: InferenceRoute): InferenceRoute {
-  return {
-    ...route,
-    handler: async (context, params) => {
-      const rate = await policy.countRequest(context.key);
-      const outcome = await route.handler(context, params).catch((error: unknown): Outcome => ({ error }));
-      return { ...outcome, rate };
-    },
-  };
 }
 
 export class InferenceApp {
@@ -85,8 +67,9 @@ export class InferenceApp {
 
   /**
    * Authenticates every request (401 before anything else, even for an unknown URL), counts it
-   * against the key's limits, and puts the key's `X-RateLimit-*` headers on every response,
-   * errors included, once the key is known.
+   * against the key's requests per minute whatever its answer (429 before anything is read or
+   * parsed), and puts the key's `X-RateLimit-*` headers on every response, errors included, once
+   * the key is known.
    */
   async handle(request: Request): Promise<Response> {
     const { ready, clock, newId } = this.#dependencies;
@@ -100,7 +83,11 @@ export class InferenceApp {
     try {
       await ready;
       key = await this.#dependencies.policy.authenticate(request.headers.get("authorization"));
-      outcome = await this.#route({ request, url: new URL(request.url), requestId, receivedAt, body, key });
+      const rate = await this.#dependencies.policy.countRequest(key);
+      const context = { request, url: new URL(request.url), requestId, receivedAt, body, key };
+      const routed = await this.#route(context).catch((error: unknown): Outcome => ({ error }));
+      // A generation's admission reports the window with its tokens counted too.
+      outcome = { ...routed, rate: routed.rate ?? rate };
     } catch (error) {
       outcome = { error };
     }
@@ -110,12 +97,10 @@ export class InferenceApp {
   async #route(context: RequestContext): Promise<Outcome> {
     const found = this.#router.match(context.request.method, context.url);
     if (found.route) return found.route.handler(context, found.params);
-    const rate = await this.#dependencies.policy.countRequest(context.key);
     return {
       error: new NotFoundError(`Invalid URL (${context.request.method} ${context.url.pathname})`, {
         code: "unknown_url",
       }),
-      rate,
     };
   }
 
@@ -128,12 +113,12 @@ export class InferenceApp {
       if (apiError.status === 500) console.error(`[webgpu-inference] ${requestId}`, outcome.error);
       response = errorResponse(apiError);
     }
-    // A request refused before it was counted (bad input, a limit reached) reports the window as it stands.
+    // A request refused before it was counted (its requests per minute used up) reports the window as it stands.
     const rate =
       outcome.rate ??
       (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
     for (const [name, value] of Object.entries(
-      outcomeHeaders(outcome.route, outcome.upstream, rate, this.#dependencies.clock()),
+      outcomeHeaders(outcome, rate, this.#dependencies.clock(), this.#dependencies.rateLimitResets ?? "timestamp"),
     ))
       response.headers.set(name, value);
     response.headers.set("x-request-id", requestId);

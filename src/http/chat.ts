@@ -44,6 +44,8 @@ interface ChatCall {
   json: Record<string, unknown>;
   reshape: Reshape | undefined;
   model: ModelEntry;
+  /** The strict schemas' maps, taken beyond OpenAI's strict mode (http/strict-schemas.ts). */
+  strictMaps: string[];
 }
 
 /**
@@ -78,13 +80,13 @@ export function chatRoute(dependencies: HttpDependencies): InferenceRoute {
 function checkedChat(dependencies: HttpDependencies, json: unknown, legacy: boolean): Omit<ChatCall, "reshape"> {
   const parsed = parseWith(chatCompletionRequestSchema, json);
   // Every strict schema given is held to the rules, before `allowed_tools` narrows the tools.
-  checkStrictSchemas(parsed);
+  const strictMaps = checkStrictSchemas(parsed);
   const { request, json: sent } = narrowedToAllowedTools(parsed, json as Record<string, unknown>);
   checkStreamOptions(request);
   const model = findModel(dependencies, request.model);
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
-  return { request, json: sent, model };
+  return { request, json: sent, model, strictMaps };
 }
 
 /**
@@ -95,7 +97,7 @@ export async function countChatPrompt(dependencies: HttpDependencies, json: unkn
   return promptCount(dependencies, checkedChat(dependencies, json, false));
 }
 
-async function promptCount(dependencies: HttpDependencies, { request, model }: Omit<ChatCall, "reshape" | "json">) {
+async function promptCount(dependencies: HttpDependencies, { request, model }: Pick<ChatCall, "request" | "model">) {
   const route = await routeFor(dependencies.engine, model);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   return route.decision.target === "remote"
@@ -136,11 +138,12 @@ export async function serveChat(
   // Kept when asked, in chat's own shape only: a `functions` or Responses request is not.
   const call = checked.request.store === true && !legacy && !reshape ? stored(dependencies, context, checked) : checked;
   const route = await routeFor(dependencies.engine, call.model);
-  return routed(route, () =>
+  const outcome = await routed(route, () =>
     route.decision.target === "remote"
       ? forwardChat(dependencies, context, route, call)
       : generateChat(dependencies, context, route, call),
   );
+  return call.strictMaps.length ? { ...outcome, strictMaps: call.strictMaps } : outcome;
 }
 
 /**

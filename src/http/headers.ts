@@ -4,7 +4,8 @@
  */
 import type { RateLimitState } from "../policy/policy.js";
 import type { Upstream } from "../model/entry.js";
-import type { Route, RouteDecision } from "../serve/route-decision.js";
+import type { Outcome } from "./outcome.js";
+import type { RouteDecision } from "../serve/route-decision.js";
 import { durationText } from "../wire/duration.js";
 
 /** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
@@ -37,28 +38,40 @@ function engineHeaders(engine: { name: string; reason: string; threads?: number 
   };
 }
 
-/** The key's window after this request, as the hosted API reports it. */
-function rateLimitHeaders(state: RateLimitState, now: number): Record<string, string> {
+/** How a reset is written: an ISO 8601 UTC timestamp (the contract), or the hosted API's duration until it. */
+export type ResetForm = "timestamp" | "duration";
+
+function resetText(reset: number, now: number, form: ResetForm): string {
+  return form === "timestamp" ? new Date(reset).toISOString() : durationText(reset - now);
+}
+
+/** The key's window after this request. */
+function rateLimitHeaders(state: RateLimitState, now: number, form: ResetForm): Record<string, string> {
   return {
     "x-ratelimit-limit-requests": String(state.limitRequests),
     "x-ratelimit-remaining-requests": String(state.remainingRequests),
-    "x-ratelimit-reset-requests": durationText(state.resetRequests - now),
+    "x-ratelimit-reset-requests": resetText(state.resetRequests, now, form),
     "x-ratelimit-limit-tokens": String(state.limitTokens),
     "x-ratelimit-remaining-tokens": String(state.remainingTokens),
-    "x-ratelimit-reset-tokens": durationText(state.resetTokens - now),
+    "x-ratelimit-reset-tokens": resetText(state.resetTokens, now, form),
   };
 }
 
-/** The headers of a route's outcome: where it was served, by what, and the key's window. */
+/**
+ * The headers of a route's outcome: where it was served, by what, the key's window, and where its
+ * strict schemas went beyond OpenAI's strict mode (a map: the hosted API would refuse the schema).
+ */
 export function outcomeHeaders(
-  route: Route | undefined,
-  upstream: Upstream | undefined,
+  outcome: Pick<Outcome, "route" | "upstream" | "strictMaps">,
   rate: RateLimitState | undefined,
   now: number,
+  resetForm: ResetForm,
 ): Record<string, string> {
+  const { route, upstream, strictMaps } = outcome;
   return {
     ...(route ? routeHeaders(route.decision, upstream) : {}),
     ...(route?.engine ? engineHeaders(route.engine) : {}),
-    ...(rate ? rateLimitHeaders(rate, now) : {}),
+    ...(rate ? rateLimitHeaders(rate, now, resetForm) : {}),
+    ...(strictMaps?.length ? { "x-inference-beyond-strict": headerValue(strictMaps.join("; ")) } : {}),
   };
 }

@@ -13,6 +13,8 @@ export type Outcome = ({ response: Response } | { error: unknown }) & {
   rate?: RateLimitState;
   route?: Route;
   upstream?: Upstream;
+  /** Where the request's strict schemas held a map, beyond OpenAI's strict mode (http/strict-schemas.ts). */
+  strictMaps?: string[];
 };
 
 /** Runs a routed request's remaining steps; a failure is answered with the route it was given. */

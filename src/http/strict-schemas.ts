@@ -4,9 +4,11 @@
  * API refuses it: "Invalid schema for response_format 'name': In context=('properties', 'a'),
  * 'additionalProperties' is required to be supplied and to be false." An app that works here then
  * works there. Without `strict`, a schema is taken as written (http/structured.ts checks it).
+ * A map (`additionalProperties` a schema, no `properties`) is taken beyond those rules, and the
+ * answer says so in `x-inference-beyond-strict`.
  */
 import { BadRequestError, quoted } from "../errors/api.js";
-import { strictViolation, type StrictRule } from "../grammar/strict.js";
+import { strictCheck, type StrictRule } from "../grammar/strict.js";
 import type { ChatCompletionRequest } from "../wire/chat-request.js";
 
 /** A string as Python's `repr` writes it, which OpenAI's contexts are written in. */
@@ -46,28 +48,46 @@ function sentence(rule: StrictRule): string {
   }
 }
 
-/** Refuses `schema` if it breaks a strict-mode rule; `subject` is "response_format 'name'" or "function 'name'". */
-function refuseBroken(schema: Record<string, unknown>, subject: string, options: { param: string; code: string }) {
-  const violation = strictViolation(schema);
-  if (!violation) return;
-  const place = violation.rule.kind === "rootType" ? "" : `In context=${pythonTuple(violation.context)}, `;
-  throw new BadRequestError(`Invalid schema for ${subject}: ${place}${sentence(violation.rule)}`, options);
+/**
+ * Refuses `schema` if it breaks a strict-mode rule; `subject` is "response_format 'name'" or
+ * "function 'name'". Returns the maps it holds beyond OpenAI's rules, each as "subject ('context',)".
+ */
+function refuseBroken(
+  schema: Record<string, unknown>,
+  subject: string,
+  options: { param: string; code: string },
+): string[] {
+  const { violation, maps } = strictCheck(schema);
+  if (violation) {
+    const place = violation.rule.kind === "rootType" ? "" : `In context=${pythonTuple(violation.context)}, `;
+    throw new BadRequestError(`Invalid schema for ${subject}: ${place}${sentence(violation.rule)}`, options);
+  }
+  return maps.map((context) => `${subject} ${pythonTuple(context)}`);
 }
 
-/** Holds a chat request's strict response format and strict functions (all given, in order) to the rules. */
-export function checkStrictSchemas(request: ChatCompletionRequest): void {
+/**
+ * Holds a chat request's strict response format and strict functions (all given, in order) to the
+ * rules; returns the places where a map was taken beyond them (see grammar/strict.ts).
+ */
+export function checkStrictSchemas(request: ChatCompletionRequest): string[] {
+  const maps: string[] = [];
   const format = request.response_format;
   if (format?.type === "json_schema" && format.json_schema.strict === true && format.json_schema.schema) {
-    refuseBroken(format.json_schema.schema, `response_format '${quoted(format.json_schema.name)}'`, {
-      param: "response_format.json_schema.schema",
-      code: "invalid_json_schema",
-    });
+    maps.push(
+      ...refuseBroken(format.json_schema.schema, `response_format '${quoted(format.json_schema.name)}'`, {
+        param: "response_format.json_schema.schema",
+        code: "invalid_json_schema",
+      }),
+    );
   }
   request.tools?.forEach((tool, index) => {
     if (tool.function.strict !== true || !tool.function.parameters) return;
-    refuseBroken(tool.function.parameters, `function '${quoted(tool.function.name)}'`, {
-      param: `tools[${index}].function.parameters`,
-      code: "invalid_function_parameters",
-    });
+    maps.push(
+      ...refuseBroken(tool.function.parameters, `function '${quoted(tool.function.name)}'`, {
+        param: `tools[${index}].function.parameters`,
+        code: "invalid_function_parameters",
+      }),
+    );
   });
+  return maps;
 }

@@ -131,6 +131,12 @@ interface LiveWindow {
   leasedTokens: number;
 }
 
+/** What one count takes from a window: a request (or none, for a generation's tokens alone) and tokens. */
+interface Use {
+  requests: number;
+  tokens: number;
+}
+
 interface LeaseGrant {
   counted: LiveWindow;
   commit(): void;
@@ -275,27 +281,28 @@ export class Policy {
   }
 
   /**
-   * Counts a request and its tokens within this worker's lease, synchronously, so concurrent
-   * requests cannot both take the last place; 429 past a limit. False when the lease must grow
-   * first (`#extendLease`), which counts the request itself.
+   * Counts `requests` (one, or none for tokens alone) and `tokens` within this worker's lease,
+   * synchronously, so concurrent requests cannot both take the last place; 429 past a limit.
+   * False when the lease must grow first (`#extendLease`), which counts them itself.
    */
-  #countWithinLease(key: KeyRecord, tokens: number, now: number): boolean {
+  #countWithinLease(key: KeyRecord, use: Use, now: number): boolean {
     const live = this.#live(key.id, now);
     if (!live) return false;
-    this.#checkLimits(key, live, tokens, now);
-    if (live.requests + 1 > live.leasedRequests || live.tokens + tokens > live.leasedTokens) return false;
-    live.requests += 1;
-    live.tokens += tokens;
+    this.#checkLimits(key, live, use, now);
+    if (live.requests + use.requests > live.leasedRequests || live.tokens + use.tokens > live.leasedTokens)
+      return false;
+    live.requests += use.requests;
+    live.tokens += use.tokens;
     return true;
   }
 
   /**
-   * Grows the stored lease, in the caller's read-write transaction, to cover one more request
-   * and `tokens`, then counts them. The other instances' leases since this one's last write
-   * count as used. The new lease is this worker's only once the transaction commits (`commit`);
-   * `rollback` takes the count back when it does not.
+   * Grows the stored lease, in the caller's read-write transaction, to cover `use`, then counts
+   * it. The other instances' leases since this one's last write count as used. The new lease is
+   * this worker's only once the transaction commits (`commit`); `rollback` takes the count back
+   * when it does not.
    */
-  async #extendLease(store: WindowStore, key: KeyRecord, tokens: number, now: number): Promise<LeaseGrant> {
+  async #extendLease(store: WindowStore, key: KeyRecord, use: Use, now: number): Promise<LeaseGrant> {
     const stored = currentWindow(await store.get(key.id), key.id, now);
     // From here to the count below nothing awaits: the checks and the count are one step.
     let live = this.#live(key.id, now);
@@ -315,17 +322,17 @@ export class Policy {
       live.leasedRequests = Math.max(live.leasedRequests, stored.requests);
       live.leasedTokens = Math.max(live.leasedTokens, stored.tokens);
     }
-    this.#checkLimits(key, live, tokens, now);
+    this.#checkLimits(key, live, use, now);
     const counted = live;
     const windowStart = live.windowStart;
     const lease = {
       keyId: key.id,
       windowStart,
-      requests: Math.min(key.rpm, Math.max(stored.requests, live.requests + 1) + blockOf(key.rpm)),
-      tokens: Math.min(key.tpm, Math.max(stored.tokens, live.tokens + tokens) + blockOf(key.tpm)),
+      requests: Math.min(key.rpm, Math.max(stored.requests, live.requests + use.requests) + blockOf(key.rpm)),
+      tokens: Math.min(key.tpm, Math.max(stored.tokens, live.tokens + use.tokens) + blockOf(key.tpm)),
     };
-    live.requests += 1;
-    live.tokens += tokens;
+    live.requests += use.requests;
+    live.tokens += use.tokens;
     await store.put(lease);
     return {
       counted,
@@ -333,26 +340,31 @@ export class Policy {
         counted.leasedRequests = Math.max(counted.leasedRequests, lease.requests);
         counted.leasedTokens = Math.max(counted.leasedTokens, lease.tokens);
       },
-      rollback: () => this.#uncount(key.id, windowStart, tokens),
+      rollback: () => this.#uncount(key.id, windowStart, use.tokens, use.requests),
     };
   }
 
-  #uncount(keyId: string, windowStart: number, tokens: number, requests = 1): void {
+  #uncount(keyId: string, windowStart: number, tokens: number, requests: number): void {
     const live = this.#windows.get(keyId);
     if (!live || live.windowStart !== windowStart) return;
     live.requests = Math.max(0, live.requests - requests);
     live.tokens = Math.max(0, live.tokens - tokens);
   }
 
-  /** Counts one request against the key's window; 429 past a limit. Used alone for requests that generate nothing. */
+  /**
+   * Counts one request against the key's window; 429 past its requests per minute. Every
+   * authenticated request is counted so, whatever its answer: a refusal costs the caller its
+   * place in the window as a success does. A generation's tokens are counted at its admission.
+   */
   async countRequest(key: KeyRecord): Promise<RateLimitState> {
     const now = this.#clock();
-    if (this.#countWithinLease(key, 0, now)) return stateOf(key, this.#windows.get(key.id)!);
+    const use = { requests: 1, tokens: 0 };
+    if (this.#countWithinLease(key, use, now)) return stateOf(key, this.#windows.get(key.id)!);
     const database = await this.#database;
     const transaction = database.transaction(["windows"], "readwrite");
     let lease: LeaseGrant | undefined;
     try {
-      lease = await this.#extendLease(transaction.objectStore("windows"), key, 0, now);
+      lease = await this.#extendLease(transaction.objectStore("windows"), key, use, now);
       await transaction.done;
       lease.commit();
       return stateOf(key, lease.counted);
@@ -366,12 +378,12 @@ export class Policy {
   #checkLimits(
     key: KeyRecord,
     window: Pick<WindowRecord, "windowStart" | "requests" | "tokens">,
-    tokens: number,
+    { requests, tokens }: Use,
     now: number,
   ): void {
     const wait = window.windowStart + windowMs - now;
     const again = `Please try again in ${durationText(wait)}.`;
-    if (window.requests + 1 > key.rpm) {
+    if (requests > 0 && window.requests + requests > key.rpm) {
       throw new RateLimitError(
         `Rate limit reached for key ${key.prefix} on requests per min (RPM): Limit ${key.rpm}, Used ${window.requests}, Requested 1. ${again}`,
         "requests",
@@ -397,9 +409,10 @@ export class Policy {
   }
 
   /**
-   * Counts the request and its admitted tokens (prompt + the most it may generate) and reserves
-   * their maximum cost, all in one transaction: 429 past a limit, 403 when the balance less what
-   * is already reserved cannot cover it.
+   * Counts the request's admitted tokens (prompt + the most it may generate; the request itself
+   * was counted on arrival, `countRequest`) and reserves their maximum cost, all in one
+   * transaction: 429 past the tokens per minute, 403 when the balance less what is already
+   * reserved cannot cover it.
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const database = await this.#database;
@@ -426,7 +439,12 @@ export class Policy {
       }
       const now = this.#clock();
       const key = writeLastUse ? { ...stored, lastUsedAt: now } : stored;
-      counted = await this.#count(transaction.objectStore("windows"), key, admittedTokens, now);
+      counted = await this.#count(
+        transaction.objectStore("windows"),
+        key,
+        { requests: 0, tokens: admittedTokens },
+        now,
+      );
       const account = expected?.id === key.accountId ? expected : await accounts.get(key.accountId);
       if (!account || account.balanceNanoUsd - account.reservedNanoUsd < amount)
         throw new PermissionDeniedError(shortOf(request, amount, account));
@@ -439,7 +457,7 @@ export class Policy {
       this.#admitted(counted.lease, writeLastUse ? key.id : undefined, now);
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, counted.window) };
     } catch (error) {
-      if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens);
+      if (counted) this.#uncount(request.keyId, counted.window.windowStart, admittedTokens, 0);
       abort(transaction);
       throw error;
     }
@@ -457,15 +475,15 @@ export class Policy {
     return changed || this.#clock() - (this.#lastUseWritten.get(request.keyId) ?? -Infinity) >= lastUseIntervalMs;
   }
 
-  /** Counts `tokens` against the key's window: within its lease in memory, else by extending the lease in `windows`. */
+  /** Counts `use` against the key's window: within its lease in memory, else by extending the lease in `windows`. */
   async #count(
     windows: WindowStore,
     key: KeyRecord,
-    tokens: number,
+    use: Use,
     now: number,
   ): Promise<{ window: LiveWindow; lease?: LeaseGrant }> {
-    if (this.#countWithinLease(key, tokens, now)) return { window: this.#windows.get(key.id)! };
-    const lease = await this.#extendLease(windows, key, tokens, now);
+    if (this.#countWithinLease(key, use, now)) return { window: this.#windows.get(key.id)! };
+    const lease = await this.#extendLease(windows, key, use, now);
     return { window: lease.counted, lease };
   }
 

@@ -134,6 +134,7 @@ export function createInference(
     ready: policy.releaseOrphans(),
     clock,
     newId: randomId,
+    rateLimitResets: config.rateLimitResets,
     fetch: environment.fetch ?? ((input, init) => fetch(input, init)),
   });
   return { config, app, engine, catalogue, policy, scheduler, hosts };

@@ -25,11 +25,17 @@ import { testGgufEntry, testModelEntry } from "./test-model.js";
 const otherFamilies = ["gemma2", "mistral", "qwen2"] as const;
 
 /**
- * A file server that cuts the connection: the first GET of the GGUF sends 40 MB of its 43 MB and
- * destroys the socket; later GETs honour `Range` with `If-Range` (ETag "v1"). Cross-origin, with
- * CORS, as a model host is. It records every request's Range header.
+ * A file server that cuts the connection: the first GET of each path sends 40 MB of the 43 MB
+ * GGUF and destroys the socket; later GETs under `/cut/` honour `Range` with `If-Range` (ETag
+ * "v1"), while under `/other-range/` (a cache that answers another range) they send the whole file
+ * as a 206 that says so. Cross-origin, with CORS, as a model host is. It records each path's
+ * Range headers.
  */
-const cutting = { server: undefined as Server | undefined, origin: "", ranges: [] as (string | null)[], gets: 0 };
+const cutting = {
+  server: undefined as Server | undefined,
+  origin: "",
+  ranges: new Map<string, (string | null)[]>(),
+};
 
 async function startCuttingServer(): Promise<void> {
   const file = readFileSync(new URL("../../.cache/test-gguf/llama3-test-q8_0.gguf", import.meta.url));
@@ -39,15 +45,17 @@ async function startCuttingServer(): Promise<void> {
     response.setHeader("access-control-expose-headers", "etag, content-range, content-length");
     if (request.method === "OPTIONS") return void response.writeHead(204).end();
     const range = request.headers.range ?? null;
-    cutting.ranges.push(range);
-    cutting.gets++;
-    const start = range && request.headers["if-range"] === '"v1"' ? Number(/bytes=(\d+)-/.exec(range)?.[1] ?? 0) : 0;
-    response.writeHead(start > 0 ? 206 : 200, {
+    const path = request.url ?? "";
+    const ranges = cutting.ranges.get(path) ?? [];
+    cutting.ranges.set(path, [...ranges, range]);
+    const asked = range && request.headers["if-range"] === '"v1"' ? Number(/bytes=(\d+)-/.exec(range)?.[1] ?? 0) : 0;
+    const start = path.startsWith("/other-range/") ? 0 : asked;
+    response.writeHead(asked > 0 ? 206 : 200, {
       etag: '"v1"',
       "content-length": String(file.length - start),
-      ...(start > 0 ? { "content-range": `bytes ${start}-${file.length - 1}/${file.length}` } : {}),
+      ...(asked > 0 ? { "content-range": `bytes ${start}-${file.length - 1}/${file.length}` } : {}),
     });
-    if (cutting.gets === 1) {
+    if (ranges.length === 0) {
       response.write(file.subarray(0, 40 * 2 ** 20), () => response.socket?.destroy());
       return;
     }
@@ -81,19 +89,19 @@ function catalogue() {
       id: "uncached-gguf",
       gguf: [{ ...gguf.gguf![0]!, modelId: "uncached", file: `${origin()}/test-gguf-copy/llama3-test-q8_0.gguf` }],
     },
-    {
+    ...(["cut", "other-range"] as const).map((name) => ({
       ...gguf,
-      id: "cut-gguf",
+      id: `${name}-gguf`,
       // Pinned, so the hash covers the pieces kept before the cut and those fetched after it.
       gguf: [
         {
           ...gguf.gguf![0]!,
-          modelId: "cut",
-          file: `${cutting.origin}/cut/llama3-test-q8_0.gguf`,
+          modelId: name,
+          file: `${cutting.origin}/${name}/llama3-test-q8_0.gguf`,
           sha256: [testGgufSha256],
         },
       ],
-    },
+    })),
     ...(["pinned", "tampered"] as const).map((name) => ({
       ...gguf,
       id: `${name}-gguf`,
@@ -818,8 +826,18 @@ test("a download cut midway resumes from the pieces kept: a Range request for th
   const resumed = await chat();
   expect(resumed.status, resumed.body).toBe(200);
   // The first request got 40 MB before the cut; the kept whole piece is 32 MiB, and only the rest was asked for.
-  expect(cutting.ranges).toEqual([null, `bytes=${32 * 2 ** 20}-`]);
+  expect(cutting.ranges.get("/cut/llama3-test-q8_0.gguf")).toEqual([null, `bytes=${32 * 2 ** 20}-`]);
   expect(await info(page, "cut-gguf")).toMatchObject({ downloaded: true, loaded: true });
+});
+
+test("a resumed download whose 206 holds another range than asked starts again from the first byte", async () => {
+  const cut = await chatStatus(page, "other-range-gguf");
+  expect(cut.status, cut.body).toBe(503);
+  const whole = await chatStatus(page, "other-range-gguf");
+  // Spliced in, the wrong bytes would break the pinned hash; the whole file was fetched again instead.
+  expect(whole.status, whole.body).toBe(200);
+  expect(cutting.ranges.get("/other-range/llama3-test-q8_0.gguf")).toEqual([null, `bytes=${32 * 2 ** 20}-`, null]);
+  expect(await info(page, "other-range-gguf")).toMatchObject({ downloaded: true, loaded: true });
 });
 
 test("a GGUF pinned by its SHA-256 loads only when it hashes to the pin; a file that does not is a 503 naming both hashes, and is not kept", async () => {

@@ -429,8 +429,19 @@ describe("rate limits", () => {
     expect(together).toBeGreaterThanOrEqual(16 - 2 * 2);
   });
 
-  it("concurrent admissions in one worker take exactly the limit, with no lost count", async () => {
+  it("concurrent requests in one worker take exactly the limit, with no lost count", async () => {
     const { policy, created } = await setup(10, { rpm: 25, tpm: 10_000_000 });
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => count(policy, created.key)));
+    expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(25);
+    expect(
+      results
+        .filter((result) => result.status === "rejected")
+        .every((result) => (result as PromiseRejectedResult).reason.status === 429),
+    ).toBe(true);
+  });
+
+  it("concurrent admissions in one worker take exactly the tokens per minute, with no lost count", async () => {
+    const { policy, created } = await setup(10, { tpm: 25 * 30 });
     const results = await Promise.allSettled(Array.from({ length: 40 }, () => admitOne(policy, created.id)));
     expect(results.filter((result) => result.status === "fulfilled")).toHaveLength(25);
     expect(
@@ -523,14 +534,16 @@ describe("over HTTP", () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("3");
     expect(ok.headers.get("x-ratelimit-remaining-requests")).toBe("2");
-    // The time until the window resets, in the hosted API's (Go's) duration form.
-    expect(ok.headers.get("x-ratelimit-reset-requests")).toBe("1m0s");
+    // When the window starts again, as an ISO 8601 UTC timestamp (the seed's words).
+    const reset = new Date(clock.now + 60_000).toISOString();
+    expect(ok.headers.get("x-ratelimit-reset-requests")).toBe(reset);
     expect(ok.headers.get("x-ratelimit-limit-tokens")).toBe("150000");
     expect(ok.headers.get("x-ratelimit-remaining-tokens")).toBe("150000");
-    expect(ok.headers.get("x-ratelimit-reset-tokens")).toBe("1m0s");
+    expect(ok.headers.get("x-ratelimit-reset-tokens")).toBe(reset);
+    // A refused request counts as any other does.
     const invalid = await app.handle(post("/v1/chat/completions", { model: "x" }));
     expect(invalid.status).toBe(400);
-    expect(invalid.headers.get("x-ratelimit-remaining-requests")).toBe("2");
+    expect(invalid.headers.get("x-ratelimit-remaining-requests")).toBe("1");
     const chat = await app.handle(
       post("/v1/chat/completions", {
         model: "gamma-7b-instruct-v0.3",
@@ -538,19 +551,54 @@ describe("over HTTP", () => {
         max_tokens: 4,
       }),
     );
-    expect(chat.headers.get("x-ratelimit-remaining-requests")).toBe("1");
-    const limited = await app.handle(get("/v1/models"));
-    expect(limited.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    expect(chat.headers.get("x-ratelimit-remaining-requests")).toBe("0");
     const refused = await app.handle(get("/v1/models"));
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("60");
     expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
     clock.now += 51_360;
     const later = await app.handle(get("/v1/models"));
-    expect([later.status, later.headers.get("x-ratelimit-reset-requests")]).toEqual([429, "8.64s"]);
+    expect([later.status, later.headers.get("x-ratelimit-reset-requests")]).toEqual([429, reset]);
     const anonymous = await app.handle(new Request("https://app.example/openai/v1/models"));
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("x-ratelimit-limit-requests")).toBeNull();
+  });
+
+  it("writes the resets as the hosted API's durations when configured so", async () => {
+    const { app, get, clock } = await makeApp({ rpm: 2, rateLimitResets: "duration" });
+    const ok = await app.handle(get("/v1/models"));
+    expect([ok.headers.get("x-ratelimit-reset-requests"), ok.headers.get("x-ratelimit-reset-tokens")]).toEqual([
+      "1m0s",
+      "1m0s",
+    ]);
+    await app.handle(get("/v1/nothing-here"));
+    clock.now += 51_360;
+    const refused = await app.handle(get("/v1/models"));
+    expect([refused.status, refused.headers.get("x-ratelimit-reset-requests")]).toEqual([429, "8.64s"]);
+  });
+
+  it("counts every authenticated request against its requests per minute, whatever its answer", async () => {
+    const { app, post, get } = await makeApp({ rpm: 3, creditUsd: 0 });
+    const answers = [
+      await app.handle(post("/v1/chat/completions", "{not json")),
+      await app.handle(post("/v1/chat/completions", { model: "gamma-7b-instruct-v0.3", messages: [] })),
+      // A $0 account: 403.
+      await app.handle(
+        post("/v1/chat/completions", {
+          model: "gamma-7b-instruct-v0.3",
+          messages: [{ role: "user", content: "hi" }],
+          max_tokens: 4,
+        }),
+      ),
+      await app.handle(get("/v1/models")),
+    ];
+    expect(answers.map((response) => response.status)).toEqual([400, 400, 403, 429]);
+    expect(answers.map((response) => response.headers.get("x-ratelimit-remaining-requests"))).toEqual([
+      "2",
+      "1",
+      "0",
+      "0",
+    ]);
   });
 
   it("a request larger than the key's tokens per minute: OpenAI's 'Request too large', not worth a retry", async () => {

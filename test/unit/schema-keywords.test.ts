@@ -174,6 +174,18 @@ describe("every keyword, enforced by the grammar", () => {
     }
   });
 
+  it("integer bounds at the edge of exact JSON numbers hold to the unit, in the grammar and in samples", () => {
+    const edge = Number.MAX_SAFE_INTEGER;
+    const schemas: JsonSchema[] = [
+      { type: "integer", exclusiveMinimum: edge - 1 },
+      { type: "integer", exclusiveMaximum: -edge + 1 },
+      { type: "integer", minimum: edge - 3, exclusiveMaximum: edge },
+    ];
+    for (const schema of schemas) checkAgainstValidators(JSON.stringify(schema), schema);
+    const grammar = schemaToGrammar({ type: "integer", exclusiveMinimum: edge - 1 });
+    expect([accepts(grammar, String(edge)), accepts(grammar, String(edge - 1))]).toEqual([true, false]);
+  });
+
   it("a pattern beside length bounds is sampled at those lengths: valid to ajv every time", () => {
     // Sampled freely and checked after, such strings missed their bounds: the first two in 50 of 50 samples.
     const bounded: Record<string, JsonSchema> = {
@@ -258,6 +270,13 @@ describe("refusals name the keyword and where it is", () => {
       ],
       [{ type: "string", const: "abc", maxLength: 2 }, /'const' breaks .* at most 2 characters/, "/const"],
       [{ type: "integer", enum: [1, 2.5] }, /'enum' value 1 breaks .* type integer/, "/enum/1"],
+      // Past 2^53 a JSON number is not exact: 1e20 + 1 reads as 1e20, so such a bound cannot be held.
+      [
+        { type: "integer", exclusiveMinimum: 1e20 },
+        /'exclusiveMinimum' 100000000000000000000 is past 2\^53/,
+        "/exclusiveMinimum",
+      ],
+      [{ type: ["integer", "null"], maximum: -1e17 }, /'maximum' -100000000000000000 is past 2\^53/, "/maximum"],
     ];
     expectRefusals(checkSchema, cases);
   });

@@ -763,12 +763,26 @@ describe("strict: true, held to OpenAI's strict-mode rules and refused in its wo
       `In context=(), ${everyKey} Extra required key 'b' supplied.`,
     ],
     [
-      "a dict in $defs",
+      "declared properties beside a value schema, in $defs",
       closed(
         { a: { $ref: "#/$defs/Counts" } },
-        { $defs: { Counts: { type: "object", additionalProperties: { type: "integer" } } } },
+        {
+          $defs: {
+            Counts: {
+              type: "object",
+              properties: { total: { type: "integer" } },
+              required: ["total"],
+              additionalProperties: { type: "integer" },
+            },
+          },
+        },
       ),
       "In context=('$defs', 'Counts'), 'additionalProperties' is required to be supplied and to be false.",
+    ],
+    [
+      "a map whose values break the rules",
+      closed({ scores: { type: "object", additionalProperties: { type: "object", properties: {} } } }),
+      "In context=('properties', 'scores', 'additionalProperties'), 'additionalProperties' is required to be supplied and to be false.",
     ],
     [
       "an object in an anyOf branch, named with a quote",
@@ -846,6 +860,36 @@ describe("strict: true, held to OpenAI's strict-mode rules and refused in its wo
     function format(schema: unknown) {
       return { type: "json_schema", json_schema: { name: "weather", schema, strict: true } };
     }
+  });
+
+  it("a map (pydantic's dict[str, int]) is taken beyond OpenAI's strict mode, enforced, and named in a header", async () => {
+    const { app, post } = await makeApp();
+    const schema = closed(
+      { name: { type: "string" }, scores: { $ref: "#/$defs/Scores" } },
+      { $defs: { Scores: { type: "object", additionalProperties: { type: "integer" } } } },
+    );
+    const response = await app.handle(
+      post("/v1/chat/completions", {
+        model: "alpha3:8b-instruct-q8_0",
+        messages: fillIn,
+        response_format: { type: "json_schema", json_schema: { name: "report", schema, strict: true } },
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-inference-beyond-strict")).toBe("response_format 'report' ('$defs', 'Scores')");
+    const body = (await response.json()) as { choices: { message: { content: string } }[] };
+    const reply = JSON.parse(body.choices[0]!.message.content) as { name: string; scores: Record<string, unknown> };
+    expect(Object.keys(reply.scores).length).toBeGreaterThan(0);
+    expect(Object.values(reply.scores).every(Number.isInteger)).toBe(true);
+    // Held to OpenAI's rules alone, the header is absent.
+    const plain = await app.handle(
+      post("/v1/chat/completions", {
+        model: "alpha3:8b-instruct-q8_0",
+        messages: fillIn,
+        response_format: { type: "json_schema", json_schema: { name: "weather", schema: cityOnly, strict: true } },
+      }),
+    );
+    expect([plain.status, plain.headers.get("x-inference-beyond-strict")]).toEqual([200, null]);
   });
 
   it("strict functions: each one given is checked, in order, even one an allowed_tools choice leaves out", async () => {

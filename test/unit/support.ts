@@ -71,6 +71,7 @@ export async function makeApp(
     rpm?: number;
     tpm?: number;
     respond?: RespondOptions;
+    rateLimitResets?: "timestamp" | "duration";
     /** Catalogue additions, e.g. remote models. */
     models?: Parameters<typeof Catalogue.create>[0];
     /** Stands in for the network, for upstreams; unset, any upstream fetch fails the test. */
@@ -93,6 +94,7 @@ export async function makeApp(
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
     ...(options.respond ? { respond: options.respond } : {}),
+    ...(options.rateLimitResets ? { rateLimitResets: options.rateLimitResets } : {}),
     fetch:
       options.fetch ??
       (async (input) => {

@@ -7,8 +7,9 @@
  *   written whole and committed by `close()`: OPFS keeps a closed piece and drops an unclosed
  *   one, so every piece on disk is complete.
  * - A download resumes at the first missing piece with a `Range` request, validated by `If-Range`
- *   against the ETag (or Last-Modified) the first response gave. A server that ignores the range,
- *   or a file that changed, restarts the download cleanly: the kept pieces are dropped first.
+ *   against the ETag (or Last-Modified) the first response gave, and taken only when its
+ *   `Content-Range` is exactly the bytes asked for. A server that ignores the range, answers
+ *   another, or a file that changed, restarts the download cleanly: the kept pieces are dropped first.
  * - `info.json` says `complete` only after the last piece is closed and, where the app pinned the
  *   file's SHA-256, after the pieces hashed to it; a file that does not is deleted, never kept. The
  *   model is opened from the pieces as one Blob (disk-backed, never copied into memory).
@@ -139,11 +140,21 @@ async function request(url: string, start: number, info: FileInfo | null, option
       "load_failed",
       `Could not fetch ${options.what} from ${url}: HTTP ${response.status}. ${options.fix[0]!.toUpperCase()}${options.fix.slice(1)}.`,
     );
-  if (start > 0 && response.status !== 206) {
+  if (start > 0 && !(response.status === 206 && resumesAt(response, start, info!.total))) {
     await response.body?.cancel();
     return null;
   }
   return response;
+}
+
+/**
+ * Whether a 206 holds the bytes asked for: `Content-Range: bytes <start>-<end>/<total>` from
+ * `start` to the file's end, of the file as first fetched. A cache or proxy that answers another
+ * range (or none) would splice the wrong bytes in; the download starts again instead.
+ */
+function resumesAt(response: Response, start: number, total: number): boolean {
+  const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(response.headers.get("content-range")?.trim() ?? "");
+  return range !== null && Number(range[1]) === start && Number(range[2]) === total - 1 && Number(range[3]) === total;
 }
 
 /** Writes the body as pieces from piece `index` on; each piece is closed (committed) when full. */
