@@ -161,9 +161,11 @@ class KeysView {
   #renderRate(): void {
     const rate = this.#state.rate;
     if (!rate) return;
-    // The reset header is the time until the window starts again ("8.64s"), as the hosted API writes it.
+    // The reset header says when the window starts again: an ISO 8601 timestamp (or, configured so, a duration).
+    const reset = rate["reset-requests"] ?? "";
+    const when = Number.isNaN(Date.parse(reset)) ? `in ${reset || "?"}` : `at ${new Date(reset).toLocaleTimeString()}`;
     element("rate-state").textContent =
-      `Requests: ${rate["remaining-requests"]} of ${rate["limit-requests"]} left, window resets in ${rate["reset-requests"] ?? "?"}. ` +
+      `Requests: ${rate["remaining-requests"]} of ${rate["limit-requests"]} left, window resets ${when}. ` +
       `Tokens: ${rate["remaining-tokens"]} of ${rate["limit-tokens"]} left. (As of the last response, ${new Date().toLocaleTimeString()}.)`;
   }
 

@@ -66,7 +66,7 @@ test("the worker keeps keys in memory, yet a key re-limited or revoked in anothe
 });
 
 test("rate-limit headers on success and on error, read by fetch and surfaced by the SDK", async ({ page }) => {
-  await openHarness(page, { engine: "deterministic" }, { rpm: 3, tpm: 5_000 });
+  await openHarness(page, { engine: "deterministic" }, { rpm: 4, tpm: 5_000 });
   const result = await page.evaluate(
     async ({ id, history }) => {
       const names = [
@@ -110,20 +110,23 @@ test("rate-limit headers on success and on error, read by fetch and surfaced by 
     { id: model, history: messages },
   );
   expect(result.models).toMatchObject({
-    "limit-requests": "3",
-    "remaining-requests": "2",
+    "limit-requests": "4",
+    "remaining-requests": "3",
     "limit-tokens": "5000",
     "remaining-tokens": "5000",
   });
-  // The time until the window resets, in the hosted API's (Go's) duration form: under a minute.
-  expect(result.models["reset-requests"]).toMatch(/^(1m0s|[1-5]?\d(\.\d+)?s|\d+ms)$/);
-  expect(result.chat["remaining-requests"]).toBe("1");
+  // When the window starts again, as an ISO 8601 UTC timestamp: within the coming minute.
+  const reset = Date.parse(result.models["reset-requests"] ?? "");
+  expect(result.models["reset-requests"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  expect(reset - Date.now()).toBeGreaterThan(0);
+  expect(reset - Date.now()).toBeLessThanOrEqual(60_000);
+  expect(result.chat["remaining-requests"]).toBe("2");
   // Prompt + max_tokens were admitted, then corrected to the real count.
   expect(Number(result.chat["remaining-tokens"])).toBeLessThan(5000);
-  // A request refused before admission (here, invalid) is not counted.
+  // A refused request (here, invalid) counts as any other does.
   expect(result.invalid).toMatchObject({ status: 400, "remaining-requests": "1" });
   expect(result.last["remaining-requests"]).toBe("0");
-  expect(result.sdkError).toMatchObject({ status: "429", "remaining-requests": "0", "limit-requests": "3" });
+  expect(result.sdkError).toMatchObject({ status: "429", "remaining-requests": "0", "limit-requests": "4" });
   expect(Number(result.sdkError.retryAfter)).toBeGreaterThan(0);
 });
 
