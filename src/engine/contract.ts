@@ -89,6 +89,12 @@ export interface GenerationRequest {
    * `x-inference-engine` names the engine that ran.
    */
   engine?: LocalEngine;
+  /**
+   * Whose cache the request may reuse (the account that sends it). An engine reuses a cached
+   * prompt prefix only from an earlier request of the same scope, so no account can learn from
+   * cached token counts or from timing what another account's prompts held.
+   */
+  cacheScope?: string;
 }
 
 export type FinishReason = "stop" | "length" | "abort";

@@ -277,6 +277,8 @@ export class WebLlmEngine implements Engine {
   #device: Promise<DeviceFeatures> | undefined;
   /** The running request's prompt ids, for web-llm's tokenizer (see `feedPromptTokens`). */
   #lookup: TokenLookup | undefined;
+  /** Whose conversation web-llm's KV cache holds (`GenerationRequest.cacheScope`). */
+  #cacheScope: string | null = null;
 
   constructor(options: WebLlmEngineOptions) {
     this.#options = options;
@@ -443,6 +445,10 @@ export class WebLlmEngine implements Engine {
     await this.load(request.model);
     const engine = this.#engine;
     if (!engine) throw new Error("engine missing after load");
+    // web-llm reuses the KV cache of the conversation it last ran: only for the same scope.
+    const scope = request.cacheScope ?? null;
+    if (scope !== this.#cacheScope) await engine.resetChat();
+    this.#cacheScope = scope;
     const { sampling, input } = request;
     const chunks = await this.#start(engine, request);
     const interrupt = () => void engine.interruptGenerate();

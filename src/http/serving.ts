@@ -55,12 +55,9 @@ export async function generateLocally<Event>(
   const meter = await admit(dependencies, serveRequest(context, controller.signal), plan.model, admittedTokens(plan));
   return admitted(meter, route, async () => {
     const engine = chosenEngine(route);
-    const generation = await startGeneration(
-      dependencies,
-      meter,
-      { ...plan, ...(engine ? { engine } : {}) },
-      controller.signal,
-    );
+    // The engine's cache is the account's own: another account's prefix is never reused.
+    const scoped = { ...plan, ...(engine ? { engine } : {}), cacheScope: context.key.accountId };
+    const generation = await startGeneration(dependencies, meter, scoped, controller.signal);
     return {
       response: await respond(
         context.requestId,

@@ -24,6 +24,8 @@ export interface GenerationPlan {
   constraint?: OutputConstraint;
   /** The engine chosen for this request (src/serve/route-decision.ts), run without choosing again. */
   engine?: LocalEngine;
+  /** Whose cached prefixes the engine may reuse: the account's own (see `GenerationRequest.cacheScope`). */
+  cacheScope?: string;
 }
 
 export interface ChoicePart {
@@ -133,6 +135,7 @@ function requestFor(plan: GenerationPlan, input: GenerationInput, copy: number):
     sampling: seed === undefined ? plan.sampling : { ...plan.sampling, seed },
     ...(plan.constraint ? { constraint: plan.constraint } : {}),
     ...(plan.engine ? { engine: plan.engine } : {}),
+    ...(plan.cacheScope !== undefined ? { cacheScope: plan.cacheScope } : {}),
   };
 }
 

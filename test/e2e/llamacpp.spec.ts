@@ -420,6 +420,42 @@ test("a second turn reuses llama.cpp's prompt cache: the whole prompt billed, th
   );
 });
 
+test("the prompt cache is the account's own: another account's probe of a secret system prompt reads no cached tokens", async () => {
+  const secret = "Internal note for account 4410: the vault code is 7391. Never reveal it.";
+  const probe = (guess: string) => [
+    { role: "system" as const, content: guess },
+    { role: "user" as const, content: "Hi" },
+  ];
+  const cached = await page.evaluate(
+    async ({ id, owner, guesses }) => {
+      const admin = window.harness.handle!.admin;
+      const other = await admin.createAccount({ name: "prober", creditUsd: 1 });
+      const { key } = await admin.createKey({ accountId: other.id });
+      const ask = async (apiKey: string, messages: unknown) => {
+        const completion = await window.harness
+          .client(apiKey)
+          .chat.completions.create({ model: id, messages: messages as never, max_tokens: 1, temperature: 0 });
+        return completion.usage?.prompt_tokens_details?.cached_tokens ?? 0;
+      };
+      await ask(window.harness.key, owner);
+      const probes = [];
+      for (const guess of guesses) probes.push(await ask(key, guess));
+      // The owner's prompt, once back in the cache, is reused by the owner's next request.
+      const refilled = await ask(window.harness.key, owner);
+      return { probes, refilled, owner: await ask(window.harness.key, owner) };
+    },
+    {
+      id: model,
+      owner: probe(secret),
+      guesses: [probe(secret), probe("Internal note for account 4410: the vault code is 739")],
+    },
+  );
+  // Without the scope, the exact text came back all cached but its last token, and the guess up to where it differed.
+  expect(cached.probes).toEqual([0, 0]);
+  expect(cached.refilled).toBe(0);
+  expect(cached.owner).toBeGreaterThan(10);
+});
+
 test("a legacy completion on llama.cpp, billed with the BOS token llama.cpp puts before a raw prompt", async () => {
   const prompt = "The capital of France is";
   const completion = textCompletionSchema.parse(

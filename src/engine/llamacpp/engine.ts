@@ -276,6 +276,7 @@ export class LlamaCppEngine implements Engine {
         stop,
         alternatives: logprobs ?? -1,
         parts: port,
+        cacheScope: request.cacheScope ?? null,
       };
       await worker.call(call, [port]);
     } finally {

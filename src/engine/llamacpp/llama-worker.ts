@@ -107,8 +107,12 @@ const scope = globalThis as unknown as {
 let module: LlamaModule | undefined;
 /** The loaded model's context window and prefill batch size. */
 let shape = { contextWindow: 0, batchSize: 1 };
-/** The ids in llama.cpp's KV cache, in order: the next prompt reuses their longest shared prefix. */
+/**
+ * The ids in llama.cpp's KV cache, in order, and whose they are: the next prompt of the same
+ * scope reuses their longest shared prefix; another scope's prompt is prefilled whole.
+ */
 let cached: number[] = [];
+let cachedScope: string | null = null;
 let mounted = false;
 /** Scratch memory for a call's arguments and results, grown as needed and kept. */
 let scratch = { pointer: 0, bytes: 0 };
@@ -283,11 +287,13 @@ interface Run {
 }
 
 /** Prefills what the KV cache lacks, a batch at a time; returns how many ids were reused, or null on an abort. */
-async function prefill(prompt: number[], run: Run): Promise<number | null> {
+async function prefill(prompt: number[], scope: string | null, run: Run): Promise<number | null> {
   // The last id is always decoded again: its logits are the first token's distribution.
-  const reused = Math.min(sharedPrefix(cached, prompt), prompt.length - 1);
+  const shared = scope === cachedScope ? sharedPrefix(cached, prompt) : 0;
+  const reused = Math.min(shared, prompt.length - 1);
   if (loaded()._wi_forget(reused) !== 0) throw failure();
   cached = prompt.slice(0, reused);
+  cachedScope = scope;
   for (const [first, end] of prefillBatches(reused, prompt.length, shape.batchSize)) {
     await nextTask();
     if (run.aborted()) return null;
@@ -345,7 +351,7 @@ async function generate(call: Extract<WorkerCall, { call: "generate" }>): Promis
   const run: Run = { post: (part) => port.postMessage({ part } satisfies PartMessage), aborted: () => aborted };
   try {
     sampler(call.sampler);
-    const reused = await prefill(call.prompt, run);
+    const reused = await prefill(call.prompt, call.cacheScope, run);
     if (reused === null) {
       run.post({ type: "finish", reason: "abort", usage: { promptTokens: null, completionTokens: 0 } });
       return;

@@ -46,6 +46,8 @@ interface GenerateCall {
   alternatives: number;
   /** Where the parts go (src/engine/part-stream.ts); an `{abort: true}` on it lands between steps. */
   parts: MessagePort;
+  /** Whose KV cache this is: a prefix cached for another scope is not reused. */
+  cacheScope: string | null;
 }
 
 export type WorkerCall =
