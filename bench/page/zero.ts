@@ -7,10 +7,8 @@
 import { Catalogue } from "../../src/model/catalogue.js";
 import { type ModelEntry } from "../../src/model/entry.js";
 import { Scheduler } from "../../src/serve/scheduler.js";
-import { Conversations } from "../../src/serve/conversations.js";
-import { StoredCompletions } from "../../src/serve/stored-completions.js";
-import { StoredResponses } from "../../src/serve/stored-responses.js";
 import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import { storedData } from "../../src/serve/stored-data.js";
 import { InferenceApp } from "../../src/http/app.js";
 import { randomId } from "../../src/serve/dependencies.js";
 import { Admin } from "../../src/policy/admin.js";
@@ -67,9 +65,7 @@ export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
     scheduler: new Scheduler({ maxQueued: 16 }),
     tokenizers: new Tokenizers(fetchTokenizerSource(new URL("tokenizers/", scriptUrl).href)),
     policy,
-    responses: new StoredResponses({ database, clock: Date.now }),
-    completions: new StoredCompletions({ database, clock: Date.now }),
-    conversations: new Conversations({ database }),
+    ...storedData({ database, clock: Date.now }),
     ready: policy.releaseOrphans(),
     clock: Date.now,
     newId: randomId,

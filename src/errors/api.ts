@@ -137,6 +137,16 @@ export class ServiceUnavailableError extends ApiError {
   }
 }
 
+/**
+ * The origin's storage is too full to keep what a request would store, while leaving the room
+ * billing needs: 507, and no retry helps until space is freed.
+ */
+export class InsufficientStorageError extends ApiError {
+  constructor(message: string) {
+    super(507, message, { type: "service_unavailable", code: "storage_full", headers: { "x-should-retry": "false" } });
+  }
+}
+
 /** The status, code and retry advice of each failure an engine or an asset fetch can name. */
 export function engineErrorToApi(error: EngineError): ApiError {
   const retry =
@@ -167,6 +177,10 @@ export function engineErrorToApi(error: EngineError): ApiError {
 export function toApiError(error: unknown, requestId: string): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof EngineError) return engineErrorToApi(error);
+  if ((error as { name?: unknown } | null)?.name === "QuotaExceededError")
+    return new InsufficientStorageError(
+      "This device's storage for this site is full, so the request could not be recorded. Free space on the device, or delete stored responses, chat completions or conversations.",
+    );
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return new InternalServerError(
     `The server had an error while processing your request (request id ${requestId}): ${detail}`,

@@ -31,7 +31,8 @@ import { fromLegacyFunctions, inLegacyTerms, legacyReshape } from "./legacy-func
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
 import { routed, type Outcome } from "./outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally, type Reshape } from "./serving.js";
-import { storingReshape } from "./stored-completions.js";
+import { keptMessage, storingReshape } from "./stored-completions.js";
+import { jsonBytes } from "../policy/json-bytes.js";
 import { planStructured } from "./structured.js";
 import { checkStrictSchemas } from "./strict-schemas.js";
 import { parseWith, readJson } from "./validate.js";
@@ -136,7 +137,8 @@ export async function serveChat(
 ): Promise<Outcome> {
   const checked: ChatCall = { ...checkedChat(dependencies, json, legacy), reshape };
   // Kept when asked, in chat's own shape only: a `functions` or Responses request is not.
-  const call = checked.request.store === true && !legacy && !reshape ? stored(dependencies, context, checked) : checked;
+  const call =
+    checked.request.store === true && !legacy && !reshape ? await stored(dependencies, context, checked) : checked;
   const route = await routeFor(dependencies.engine, call.model);
   const outcome = await routed(route, () =>
     route.decision.target === "remote"
@@ -150,8 +152,10 @@ export async function serveChat(
  * A `store: true` request, its answer kept for the key's account with its messages and metadata.
  * A stream asks for its usage, which is kept, and shown to the client only if it asked too.
  */
-function stored(dependencies: HttpDependencies, context: RequestContext, call: ChatCall): ChatCall {
+async function stored(dependencies: HttpDependencies, context: RequestContext, call: ChatCall): Promise<ChatCall> {
   const { request, json } = call;
+  const messages = request.messages.map(keptMessage);
+  await dependencies.storage.ensureRoom(context.key.accountId, { bytes: jsonBytes(messages), items: 1 });
   const usageAsked = request.stream_options?.include_usage === true;
   const withUsage =
     request.stream === true && !usageAsked
@@ -164,7 +168,7 @@ function stored(dependencies: HttpDependencies, context: RequestContext, call: C
       model: request.model,
       metadata: request.metadata ?? {},
       completion,
-      messages: request.messages,
+      messages,
     });
   return {
     ...call,

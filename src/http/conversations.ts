@@ -22,7 +22,7 @@ import { resolvedItems } from "./item-references.js";
 import { jsonResponse } from "./json-response.js";
 import { listQueryOf, pageOf } from "./list-query.js";
 import { refuseMedia, type ConversationItem } from "./responses-input.js";
-import { listedItem, newItemId, type Identified } from "./responses-items.js";
+import { keptItem, listedItem, newItemId, type Identified } from "./responses-items.js";
 import { parseWith, readJson } from "./validate.js";
 
 export const conversationPaths = {
@@ -42,7 +42,7 @@ function itemNotFound(id: string): NotFoundError {
 
 const answer = (body: unknown) => ({ response: jsonResponse(body) });
 
-function conversationOf(record: Omit<ConversationRecord, "nextPlace">): Conversation {
+function conversationOf(record: Pick<ConversationRecord, "id" | "createdAt" | "metadata">): Conversation {
   const { id, metadata } = record;
   return { id, object: "conversation", created_at: Math.floor(record.createdAt / 1000), metadata };
 }
@@ -66,10 +66,13 @@ export async function addedItems(
   return added as Identified[];
 }
 
-/** A request's items as a conversation keeps them: text only, each reference replaced by the item it names. */
-function checkedItems(dependencies: HttpDependencies, accountId: string, items: readonly ResponseInputItem[]) {
+/**
+ * A request's items as a conversation keeps them: text only, each reference replaced by the item
+ * it names, and only the fields that are read back.
+ */
+async function checkedItems(dependencies: HttpDependencies, accountId: string, items: readonly ResponseInputItem[]) {
   refuseMedia(items, "items", "every model here");
-  return resolvedItems(items, accountId, dependencies.responses, "items");
+  return (await resolvedItems(items, accountId, dependencies.responses, "items")).map(keptItem);
 }
 
 /** The `include` a query may name: checked, and adding nothing (see wire/conversations.ts). */

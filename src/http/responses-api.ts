@@ -7,7 +7,9 @@
  */
 import { BadRequestError, NotFoundError, quoted } from "../errors/api.js";
 import type { ChatCompletion, ChatCompletionChunk } from "../wire/chat-completion.js";
-import type { OutputItem } from "../wire/response.js";
+import type { OutputItem, ResponseObject } from "../wire/response.js";
+import { jsonBytes } from "../policy/json-bytes.js";
+import type { StoredResponseRecord } from "../policy/store.js";
 import {
   inputItemsQuerySchema,
   inputTokensRequestSchema,
@@ -16,15 +18,15 @@ import {
 } from "../wire/responses-request.js";
 import { countChatPrompt, serveChat } from "./chat.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
-import type { HttpDependencies } from "./dependencies.js";
+import { findModel, type HttpDependencies } from "./dependencies.js";
 import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
 import { listQueryOf } from "./list-query.js";
 import { addedItems, conversationNotFound } from "./conversations.js";
 import { resolvedItems } from "./item-references.js";
-import { itemsPage, listedItems, withItemIds } from "./responses-items.js";
-import { truncatedConversation } from "./responses-truncation.js";
+import { itemsPage, keptItem, listedItems, withItemIds } from "./responses-items.js";
+import { readBack, truncatedConversation, WindowBound } from "./responses-truncation.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
 import type { Reshape } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
@@ -76,9 +78,11 @@ interface RequestItems {
 }
 
 /**
- * The items a request answers: the turns of the response it continues (its input, then its
+ * The items a request answers: the turns of the response it continues (its conversation, then its
  * output) or of the conversation it names, then its own input, each `item_reference` replaced by
- * the item it names.
+ * the item it names. Earlier turns are read from the end only as far as the model's context
+ * window could hold them with the request's own input: past that, with `truncation: "auto"` they
+ * would be dropped, and without it the request is refused as too long, before anything else.
  */
 async function itemsOf(
   request: ResponseRequest,
@@ -87,14 +91,22 @@ async function itemsOf(
 ): Promise<RequestItems> {
   const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
   const own = await resolvedItems(input, accountId, dependencies.responses, "input");
-  return { ...(await earlierItems(request, accountId, dependencies)), own };
+  const model = findModel(dependencies, request.model);
+  const bound = new WindowBound(model.contextWindow, await dependencies.tokenizers.forFamily(model.family));
+  if (request.instructions) bound.add(request.instructions);
+  for (const item of own) bound.add(item);
+  const { newestFirst, conversationId } = await earlierSource(request, accountId, dependencies);
+  const { items: earlier, whole } = await readBack<ConversationItem>(newestFirst, bound);
+  if (!whole && request.truncation !== "auto") bound.exceeded();
+  return { earlier, own, conversationId };
 }
 
-async function earlierItems(
+/** The earlier items a request continues, newest first: a conversation's, or a stored response's chain. */
+async function earlierSource(
   request: ResponseRequest,
   accountId: string,
   dependencies: HttpDependencies,
-): Promise<Omit<RequestItems, "own">> {
+): Promise<{ newestFirst: AsyncIterable<unknown> | Iterable<unknown>; conversationId: string | null }> {
   if (request.conversation != null) {
     if (request.previous_response_id != null)
       throw new BadRequestError(
@@ -102,19 +114,19 @@ async function earlierItems(
         { code: "mutually_exclusive_parameters" },
       );
     const id = typeof request.conversation === "string" ? request.conversation : request.conversation.id;
-    const items = await dependencies.conversations.items(accountId, id);
+    const items = await dependencies.conversations.itemsFromEnd(accountId, id);
     if (!items) throw conversationNotFound(id, "conversation");
-    return { earlier: items as ConversationItem[], conversationId: id };
+    return { newestFirst: items, conversationId: id };
   }
-  if (request.previous_response_id == null) return { earlier: [], conversationId: null };
+  if (request.previous_response_id == null) return { newestFirst: [], conversationId: null };
   const previous = await dependencies.responses.response(accountId, request.previous_response_id);
   if (!previous)
     throw new BadRequestError(`Previous response with id '${quoted(request.previous_response_id)}' not found.`, {
       param: "previous_response_id",
       code: "previous_response_not_found",
     });
-  const earlier = (previous.input as ConversationItem[]).concat((previous.output as OutputItem[]).map(asInputItem));
-  return { earlier, conversationId: null };
+  const newestFirst = dependencies.responses.itemsFromEnd(previous, true, (item) => asInputItem(item as OutputItem));
+  return { newestFirst, conversationId: null };
 }
 
 /** The conversation a response adds its own input items (as identified) and its output to, when it names one. */
@@ -142,29 +154,66 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
   // listed by those ids, and a truncated conversation stays as long as a window holds.
   const identified = withItemIds(earlier.concat(own), dependencies.newId);
   const conversation = await truncatedConversation(dependencies, request, identified);
+  // Its own items that it answered over (`truncation: "auto"` may drop some), as they are kept.
+  const answered = identified.slice(Math.max(earlier.length, identified.length - conversation.length)).map(keptItem);
+  const stores = request.store !== false;
+  if (stores || conversationId)
+    await dependencies.storage.ensureRoom(accountId, {
+      bytes: jsonBytes(answered),
+      items: (stores ? 1 : 0) + (conversationId ? answered.length : 0),
+    });
   const id = dependencies.newId("resp_");
   const frame: ResponseFrame = {
     id,
     createdAt: Math.floor(dependencies.clock() / 1000),
+    clock: dependencies.clock,
     model: request.model,
     request,
     newId: dependencies.newId,
     // Kept only once it has completed: a failed response has nothing to continue from.
-    keep:
-      request.store === false
-        ? null
-        : (response) =>
-            dependencies.responses.save({ id, accountId, input: conversation, output: response.output, response }),
-    // Its own items that it answered over (`truncation: "auto"` may drop some), then its output.
-    conversation: conversationTarget(
-      dependencies,
-      accountId,
-      conversationId,
-      identified.slice(Math.max(earlier.length, identified.length - conversation.length)),
-    ),
+    keep: stores ? (response) => kept(dependencies, { id, accountId, request, answered, conversation }, response) : null,
+    conversation: conversationTarget(dependencies, accountId, conversationId, answered),
   };
   const chat = chatRequestOf(request, conversation);
   return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });
+}
+
+/**
+ * Stores a finished response: its own items and output, and what it continued by reference (a
+ * stored response's chain), never a copy. One made in a conversation keeps its own items: the
+ * conversation keeps the rest.
+ */
+function kept(
+  dependencies: HttpDependencies,
+  made: {
+    id: string;
+    accountId: string;
+    request: ResponseRequest;
+    answered: ConversationItem[];
+    conversation: readonly ConversationItem[];
+  },
+  { output, ...response }: ResponseObject,
+): Promise<void> {
+  const previousResponseId = made.request.previous_response_id ?? null;
+  return dependencies.responses.save({
+    id: made.id,
+    accountId: made.accountId,
+    previousResponseId,
+    input: made.answered,
+    conversationLength: previousResponseId ? made.conversation.length : made.answered.length,
+    output,
+    response,
+  });
+}
+
+/** The items a stored response was answered over, in order: its own, after those of the chain it continued. */
+async function conversationOf(dependencies: HttpDependencies, record: StoredResponseRecord) {
+  const items: ConversationItem[] = [];
+  for await (const item of dependencies.responses.itemsFromEnd(record, false, (output) =>
+    asInputItem(output as OutputItem),
+  ))
+    items.push(item as ConversationItem);
+  return items.reverse();
 }
 
 function notFound(id: string): NotFoundError {
@@ -188,7 +237,7 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
           );
         const record = await dependencies.responses.response(key.accountId, id);
         if (!record) throw notFound(id);
-        return { response: jsonResponse(record.response) };
+        return { response: jsonResponse({ ...(record.response as object), output: record.output }) };
       },
     },
     {
@@ -198,7 +247,7 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
         const query = parseWith(inputItemsQuerySchema, listQueryOf(url));
         const record = await dependencies.responses.response(key.accountId, id);
         if (!record) throw notFound(id);
-        const items = listedItems(id, record.input as ConversationItem[]);
+        const items = listedItems(id, await conversationOf(dependencies, record));
         return { response: jsonResponse(itemsPage(id, items, query)) };
       },
     },

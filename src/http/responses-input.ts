@@ -170,6 +170,8 @@ export function chatRequestOf(
     ["max_completion_tokens", request.max_output_tokens],
     ["temperature", request.temperature],
     ["top_p", request.top_p],
+    ["presence_penalty", request.presence_penalty],
+    ["frequency_penalty", request.frequency_penalty],
     ["stream", request.stream],
     // The events close with the usage, so a stream always asks for it.
     ["stream_options", request.stream ? { include_usage: true } : undefined],

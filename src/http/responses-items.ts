@@ -36,6 +36,34 @@ export function withItemIds(items: readonly ConversationItem[], newId: (prefix: 
   });
 }
 
+/** A part as it is kept: its text (or a refusal's words), and nothing else a client sent with it. */
+function keptPart(part: Part): Part {
+  if (part.type === "refusal") return { type: "refusal", refusal: part.refusal };
+  if (part.type === "input_text" || part.type === "output_text") return { type: part.type, text: part.text };
+  return part;
+}
+
+/**
+ * An input item as a conversation or a stored response keeps it: only what is read back (its id,
+ * role, text, call and status). An earlier reply's annotations and log probabilities, a
+ * message's phase, a call's caller and the like are taken from a client and not read, so they are
+ * not stored.
+ */
+export function keptItem(item: ConversationItem): ConversationItem {
+  const common = { ...(item.id != null ? { id: item.id } : {}) };
+  const status = "status" in item && item.status != null ? { status: item.status } : {};
+  const kept = (content: string | Part[]) => (typeof content === "string" ? content : content.map(keptPart));
+  if ("role" in item) return { ...common, type: "message", role: item.role, content: kept(item.content), ...status };
+  switch (item.type) {
+    case "function_call":
+      return { ...common, type: item.type, call_id: item.call_id, name: item.name, arguments: item.arguments, ...status };
+    case "function_call_output":
+      return { ...common, type: item.type, call_id: item.call_id, output: kept(item.output), ...status };
+    default:
+      return item;
+  }
+}
+
 /** A text part's text; a refusal's is what was said. Media parts were refused before a response was stored. */
 const textOf = (part: Part) => (part.type === "refusal" ? part.refusal : "text" in part ? String(part.text) : "");
 

@@ -13,6 +13,8 @@ import type { TokenLogprobWire, Usage } from "../wire/shared.js";
 export interface ResponseFrame {
   id: string;
   createdAt: number;
+  /** Milliseconds since the epoch, for `completed_at`. */
+  clock: () => number;
   model: string;
   request: ResponseRequest;
   newId: (prefix: string) => string;
@@ -44,6 +46,7 @@ function skeleton(frame: ResponseFrame): ResponseObject {
     id: frame.id,
     object: "response",
     created_at: frame.createdAt,
+    completed_at: null,
     status: "in_progress",
     background: false,
     error: null,
@@ -62,9 +65,17 @@ function skeleton(frame: ResponseFrame): ResponseObject {
     // As asked; false in the end if storing it failed (see `kept`).
     store: frame.keep !== null,
     temperature: request.temperature ?? 1,
+    presence_penalty: request.presence_penalty ?? 0,
+    frequency_penalty: request.frequency_penalty ?? 0,
     text: { format: request.text?.format ?? { type: "text" } },
     tool_choice: request.tool_choice ?? "auto",
-    tools: request.tools ?? [],
+    // Every field a function tool has, as the hosted API echoes them: null where the request gave none.
+    tools: (request.tools ?? []).map((tool) => ({
+      ...tool,
+      description: tool.description ?? null,
+      parameters: tool.parameters ?? null,
+      strict: tool.strict ?? null,
+    })),
     top_logprobs: request.top_logprobs ?? 0,
     top_p: request.top_p ?? 1,
     truncation: request.truncation ?? "disabled",
@@ -85,6 +96,7 @@ function finished(
   const reason = finish === "length" ? "max_output_tokens" : finish === "content_filter" ? "content_filter" : null;
   return {
     ...skeleton(frame),
+    completed_at: reason ? null : Math.floor(frame.clock() / 1000),
     status: reason ? "incomplete" : "completed",
     incomplete_details: reason ? { reason } : null,
     output,

@@ -80,6 +80,22 @@ const answered = (record: StoredCompletionRecord) => ({
 
 const notFound = (id: string) => new NotFoundError(`Chat completion with id '${quoted(id)}' not found.`);
 
+/**
+ * A request's message as it is kept: what the listing reads (its role, content, name, calls and
+ * the call it answers). What the SDKs send back of an earlier reply (`parsed`, `annotations`,
+ * `refusal` beside content) is not read, so not stored.
+ */
+export function keptMessage(message: object): Record<string, unknown> {
+  const fields = ["role", "content", "name", "tool_calls", "tool_call_id"] as const;
+  const source = message as Record<string, unknown>;
+  const kept = Object.fromEntries(fields.filter((field) => source[field] != null).map((field) => [field, source[field]]));
+  if (Array.isArray(kept.content))
+    kept.content = (kept.content as Record<string, unknown>[]).map((part) =>
+      part.type === "refusal" ? { type: "refusal", refusal: part.refusal } : { type: part.type, text: part.text },
+    );
+  return kept;
+}
+
 /** A request message as listed: its text whole, and its parts when it was sent in parts. */
 function listedMessage(message: Record<string, unknown>, id: string): StoredMessage {
   const parts = Array.isArray(message.content) ? (message.content as Record<string, unknown>[]) : null;

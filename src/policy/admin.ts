@@ -5,7 +5,8 @@
 import { generateKey, hashKey, keyPrefix } from "./keys.js";
 import { usdToNano } from "./money.js";
 import { ledgerId, type LimitDefaults } from "./policy.js";
-import type { AccountRecord, KeyRecord, LedgerEntry, PolicyDatabase } from "./store.js";
+import { deleteStoredData, setStorageQuota, storageUsage, type StorageReport } from "./storage.js";
+import type { AccountRecord, KeyRecord, LedgerEntry, PolicyDatabase, StorageAmount } from "./store.js";
 import { SetupError } from "../errors/setup.js";
 
 export type Account = AccountRecord;
@@ -203,6 +204,27 @@ export class Admin {
       ? await database.getAllFromIndex("keys", "accountId", accountId)
       : await database.getAll("keys");
     return keys.sort((left, right) => left.createdAt - right.createdAt).map(withoutHash);
+  }
+
+  /**
+   * What the account stores through the API (stored responses, stored chat completions,
+   * conversations with their items): bytes and items in all, its quota, and a line per kind.
+   */
+  async storageUsage(accountId: string): Promise<StorageReport> {
+    return storageUsage(await this.#opening, accountId);
+  }
+
+  /** Sets the account's storage quota (100 MB and 100,000 items unless set); what it stores already stays. */
+  async setStorageQuota(accountId: string, quota: { bytes?: number; items?: number }): Promise<StorageReport> {
+    const database = await this.#opening;
+    if (!(await database.get("accounts", accountId)))
+      throw new SetupError("not_found", `no account ${accountId}: create one with admin.createAccount`);
+    return setStorageQuota(database, accountId, quota);
+  }
+
+  /** Deletes everything the account stores through the API, in one transaction; what was freed. Its keys and ledger stay. */
+  async deleteStoredData(accountId: string): Promise<StorageAmount> {
+    return deleteStoredData(await this.#opening, accountId);
   }
 
   /** Newest first. */

@@ -5,7 +5,8 @@
  *
  * Money is integer nano-USD (safe integers), never floats.
  */
-import { openDB, type DBSchema, type IDBPDatabase } from "idb";
+import { openDB, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
+import { jsonBytes } from "./json-bytes.js";
 
 export interface AccountRecord {
   id: string;
@@ -97,20 +98,34 @@ interface UpstreamCredentialRecord {
 
 /**
  * A stored Responses API response (`store`, the default): what its `previous_response_id` and its
- * items' `item_reference`s resolve to, for the account that made it. Kept 30 days, as OpenAI keeps them.
+ * items' `item_reference`s resolve to, for the account that made it. Kept 30 days, as OpenAI keeps
+ * them. A continuation keeps only its own items and names the response it continued, so a chain
+ * of continuations is stored once, growing with the conversation, never copied turn by turn.
  */
 export interface StoredResponseRecord {
   id: string;
   accountId: string;
   createdAt: number;
-  /** The conversation it answered, as input items: earlier turns first, `instructions` left out (they do not carry over). */
+  /** The stored response it continued (`previous_response_id`); absent (or null) when it continued none. */
+  previousResponseId?: string | null;
+  /**
+   * Its own input items, as kept (fields nothing reads left out). A record written before
+   * continuations referred to their predecessor holds its whole conversation here.
+   */
   input: unknown[];
+  /**
+   * How many items its conversation held: the last this many of (the previous response's
+   * conversation and output, then `input`). Absent in an older record: `input.length`.
+   */
+  conversationLength?: number;
   /** Its output items, which later input can reference. */
   output: unknown[];
-  /** The response object as it was answered, for `GET /v1/responses/{id}`. */
+  /** The response object as it was answered, less its `output` (kept once, above), for `GET /v1/responses/{id}`. */
   response: unknown;
   /** The output items' ids, indexed so that an `item_reference` finds its response. */
   itemIds: string[];
+  /** Its size as counted against the account's storage quota (its JSON, in UTF-8 bytes). */
+  bytes: number;
 }
 
 /** A chat completion created with `store: true`, for the stored-completions endpoints. */
@@ -122,8 +137,15 @@ export interface StoredCompletionRecord {
   metadata: Record<string, string>;
   /** The completion as it was answered (a stream's chunks put together). */
   completion: unknown;
-  /** The request's messages, as sent. */
+  /** The request's messages, with the fields the listing reads. */
   messages: unknown[];
+  /**
+   * Its keys in the `listing` index, one per filter that can find it (see `listingKeys`), so a
+   * filtered page reads the index and no record that does not match.
+   */
+  listing: [string, string, number, string][];
+  /** Its size as counted against the account's storage quota. */
+  bytes: number;
 }
 
 /**
@@ -138,6 +160,9 @@ export interface ConversationRecord {
   metadata: Record<string, string>;
   /** The place the next item added takes: items are in the order of their places. */
   nextPlace: number;
+  /** Its own size and its items', and how many items it has: what deleting it gives back to the quota. */
+  bytes: number;
+  items: number;
 }
 
 /** An item of a conversation: an input item as a Responses request takes it, with an id unique in the conversation. */
@@ -145,6 +170,32 @@ export interface ConversationItemRecord {
   conversationId: string;
   place: number;
   item: { id: string };
+  /** Its size as counted against the account's storage quota. */
+  bytes: number;
+}
+
+/** The kinds of record an account stores, each with its own line in `storageUsage`. */
+export type StoredKind = "responses" | "completions" | "conversations";
+
+export interface StorageAmount {
+  bytes: number;
+  items: number;
+}
+
+/**
+ * What an account has stored, by kind, and the most it may store (`quota`; the default when
+ * unset). Written in the same transaction as every stored write and deletion, so it is exact.
+ */
+export interface StorageUsageRecord {
+  accountId: string;
+  kinds: Record<StoredKind, StorageAmount>;
+  quota?: StorageAmount;
+}
+
+/** A key the worker keeps for itself (compaction's seal): never readable through the API. */
+interface SecretRecord {
+  name: string;
+  key: CryptoKey;
 }
 
 interface PolicySchema extends DBSchema {
@@ -158,22 +209,50 @@ interface PolicySchema extends DBSchema {
   reservations: { key: string; value: ReservationRecord; indexes: { holder: string } };
   windows: { key: string; value: WindowRecord };
   upstreamCredentials: { key: string; value: UpstreamCredentialRecord };
-  responses: { key: string; value: StoredResponseRecord; indexes: { itemIds: string; createdAt: number } };
+  responses: {
+    key: string;
+    value: StoredResponseRecord;
+    indexes: { itemIds: string; createdAt: number; accountId: string };
+  };
   completions: {
     key: string;
     value: StoredCompletionRecord;
-    indexes: { createdAt: number; account: [string, number, string] };
+    indexes: { createdAt: number; account: [string, number, string]; listing: [string, string, number, string] };
   };
-  conversations: { key: string; value: ConversationRecord };
+  conversations: { key: string; value: ConversationRecord; indexes: { accountId: string } };
   conversationItems: { key: [string, number]; value: ConversationItemRecord; indexes: { id: [string, string] } };
+  storage: { key: string; value: StorageUsageRecord };
+  secrets: { key: string; value: SecretRecord };
 }
 
 export type PolicyDatabase = IDBPDatabase<PolicySchema>;
 
 const databaseName = "webgpu-inference-policy";
 
+type UpgradeTransaction = IDBPTransaction<PolicySchema, ArrayLike<StoreNames<PolicySchema>>, "versionchange">;
+
+/**
+ * The keys of a stored completion in the `listing` index: one listing every completion of its
+ * account (`""`), one for its model and one per metadata pair, each ordered by creation. A page
+ * walks the keys of one filter and checks the others by key, so it reads no record it skips.
+ */
+export function listingKeys(
+  record: Pick<StoredCompletionRecord, "accountId" | "createdAt" | "id" | "model" | "metadata">,
+): [string, string, number, string][] {
+  const filters = ["", ...listingFilters(record.model, record.metadata)];
+  return filters.map((filter) => [record.accountId, filter, record.createdAt, record.id]);
+}
+
+/** The filters a listing query names, as `listing` keys spell them. */
+export function listingFilters(model: string | undefined, metadata: Record<string, string>): string[] {
+  return [
+    ...(model !== undefined ? [`model\u0000${model}`] : []),
+    ...Object.entries(metadata).map(([key, value]) => `metadata\u0000${key}\u0000${value}`),
+  ];
+}
+
 /** Migrations by version; each runs once, in order, inside the upgrade transaction. */
-const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
+const migrations: ((database: IDBPDatabase<PolicySchema>, transaction: UpgradeTransaction) => void)[] = [
   (database) => {
     database.createObjectStore("accounts", { keyPath: "id" });
     const keys = database.createObjectStore("keys", { keyPath: "id" });
@@ -208,7 +287,63 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
     // The item's own id, read from the item: one place holds it.
     items.createIndex("id", ["conversationId", "item.id"], { unique: true });
   },
+  (database, transaction) => {
+    database.createObjectStore("storage", { keyPath: "accountId" });
+    database.createObjectStore("secrets", { keyPath: "name" });
+    transaction.objectStore("responses").createIndex("accountId", "accountId");
+    transaction.objectStore("conversations").createIndex("accountId", "accountId");
+    transaction.objectStore("completions").createIndex("listing", "listing", { multiEntry: true });
+    void countStoredData(transaction);
+  },
 ];
+
+/** Sizes the records stored before the quota, and writes each account's usage, in the upgrade transaction. */
+async function countStoredData(transaction: UpgradeTransaction): Promise<void> {
+  const usage = new Map<string, StorageUsageRecord>();
+  const add = (accountId: string, kind: StoredKind, bytes: number, items: number) => {
+    const record = usage.get(accountId) ?? { accountId, kinds: emptyKinds() };
+    record.kinds[kind].bytes += bytes;
+    record.kinds[kind].items += items;
+    usage.set(accountId, record);
+  };
+  for (let cursor = await transaction.objectStore("responses").openCursor(); cursor; cursor = await cursor.continue()) {
+    const record = { ...cursor.value, bytes: 0 };
+    record.bytes = jsonBytes(record);
+    add(record.accountId, "responses", record.bytes, 1);
+    await cursor.update(record);
+  }
+  for (let cursor = await transaction.objectStore("completions").openCursor(); cursor; cursor = await cursor.continue()) {
+    const record = { ...cursor.value, listing: listingKeys(cursor.value), bytes: 0 };
+    record.bytes = jsonBytes(record);
+    add(record.accountId, "completions", record.bytes, 1);
+    await cursor.update(record);
+  }
+  const items = transaction.objectStore("conversationItems");
+  for (let cursor = await transaction.objectStore("conversations").openCursor(); cursor; cursor = await cursor.continue()) {
+    const conversation = { ...cursor.value, bytes: 0, items: 1 };
+    const range = IDBKeyRange.bound([conversation.id, -Infinity], [conversation.id, Infinity]);
+    for (let item = await items.openCursor(range); item; item = await item.continue()) {
+      const counted = { ...item.value, bytes: 0 };
+      counted.bytes = jsonBytes(counted);
+      conversation.bytes += counted.bytes;
+      conversation.items++;
+      await item.update(counted);
+    }
+    conversation.bytes += jsonBytes({ ...conversation, bytes: 0 });
+    add(conversation.accountId, "conversations", conversation.bytes, conversation.items);
+    await cursor.update(conversation);
+  }
+  for (const record of usage.values()) await transaction.objectStore("storage").put(record);
+}
+
+/** No stored data of any kind. */
+export function emptyKinds(): Record<StoredKind, StorageAmount> {
+  return {
+    responses: { bytes: 0, items: 0 },
+    completions: { bytes: 0, items: 0 },
+    conversations: { bytes: 0, items: 0 },
+  };
+}
 
 /**
  * The policy database, upgraded to this code's version. An upgrade waits until every connection of
@@ -219,8 +354,9 @@ const migrations: ((database: IDBPDatabase<PolicySchema>) => void)[] = [
  */
 export function openPolicyStore(name = databaseName): Promise<PolicyDatabase> {
   return openDB<PolicySchema>(name, migrations.length, {
-    upgrade(database, oldVersion) {
-      for (let version = oldVersion; version < migrations.length; version++) migrations[version]?.(database);
+    upgrade(database, oldVersion, _newVersion, transaction) {
+      for (let version = oldVersion; version < migrations.length; version++)
+        migrations[version]?.(database, transaction);
     },
     blocked() {
       console.warn(

@@ -8,7 +8,7 @@ import type { ModelEntry } from "../model/entry.js";
 import { encodePrompt, type PromptPiece, type Tokenizer } from "../model/tokenizer.js";
 import { piecesText } from "../prompt/templates.js";
 
-function contextExceeded(window: number, param: string, tokens: string): BadRequestError {
+export function contextExceeded(window: number, param: string, tokens: string): BadRequestError {
   return new BadRequestError(
     `This model's maximum context length is ${window} tokens. However, your ${param} resulted in ${tokens} tokens. Please reduce the length of the ${param}.`,
     {

@@ -4,10 +4,14 @@
  * is the account's own: another account's id is not found. Kept until deleted, as OpenAI keeps
  * them. An item is a record of its own, found by its place or its id, so adding, reading a page
  * and deleting one item touch only those items, however long the conversation. Every change is
- * one transaction, so two requests adding to one conversation at once both land, one after the
- * other, and ids stay unique in the conversation.
+ * one transaction, which counts it against the account's storage quota, so two requests adding
+ * to one conversation at once both land, one after the other, ids stay unique in the
+ * conversation, and a change past the quota writes nothing.
  */
+import { jsonBytes } from "../policy/json-bytes.js";
+import { countStored, type AccountStorage } from "../policy/storage.js";
 import type { ConversationItemRecord, ConversationRecord, PolicyDatabase } from "../policy/store.js";
+import { committed } from "./kept-records.js";
 
 type Item = ConversationItemRecord["item"];
 
@@ -23,22 +27,38 @@ export interface ItemsQuery {
 
 const allOf = (id: string) => IDBKeyRange.bound([id, -Infinity], [id, Infinity]);
 
+/** Items read back from the end per transaction: a reader may pause between batches. */
+const itemsPerBatch = 64;
+
+/** The size of a conversation's own record, without its items. */
+const ownBytes = (record: ConversationRecord) => jsonBytes({ ...record, bytes: 0, items: 0 });
+
 export class Conversations {
   readonly #database: Promise<PolicyDatabase>;
+  readonly #storage: AccountStorage;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase> }) {
+  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; storage: AccountStorage }) {
     this.#database = Promise.resolve(options.database);
+    this.#storage = options.storage;
   }
 
   /** Stores a new conversation with its first items, in one transaction. */
   async create(
-    record: Omit<ConversationRecord, "nextPlace">,
+    record: Omit<ConversationRecord, "nextPlace" | "bytes" | "items">,
     items: readonly NewItem[],
     freshId: (item: NewItem) => string,
   ): Promise<void> {
+    const conversation: ConversationRecord = { ...record, nextPlace: 0, bytes: 0, items: 1 };
+    conversation.bytes = ownBytes(conversation);
+    await this.#storage.ensureOriginRoom(conversation.bytes + jsonBytes(items));
     const transaction = writingTransaction(await this.#database);
-    await addTo(transaction, { ...record, nextPlace: 0 }, items, freshId);
-    await transaction.done;
+    await committed(transaction, async () => {
+      await countStored(transaction.objectStore("storage"), record.accountId, "conversations", {
+        bytes: conversation.bytes,
+        items: 1,
+      });
+      await addTo(transaction, conversation, items, freshId);
+    });
   }
 
   /** The account's conversation `id`; undefined otherwise. */
@@ -46,11 +66,29 @@ export class Conversations {
     return ownedBy(await (await this.#database).get("conversations", id), accountId);
   }
 
-  /** All the items of the account's conversation `id`, in order; undefined when it is not found. */
-  async items(accountId: string, id: string): Promise<Item[] | undefined> {
-    const transaction = (await this.#database).transaction(["conversations", "conversationItems"]);
-    if (!ownedBy(await transaction.objectStore("conversations").get(id), accountId)) return undefined;
-    return (await transaction.objectStore("conversationItems").getAll(allOf(id))).map((record) => record.item);
+  /**
+   * The items of the account's conversation `id`, newest first, read a batch at a time as the
+   * caller asks for more (a request reads only as far back as its context window holds);
+   * undefined when it is not found.
+   */
+  async itemsFromEnd(accountId: string, id: string): Promise<AsyncGenerator<Item> | undefined> {
+    const database = await this.#database;
+    if (!(await this.conversation(accountId, id))) return undefined;
+    return (async function* () {
+      let upper: [string, number] = [id, Infinity];
+      for (;;) {
+        const batch: ConversationItemRecord[] = [];
+        const store = database.transaction("conversationItems").store;
+        const range = IDBKeyRange.bound([id, -Infinity], upper, false, true);
+        for (let cursor = await store.openCursor(range, "prev"); cursor; cursor = await cursor.continue()) {
+          batch.push(cursor.value);
+          if (batch.length === itemsPerBatch) break;
+        }
+        for (const record of batch) yield record.item;
+        if (batch.length < itemsPerBatch) return;
+        upper = [id, batch.at(-1)!.place];
+      }
+    })();
   }
 
   /** The conversation's item `itemId`; undefined when either is not found. */
@@ -89,48 +127,70 @@ export class Conversations {
 
   /** Adds items at the conversation's end, in one transaction; the items as added, or undefined when it is not found. */
   async append(accountId: string, id: string, items: readonly NewItem[], freshId: (item: NewItem) => string) {
+    await this.#storage.ensureOriginRoom(jsonBytes(items));
     const transaction = writingTransaction(await this.#database);
-    const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
-    const added = record && (await addTo(transaction, record, items, freshId));
-    await transaction.done;
-    return added;
+    return committed(transaction, async () => {
+      const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
+      return record && (await addTo(transaction, record, items, freshId));
+    });
   }
 
   /** Replaces the conversation's metadata; the conversation as it now is, or undefined when it is not found. */
   async updateMetadata(accountId: string, id: string, metadata: Record<string, string>) {
-    const transaction = (await this.#database).transaction("conversations", "readwrite");
-    const record = ownedBy(await transaction.store.get(id), accountId);
-    const updated = record && { ...record, metadata };
-    if (updated) await transaction.store.put(updated);
-    await transaction.done;
-    return updated;
+    const transaction = writingTransaction(await this.#database);
+    return committed(transaction, async () => {
+      const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
+      if (!record) return undefined;
+      const updated = { ...record, metadata };
+      const change = ownBytes(updated) - ownBytes(record);
+      await countStored(transaction.objectStore("storage"), accountId, "conversations", { bytes: change, items: 0 });
+      updated.bytes += change;
+      await transaction.objectStore("conversations").put(updated);
+      return updated;
+    });
   }
 
   /** Deletes an item of the conversation; the conversation, or undefined when either is not found. */
   async removeItem(accountId: string, id: string, itemId: string): Promise<ConversationRecord | undefined> {
     const transaction = writingTransaction(await this.#database);
-    const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
-    const items = transaction.objectStore("conversationItems");
-    const key = record && (await items.index("id").getKey([id, itemId]));
-    if (key) await items.delete(key);
-    await transaction.done;
-    return key && record;
+    return committed(transaction, async () => {
+      const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
+      const items = transaction.objectStore("conversationItems");
+      const key = record && (await items.index("id").getKey([id, itemId]));
+      if (!record || !key) return undefined;
+      const removed = (await items.get(key))!;
+      await items.delete(key);
+      await countStored(transaction.objectStore("storage"), accountId, "conversations", {
+        bytes: -removed.bytes,
+        items: -1,
+      });
+      const updated = { ...record, bytes: record.bytes - removed.bytes, items: record.items - 1 };
+      await transaction.objectStore("conversations").put(updated);
+      return updated;
+    });
   }
 
-  /** Deletes the account's conversation `id` and its items; whether there was one. */
+  /** Deletes the account's conversation `id` and its items, their space given back; whether there was one. */
   async remove(accountId: string, id: string): Promise<boolean> {
     const transaction = writingTransaction(await this.#database);
-    const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
-    if (record) {
+    return committed(transaction, async () => {
+      const record = ownedBy(await transaction.objectStore("conversations").get(id), accountId);
+      if (!record) return false;
       await transaction.objectStore("conversations").delete(id);
       await transaction.objectStore("conversationItems").delete(allOf(id));
-    }
-    await transaction.done;
-    return record !== undefined;
+      await countStored(transaction.objectStore("storage"), accountId, "conversations", {
+        bytes: -record.bytes,
+        items: -record.items,
+      });
+      return true;
+    });
   }
 }
 
-/** Puts `items` at the end of the conversation `record`, in the transaction given, with their ids; the items as added. */
+/**
+ * Puts `items` at the end of the conversation `record`, in the transaction given, with their ids,
+ * counted against the account's quota; the items as added.
+ */
 async function addTo(
   transaction: ReturnType<typeof writingTransaction>,
   record: ConversationRecord,
@@ -150,16 +210,32 @@ async function addTo(
     return { ...item, id };
   });
   const place = record.nextPlace;
+  const stored = added.map((item, offset): ConversationItemRecord => {
+    const entry = { conversationId: record.id, place: place + offset, item, bytes: 0 };
+    entry.bytes = jsonBytes(entry);
+    return entry;
+  });
+  const bytes = stored.reduce((sum, entry) => sum + entry.bytes, 0);
+  await countStored(transaction.objectStore("storage"), record.accountId, "conversations", {
+    bytes,
+    items: stored.length,
+  });
+  const updated = {
+    ...record,
+    nextPlace: place + added.length,
+    bytes: record.bytes + bytes,
+    items: record.items + stored.length,
+  };
   await Promise.all([
-    ...added.map((item, offset) => store.put({ conversationId: record.id, place: place + offset, item })),
-    transaction.objectStore("conversations").put({ ...record, nextPlace: place + added.length }),
+    ...stored.map((entry) => store.put(entry)),
+    transaction.objectStore("conversations").put(updated),
   ]);
   return added;
 }
 
-/** A transaction that changes a conversation and its items together. */
+/** A transaction that changes a conversation, its items and its account's usage together. */
 function writingTransaction(database: PolicyDatabase) {
-  return database.transaction(["conversations", "conversationItems"], "readwrite");
+  return database.transaction(["conversations", "conversationItems", "storage"], "readwrite");
 }
 
 function ownedBy(record: ConversationRecord | undefined, accountId: string): ConversationRecord | undefined {

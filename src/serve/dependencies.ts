@@ -2,6 +2,7 @@ import type { Catalogue } from "../model/catalogue.js";
 import type { Engine } from "../engine/contract.js";
 import type { Tokenizers } from "../model/tokenizer.js";
 import type { Policy } from "../policy/policy.js";
+import type { AccountStorage } from "../policy/storage.js";
 import type { Conversations } from "./conversations.js";
 import type { Scheduler } from "./scheduler.js";
 import type { StoredCompletions } from "./stored-completions.js";
@@ -21,6 +22,8 @@ export interface Services {
   completions: StoredCompletions;
   /** The Conversations API's conversations, which Responses requests continue and add to. */
   conversations: Conversations;
+  /** Each account's storage quota, and the origin's room, checked before a request that stores generates. */
+  storage: AccountStorage;
   /** Settles when the policy is ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */

@@ -4,34 +4,82 @@
  * Vercel AI SDK sends for every earlier assistant turn while `store` is on, its default). Each is
  * the account's own: another account's id is not found. Kept 30 days, as OpenAI keeps them; each
  * save deletes a few of the expired ones, so the work per request stays bounded.
+ *
+ * A continuation is stored as its own items and the id of the response it continued: a chain
+ * grows by what each turn adds, and is read back from its end, a response at a time, only as far
+ * as the reader needs (a context window's worth).
  */
-import { deleteExpired, removeKept, visible } from "./kept-records.js";
+import { jsonBytes } from "../policy/json-bytes.js";
+import { countStored, type AccountStorage } from "../policy/storage.js";
 import type { PolicyDatabase, StoredResponseRecord } from "../policy/store.js";
+import { committed, deleteExpired, removeKept, visible } from "./kept-records.js";
 
 export class StoredResponses {
   readonly #database: Promise<PolicyDatabase>;
   readonly #clock: () => number;
+  readonly #storage: AccountStorage;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; clock: () => number }) {
+  constructor(options: {
+    database: PolicyDatabase | Promise<PolicyDatabase>;
+    clock: () => number;
+    storage: AccountStorage;
+  }) {
     this.#database = Promise.resolve(options.database);
     this.#clock = options.clock;
+    this.#storage = options.storage;
   }
 
-  /** Stores a response's conversation and output, in one transaction with the expired ones' deletion. */
-  async save(record: Omit<StoredResponseRecord, "createdAt" | "itemIds">): Promise<void> {
+  /**
+   * Stores a response, counted against its account's quota (403 past it, 507 when the origin
+   * is nearly full), in one transaction with the expired ones' deletion.
+   */
+  async save(record: Omit<StoredResponseRecord, "createdAt" | "itemIds" | "bytes">): Promise<void> {
     const database = await this.#database;
     const now = this.#clock();
-    const transaction = database.transaction("responses", "readwrite");
     const itemIds = record.output.map((item) => (item as { id: string }).id);
-    await transaction.store.put({ ...record, createdAt: now, itemIds });
-    await deleteExpired(transaction.store.index("createdAt"), now);
-    await transaction.done;
+    const stored: StoredResponseRecord = { ...record, createdAt: now, itemIds, bytes: 0 };
+    stored.bytes = jsonBytes(stored);
+    await this.#storage.ensureOriginRoom(stored.bytes);
+    const transaction = database.transaction(["responses", "storage"], "readwrite");
+    await committed(transaction, async () => {
+      const usage = transaction.objectStore("storage");
+      await countStored(usage, record.accountId, "responses", { bytes: stored.bytes, items: 1 });
+      await transaction.objectStore("responses").put(stored);
+      await deleteExpired(transaction.objectStore("responses").index("createdAt"), usage, "responses", now);
+    });
   }
 
   /** The account's response `id`, unexpired; undefined otherwise. */
   async response(accountId: string, id: string): Promise<StoredResponseRecord | undefined> {
     const record = await (await this.#database).get("responses", id);
     return this.#visible(record, accountId);
+  }
+
+  /**
+   * The items of a stored response's conversation, newest first: its output (unless
+   * `ownOutput` is false), then what it was answered over, reading the responses it continued one
+   * at a time as the caller asks for more. Output items come as `fromOutput` makes them (the
+   * input items they are in a later request). A response deleted or expired ends the chain there.
+   */
+  async *itemsFromEnd(
+    record: StoredResponseRecord,
+    ownOutput: boolean,
+    fromOutput: (item: unknown) => unknown,
+  ): AsyncGenerator<unknown> {
+    let current: StoredResponseRecord | undefined = record;
+    let wanted = Infinity;
+    for (let first = true; current && wanted > 0; first = false) {
+      const output = first && !ownOutput ? [] : current.output;
+      for (let index = output.length - 1; index >= 0 && wanted > 0; index--, wanted--) yield fromOutput(output[index]);
+      // Its conversation is the last `length` of (the previous one's conversation and output, then its own input).
+      const length = current.conversationLength ?? current.input.length;
+      const own = Math.min(length, current.input.length);
+      for (let index = current.input.length - 1; index >= current.input.length - own && wanted > 0; index--, wanted--)
+        yield current.input[index];
+      wanted = Math.min(wanted, length - own);
+      const previous: string | null | undefined = wanted > 0 ? current.previousResponseId : null;
+      current = previous ? await this.response(current.accountId, previous) : undefined;
+    }
   }
 
   /** The account's output items of these ids, from unexpired responses, read in one transaction; one not found is absent. */

@@ -82,6 +82,8 @@ export const responseSchema = z.strictObject({
   id: z.string(),
   object: z.literal("response"),
   created_at: z.number().int(),
+  /** When it completed (Unix seconds); null until then, and for an incomplete one. */
+  completed_at: z.number().int().nullable(),
   status: z.enum(["in_progress", "completed", "incomplete"]),
   background: z.boolean(),
   error: z.null(),
@@ -99,6 +101,8 @@ export const responseSchema = z.strictObject({
   service_tier: z.string(),
   store: z.boolean(),
   temperature: z.number(),
+  presence_penalty: z.number(),
+  frequency_penalty: z.number(),
   text: z.strictObject({ format: z.record(z.string(), z.unknown()) }),
   tool_choice: z.unknown(),
   tools: z.array(z.record(z.string(), z.unknown())),

@@ -128,6 +128,9 @@ export const responseRequestSchema = z.strictObject({
   max_output_tokens: z.number().int().min(16).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
+  // Open Responses has them, as chat does.
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   include: list(includable).nullish(),
   stream: z.boolean().nullish(),

@@ -12,12 +12,11 @@ import { createEngine } from "../engine/factory.js";
 import { ChoosingEngine } from "../engine/choice.js";
 import { hostAnnouncement, PageHosts, PageHostedEngine, type HostAnnouncement } from "../bridge/hosted-engine.js";
 import { Scheduler } from "../serve/scheduler.js";
-import { Conversations } from "../serve/conversations.js";
-import { StoredCompletions } from "../serve/stored-completions.js";
-import { StoredResponses } from "../serve/stored-responses.js";
 import type { Engine, LoadProgress } from "../engine/contract.js";
 import type { WebLlmModule } from "../engine/webllm.js";
 import { InferenceApp } from "../http/app.js";
+import { storedData } from "../serve/stored-data.js";
+import { browserEstimator } from "../policy/storage.js";
 import { randomId } from "../serve/dependencies.js";
 import { Admin } from "../policy/admin.js";
 import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "../bridge/key-changes.js";
@@ -127,9 +126,7 @@ export function createInference(
     scheduler,
     tokenizers,
     policy,
-    responses: new StoredResponses({ database, clock }),
-    completions: new StoredCompletions({ database, clock }),
-    conversations: new Conversations({ database }),
+    ...storedData({ database, clock: clock, estimate: browserEstimator() }),
     // Reservations a killed worker left open are released before this one admits anything.
     ready: policy.releaseOrphans(),
     clock,

@@ -413,7 +413,12 @@ describe("the Responses API", () => {
   it("lists the items of a response stored without their ids (by an earlier version) under ids that stay put", async () => {
     const test = await makeApp();
     const first = await create(test, { input: "Hello", max_output_tokens: 16 });
-    const record = (await test.database.get("responses", first.id))!;
+    // An earlier version kept the whole conversation in `input`, and no chain.
+    const {
+      conversationLength: _length,
+      previousResponseId: _previous,
+      ...record
+    } = (await test.database.get("responses", first.id))!;
     const input = [
       { role: "user", content: "Hello" },
       { type: "function_call_output", call_id: "call_1", output: "3" },

@@ -13,9 +13,8 @@ import { Admin } from "../../src/policy/admin.js";
 import { Policy } from "../../src/policy/policy.js";
 import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
 import { Tokenizers, type TokenizerSource } from "../../src/model/tokenizer.js";
-import { Conversations } from "../../src/serve/conversations.js";
-import { StoredCompletions } from "../../src/serve/stored-completions.js";
-import { StoredResponses } from "../../src/serve/stored-responses.js";
+import { storedData } from "../../src/serve/stored-data.js";
+import type { StorageEstimator } from "../../src/policy/storage.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
@@ -72,6 +71,8 @@ export async function makeApp(
     tpm?: number;
     respond?: RespondOptions;
     rateLimitResets?: "timestamp" | "duration";
+    /** Stands in for `navigator.storage.estimate()`, the origin's storage. */
+    estimate?: StorageEstimator;
     /** Catalogue additions, e.g. remote models. */
     models?: Parameters<typeof Catalogue.create>[0];
     /** Stands in for the network, for upstreams; unset, any upstream fetch fails the test. */
@@ -87,9 +88,7 @@ export async function makeApp(
     scheduler: new Scheduler({ maxQueued: options.maxQueued ?? 4 }),
     tokenizers,
     policy,
-    responses: new StoredResponses({ database, clock: () => clock.now }),
-    completions: new StoredCompletions({ database, clock: () => clock.now }),
-    conversations: new Conversations({ database }),
+    ...storedData({ database, clock: () => clock.now, ...(options.estimate ? { estimate: options.estimate } : {}) }),
     ready: Promise.resolve(),
     clock: () => clock.now,
     newId: (prefix) => `${prefix}${String(++counter).padStart(4, "0")}`,
