@@ -1,6 +1,7 @@
 /**
- * JSON Schema's `pattern` (ECMA 262 syntax): parsed once into a small tree, which becomes a
- * grammar for the JSON text of matching strings and a sampler of matching strings.
+ * JSON Schema's `pattern` (ECMA 262 syntax): parsed once into a small tree, whose automaton
+ * matches values in linear time and samples matching strings (and, determinised, becomes a
+ * grammar: pattern-grammar.ts).
  *
  * Supported: literals and escapes, `.`, classes (ranges, negation, `\d \w \s` and their
  * negations), groups (plain, non-capturing, named), alternation, the quantifiers `* + ? {n}
@@ -9,10 +10,9 @@
  * Lookaround, backreferences, word boundaries and Unicode property escapes are refused by name:
  * a grammar cannot express them.
  */
-import { literal } from "./ebnf.js";
 
 /** Inclusive code-point ranges, sorted and disjoint. */
-type CharRanges = readonly (readonly [number, number])[];
+export type CharRanges = readonly (readonly [number, number])[];
 
 type RegexNode =
   | { kind: "set"; ranges: CharRanges }
@@ -34,7 +34,7 @@ export class PatternError extends Error {}
  */
 export class PatternLimitError extends PatternError {}
 
-const maxCodePoint = 0x10ffff;
+export const maxCodePoint = 0x10ffff;
 /** The largest bound a quantifier may have: each repetition is spelled out in the grammar. */
 const maxRepetition = 1000;
 /**
@@ -46,7 +46,7 @@ const maxPatternSize = 2_000;
 /** Groups nest no deeper than this; the parser recurses once per level. */
 const maxGroupDepth = 32;
 
-function normalizeRanges(ranges: Iterable<readonly [number, number]>): CharRanges {
+export function normalizeRanges(ranges: Iterable<readonly [number, number]>): CharRanges {
   const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
   const merged: [number, number][] = [];
   for (const [low, high] of sorted) {
@@ -57,7 +57,7 @@ function normalizeRanges(ranges: Iterable<readonly [number, number]>): CharRange
   return merged;
 }
 
-function complement(ranges: CharRanges): CharRanges {
+export function complement(ranges: CharRanges): CharRanges {
   const result: [number, number][] = [];
   let next = 0;
   for (const [low, high] of ranges) {
@@ -324,18 +324,11 @@ export function parsePattern(source: string): RegexBranch[] {
   return new PatternParser(source).branches();
 }
 
-// ------------------------------------------------------------------ grammar
+// ------------------------------------------------------------------ character sets
 
-const surrogates: CharRanges = [[0xd800, 0xdfff]];
-/** Characters a JSON string holds raw: not `"`, `\`, a control character, nor a lone surrogate. */
-const unsafe = normalizeRanges([
-  [0x00, 0x1f],
-  [0x22, 0x22],
-  [0x5c, 0x5c],
-  [0xd800, 0xdfff],
-]);
+export const surrogates: CharRanges = [[0xd800, 0xdfff]];
 
-function intersect(a: CharRanges, b: CharRanges): CharRanges {
+export function intersect(a: CharRanges, b: CharRanges): CharRanges {
   const result: [number, number][] = [];
   for (const [lowA, highA] of a)
     for (const [lowB, highB] of b) {
@@ -344,103 +337,6 @@ function intersect(a: CharRanges, b: CharRanges): CharRanges {
       if (low <= high) result.push([low, high]);
     }
   return normalizeRanges(result);
-}
-
-function classCharacter(code: number): string {
-  if (code < 0x20 || code === 0x7f) return `\\x${code.toString(16).padStart(2, "0")}`;
-  const character = String.fromCodePoint(code);
-  return "\\]-^[".includes(character) ? `\\${character}` : character;
-}
-
-function classBody(ranges: CharRanges): string {
-  return ranges
-    .map(([low, high]) => (low === high ? classCharacter(low) : `${classCharacter(low)}-${classCharacter(high)}`))
-    .join("");
-}
-
-/**
- * The grammar of one character of `ranges` as it appears in JSON text: raw where JSON allows,
- * escaped (`\"`, `\\`, `\n`, `\u000b`…) where it must be. Lone surrogates are left out.
- */
-function charactersGrammar(ranges: CharRanges): string {
-  const raw = intersect(ranges, complement(unsafe));
-  const alternatives: string[] = [];
-  if (raw.length > 0) {
-    // A set reaching the last code point is written as what it leaves out, which is shorter.
-    const reachesEnd = raw.at(-1)![1] === maxCodePoint;
-    const left = intersect(complement(raw), complement(surrogates));
-    alternatives.push(reachesEnd ? `[^${classBody(left)}]` : `[${classBody(raw)}]`);
-  }
-  for (const [low, high] of intersect(ranges, unsafe)) {
-    for (let code = low; code <= high && code < 0xd800; code++)
-      alternatives.push(literal(JSON.stringify(String.fromCodePoint(code)).slice(1, -1)));
-  }
-  if (alternatives.length === 0) throw new PatternError("a class that matches no character a JSON string can hold");
-  return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
-}
-
-/** What the grammar needs from its builder: named rules, shared when their bodies are equal. */
-export interface RuleSink {
-  shared(name: string, body: string): string;
-  /** Counts the expansion of repetitions, refusing a pattern whose grammar would be too large. */
-  spend(units: number): void;
-}
-
-export function repeatGrammar(item: string, min: number, max: number | null, rules: RuleSink, name: string): string {
-  rules.spend(max ?? min + 1);
-  const element = /^[A-Za-z_][A-Za-z0-9_]*$|^"[^"]*"$/.test(item) ? item : rules.shared(name, item);
-  const required = Array.from({ length: min }, () => element);
-  if (max === null) return [...required, `${element}*`].join(" ");
-  const optional = upTo(element, max - min, rules, name);
-  const parts = [...required, ...(optional ? [optional] : [])];
-  return parts.length === 0 ? '""' : parts.join(" ");
-}
-
-/**
- * Up to `count` elements. A few are nested in place; more are a chain of rules (`up_to_k ::=
- * element up_to_k-1?`), so no parser recurses through a thousand parentheses.
- */
-function upTo(element: string, count: number, rules: RuleSink, name: string): string {
-  if (count <= 4) {
-    let nested = "";
-    for (let left = count; left > 0; left--) nested = `(${element}${nested ? ` ${nested}` : ""})?`;
-    return nested;
-  }
-  let chain = "";
-  for (let length = 1; length <= count; length++)
-    chain = rules.shared(`${name}_up_to`, chain ? `${element} ${chain}?` : element);
-  return `${chain}?`;
-}
-
-function nodeGrammar(node: RegexNode, rules: RuleSink): string {
-  switch (node.kind) {
-    case "set":
-      return rules.shared("pattern_character", charactersGrammar(node.ranges));
-    case "sequence":
-      return node.items.length === 0 ? '""' : node.items.map((item) => nodeGrammar(item, rules)).join(" ");
-    case "choice": {
-      // An empty branch (`a|`) makes the choice optional rather than an empty literal.
-      const options = node.options.map((option) => nodeGrammar(option, rules));
-      const filled = options.filter((option) => option !== '""');
-      if (filled.length === 0) return '""';
-      return `(${filled.join(" | ")})${filled.length < options.length ? "?" : ""}`;
-    }
-    case "repeat": {
-      const item = nodeGrammar(node.item, rules);
-      return `(${repeatGrammar(item, node.min, node.max, rules, "pattern_item")})`;
-    }
-  }
-}
-
-/** The grammar of the JSON text (without quotes) of strings `pattern` matches somewhere in. */
-export function patternGrammar(branches: readonly RegexBranch[], rules: RuleSink, anyCharacter: string): string {
-  const options = branches.map((branch) => {
-    const body = nodeGrammar(branch.node, rules);
-    return [branch.anchoredStart ? "" : `${anyCharacter}*`, body, branch.anchoredEnd ? "" : `${anyCharacter}*`]
-      .filter(Boolean)
-      .join(" ");
-  });
-  return options.length === 1 ? options[0]! : `(${options.join(" | ")})`;
 }
 
 // ------------------------------------------------------------------ sampling
@@ -486,9 +382,10 @@ export function samplePattern(branches: readonly RegexBranch[], random: () => nu
  * every live state at once (Thompson's construction), so it takes time linear in the value
  * whatever the pattern: a caller's pattern never runs on a backtracking engine here.
  */
-type State = { kind: "set"; ranges: CharRanges; next: number } | { kind: "fork"; next: number[] } | { kind: "match" };
+export type State =
+  { kind: "set"; ranges: CharRanges; next: number } | { kind: "fork"; next: number[] } | { kind: "match" };
 
-class Automaton {
+export class Automaton {
   readonly states: State[] = [{ kind: "match" }];
 
   add(state: State): number {

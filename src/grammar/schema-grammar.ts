@@ -4,15 +4,14 @@
  * of it that is never wrong (the finished value is validated for what remains: `validate.ts`).
  * Objects list every declared property in order, which any instance may do.
  */
-import { jsonRules, literal } from "./ebnf.js";
+import { jsonRules, literal, repeatGrammar, type RuleSink } from "./ebnf.js";
 import { enumeratedMultiples, integerRange, numberRange, remainderRules, type NumberBounds } from "./numbers.js";
+import { patternGrammar } from "./pattern-grammar.js";
 import {
-  patternGrammar,
+  PatternError,
   patternSamplerWithin,
-  repeatGrammar,
   tableCellsPerSchema,
   type RegexBranch,
-  type RuleSink,
   type TableBudget,
 } from "./regex.js";
 import { checkSchema, unwritable } from "./check.js";
@@ -71,6 +70,10 @@ export class GrammarBuilder implements RuleSink {
     while (this.#rules.has(unique)) unique = `${base}_${++this.#counter}`;
     this.#rules.set(unique, body);
     return unique;
+  }
+
+  define(name: string, body: string): void {
+    this.#rules.set(name, body);
   }
 
   /** A rule for `body`, the same one for the same body. */
@@ -162,11 +165,22 @@ export class GrammarBuilder implements RuleSink {
     const quote = '"\\""';
     if (source.kind === "pattern") {
       this.#checkLengths(schema, source.branches, pointer);
-      return `(${quote} ${patternGrammar(source.branches, this, "json_character")} ${quote})`;
+      return `(${quote} ${this.#pattern(schema, source.branches, pointer)} ${quote})`;
     }
     const max = Math.min(source.max ?? Infinity, longestWritten.characters);
     const body = repeatGrammar("json_character", source.min, max === Infinity ? null : max, this, "json_character");
     return `(${quote} ${body === '""' ? "" : body} ${quote})`;
+  }
+
+  /** A pattern's grammar; one too complex to make deterministic is refused, naming where it is. */
+  #pattern(schema: SchemaObject, branches: RegexBranch[], pointer: string): string {
+    try {
+      return patternGrammar(branches, this, "json_character");
+    } catch (error) {
+      if (!(error instanceof PatternError)) throw error;
+      const place = typeof schema.pattern === "string" ? "pattern" : "format";
+      throw new UnsupportedSchemaError(`'${place}' has ${error.message}`, `${pointer}/${place}`);
+    }
   }
 
   /**

@@ -22,7 +22,7 @@ export type StrictRule =
   | { kind: "missingRequired"; key: string }
   | { kind: "extraRequired"; key: string };
 
-export interface StrictViolation {
+interface StrictViolation {
   /** The keys from the root to the schema at fault (OpenAI's `context`). */
   context: string[];
   rule: StrictRule;

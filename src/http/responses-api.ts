@@ -171,7 +171,9 @@ async function serveResponse(dependencies: HttpDependencies, context: RequestCon
     request,
     newId: dependencies.newId,
     // Kept only once it has completed: a failed response has nothing to continue from.
-    keep: stores ? (response) => kept(dependencies, { id, accountId, request, answered, conversation }, response) : null,
+    keep: stores
+      ? (response) => kept(dependencies, { id, accountId, request, answered, conversation }, response)
+      : null,
     conversation: conversationTarget(dependencies, accountId, conversationId, answered),
   };
   const chat = chatRequestOf(request, conversation);

@@ -56,7 +56,14 @@ export function keptItem(item: ConversationItem): ConversationItem {
   if ("role" in item) return { ...common, type: "message", role: item.role, content: kept(item.content), ...status };
   switch (item.type) {
     case "function_call":
-      return { ...common, type: item.type, call_id: item.call_id, name: item.name, arguments: item.arguments, ...status };
+      return {
+        ...common,
+        type: item.type,
+        call_id: item.call_id,
+        name: item.name,
+        arguments: item.arguments,
+        ...status,
+      };
     case "function_call_output":
       return { ...common, type: item.type, call_id: item.call_id, output: kept(item.output), ...status };
     default:

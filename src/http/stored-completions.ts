@@ -88,7 +88,9 @@ const notFound = (id: string) => new NotFoundError(`Chat completion with id '${q
 export function keptMessage(message: object): Record<string, unknown> {
   const fields = ["role", "content", "name", "tool_calls", "tool_call_id"] as const;
   const source = message as Record<string, unknown>;
-  const kept = Object.fromEntries(fields.filter((field) => source[field] != null).map((field) => [field, source[field]]));
+  const kept = Object.fromEntries(
+    fields.filter((field) => source[field] != null).map((field) => [field, source[field]]),
+  );
   if (Array.isArray(kept.content))
     kept.content = (kept.content as Record<string, unknown>[]).map((part) =>
       part.type === "refusal" ? { type: "refusal", refusal: part.refusal } : { type: part.type, text: part.text },

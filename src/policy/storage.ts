@@ -17,10 +17,10 @@ import {
 } from "./store.js";
 
 /** What an account may store unless the admin sets another quota (`setStorageQuota`). */
-export const defaultStorageQuota: StorageAmount = { bytes: 100_000_000, items: 100_000 };
+const defaultStorageQuota: StorageAmount = { bytes: 100_000_000, items: 100_000 };
 
 /** Stored writes leave this much of the origin's quota free, for reservations, settlements and the ledger. */
-export const originHeadroomBytes = 64 * 2 ** 20;
+const originHeadroomBytes = 64 * 2 ** 20;
 
 /** The `storage` store, as a transaction opens it. */
 interface UsageStore {
@@ -42,7 +42,7 @@ function totalOf(kinds: Record<StoredKind, StorageAmount>): StorageAmount {
   };
 }
 
-export function reportOf(record: StorageUsageRecord | undefined): StorageReport {
+function reportOf(record: StorageUsageRecord | undefined): StorageReport {
   const kinds = record?.kinds ?? emptyKinds();
   return { ...totalOf(kinds), quota: record?.quota ?? defaultStorageQuota, kinds };
 }
@@ -97,7 +97,10 @@ export async function setStorageQuota(
 ): Promise<StorageReport> {
   for (const [name, value] of Object.entries(quota))
     if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0))
-      throw new SetupError("invalid_option", `a storage quota's ${name} must be a whole number of at least 0; got ${value}`);
+      throw new SetupError(
+        "invalid_option",
+        `a storage quota's ${name} must be a whole number of at least 0; got ${value}`,
+      );
   const transaction = database.transaction("storage", "readwrite");
   const record = (await transaction.store.get(accountId)) ?? { accountId, kinds: emptyKinds() };
   record.quota = { ...(record.quota ?? defaultStorageQuota), ...quota } as StorageAmount;
@@ -154,7 +157,10 @@ export class AccountStorage {
   readonly #database: Promise<PolicyDatabase>;
   readonly #estimate: StorageEstimator | undefined;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; estimate?: StorageEstimator | undefined }) {
+  constructor(options: {
+    database: PolicyDatabase | Promise<PolicyDatabase>;
+    estimate?: StorageEstimator | undefined;
+  }) {
     this.#database = Promise.resolve(options.database);
     this.#estimate = options.estimate;
   }

@@ -312,14 +312,22 @@ async function countStoredData(transaction: UpgradeTransaction): Promise<void> {
     add(record.accountId, "responses", record.bytes, 1);
     await cursor.update(record);
   }
-  for (let cursor = await transaction.objectStore("completions").openCursor(); cursor; cursor = await cursor.continue()) {
+  for (
+    let cursor = await transaction.objectStore("completions").openCursor();
+    cursor;
+    cursor = await cursor.continue()
+  ) {
     const record = { ...cursor.value, listing: listingKeys(cursor.value), bytes: 0 };
     record.bytes = jsonBytes(record);
     add(record.accountId, "completions", record.bytes, 1);
     await cursor.update(record);
   }
   const items = transaction.objectStore("conversationItems");
-  for (let cursor = await transaction.objectStore("conversations").openCursor(); cursor; cursor = await cursor.continue()) {
+  for (
+    let cursor = await transaction.objectStore("conversations").openCursor();
+    cursor;
+    cursor = await cursor.continue()
+  ) {
     const conversation = { ...cursor.value, bytes: 0, items: 1 };
     const range = IDBKeyRange.bound([conversation.id, -Infinity], [conversation.id, Infinity]);
     for (let item = await items.openCursor(range); item; item = await item.continue()) {

@@ -347,13 +347,26 @@ describe("malformed requests", () => {
  * `slowest()` stops it and gives the longest wait. The worker is one thread: a request that
  * blocked it would hold these too.
  */
-function anotherTab(test: TestApp) {
+/**
+ * Requests from elsewhere while a test runs, timed: another tab's model list, or (`chat`)
+ * another account's two-token chat, which needs the engine.
+ */
+function anotherTab(test: TestApp, chat?: { key: string }) {
   let probing = true;
   let slowest = 0;
+  const request = () =>
+    chat
+      ? new Request(test.get("/v1/chat/completions").url, {
+          method: "POST",
+          headers: { authorization: `Bearer ${chat.key}`, "content-type": "application/json" },
+          body: JSON.stringify({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }),
+        })
+      : test.get("/v1/models");
   const probe = (async () => {
     while (probing) {
       const started = performance.now();
-      await test.app.handle(test.get("/v1/models"));
+      const response = await test.app.handle(request());
+      if (!response.ok) throw new Error(`the other ${chat ? "account" : "tab"} got ${response.status}`);
       slowest = Math.max(slowest, performance.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -426,8 +439,19 @@ describe("adversarial schemas: expansion is bounded", () => {
    * the required fan-out is 2^40 strings long, so its reply is cut at max_tokens; the optional
    * one has a short instance, which is written whole.
    */
-  const cases: Record<string, { schema: unknown; refused?: RegExp; finish?: "length" | "stop" }> = {
+  const cases: Record<string, { schema: unknown; refused?: RegExp; finish?: "length" | "stop" | "either" }> = {
     "quantifiers that multiply": { schema: withPattern("^((((a{100}){100}){100}){100})$"), refused: /spell out/ },
+    // Ambiguous as written: llama.cpp's matcher kept a parse per way to split the a's, and froze.
+    "nested quantified optionals": {
+      schema: withPattern("^(a?){8}((((((((a?){2}){2}){2}){2}){2}){2}){2}){2}a{100}$"),
+      finish: "either",
+    },
+    "optionals under stars": { schema: withPattern("^((a?b?)*c?)*d$"), finish: "either" },
+    "optionals in alternations, unanchored": { schema: withPattern("((a|a?)(a?|a)){16}b"), finish: "either" },
+    "a pattern whose deterministic automaton explodes": {
+      schema: withPattern("^(a|b)*a(a|b){15}$"),
+      refused: /more than 4000 states once made deterministic/,
+    },
     "stars in stars": { schema: withPattern(`^${"(".repeat(12)}a*${")*".repeat(12)}$`), refused: /spell out/ },
     "groups nested deep": {
       schema: withPattern(`${"(".repeat(10_000)}a${")".repeat(10_000)}`),
@@ -465,9 +489,10 @@ describe("adversarial schemas: expansion is bounded", () => {
     },
   };
 
-  it(`each is refused by name or answered within ${answerBound} ms, and another tab is served meanwhile`, async () => {
+  it(`each is refused by name or answered within ${answerBound} ms, and another account is served meanwhile`, async () => {
     const test = await makeApp({ rpm: 1_000_000, tpm: 1_000_000_000, creditUsd: 1_000 });
-    const otherTab = anotherTab(test);
+    const other = await test.admin.createAccount({ name: "other", creditUsd: 10 });
+    const otherTab = anotherTab(test, await test.admin.createKey({ accountId: other.id, rpm: 1_000_000 }));
     for (const [name, { schema, refused, finish }] of Object.entries(cases)) {
       const bodies = {
         response_format: { response_format: { type: "json_schema", json_schema: { name: "s", schema } } },
@@ -499,7 +524,8 @@ describe("adversarial schemas: expansion is bounded", () => {
           if (finish === "length") {
             expect(choice.finish_reason, label).toBe("length");
             expect(body.usage.completion_tokens, label).toBe(64);
-          } else expect(choice.finish_reason, label).toBe(where === "tool" ? "tool_calls" : "stop");
+          } else if (finish === "stop")
+            expect(choice.finish_reason, label).toBe(where === "tool" ? "tool_calls" : "stop");
         }
         await new Promise((resolve) => setTimeout(resolve, 0));
       }

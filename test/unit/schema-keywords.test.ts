@@ -14,8 +14,9 @@ import { sampleSchema } from "../../src/grammar/sample.js";
 import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
 import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
 import { validate } from "../../src/grammar/validate.js";
+import { patternMatches } from "../../src/grammar/strings.js";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { accepts } from "./ebnf.js";
+import { accepts, parseGrammar } from "./ebnf.js";
 import { makeApp } from "./support.js";
 // @ts-expect-error -- a plain ES module that generates the zod fixtures; its models are reused here
 import { models as zodModels } from "../fixtures/schemas/zod-models.mjs";
@@ -204,6 +205,57 @@ describe("every keyword, enforced by the grammar", () => {
     for (const [name, schema] of Object.entries(bounded)) checkAgainstValidators(name, schema, 20);
   });
 });
+
+type GrammarNode = ReturnType<typeof parseGrammar> extends Map<string, infer Node> ? Node : never;
+
+/** A rule's alternatives: its choice's options (an accepting state's is optional: `(…)?`). */
+function alternatives(node: GrammarNode): GrammarNode[] {
+  if (node.type === "repeat" && node.max === 1) return alternatives(node.item);
+  return node.type === "choice" ? node.options : [node];
+}
+
+/** The characters an expression can begin with: code-point ranges, and escape literals whole. */
+function firstCharacters(
+  node: GrammarNode,
+  rules: Map<string, GrammarNode>,
+): { ranges: number[][]; literals: string[] } {
+  switch (node.type) {
+    case "sequence":
+      return firstCharacters(node.items[0]!, rules);
+    case "reference":
+      return firstCharacters(rules.get(node.name)!, rules);
+    case "choice": {
+      const each = node.options.map((option) => firstCharacters(option, rules));
+      return { ranges: each.flatMap((one) => one.ranges), literals: each.flatMap((one) => one.literals) };
+    }
+    case "class": {
+      if (!node.negate) return { ranges: node.ranges, literals: [] };
+      let next = 0;
+      const ranges: number[][] = [];
+      for (const [low, high] of [...node.ranges].sort((a, b) => a[0] - b[0])) {
+        if (low > next) ranges.push([next, low - 1]);
+        next = Math.max(next, high + 1);
+      }
+      return { ranges: [...ranges, [next, 0x10ffff]], literals: [] };
+    }
+    case "literal":
+      return { ranges: [], literals: [node.text] };
+    default:
+      return firstCharacters(node.item, rules);
+  }
+}
+
+function overlaps(a: { ranges: number[][]; literals: string[] }, b: typeof a): boolean {
+  const inRanges = (ranges: number[][], text: string) =>
+    ranges.some(([low, high]) => text.codePointAt(0)! >= low! && text.codePointAt(0)! <= high!);
+  return (
+    a.ranges.some(([low, high]) =>
+      b.ranges.some(([otherLow, otherHigh]) => low! <= otherHigh! && otherLow! <= high!),
+    ) ||
+    a.literals.some((literal) => b.literals.includes(literal) || inRanges(b.ranges, literal)) ||
+    b.literals.some((literal) => inRanges(a.ranges, literal))
+  );
+}
 
 /** Each schema refused by `work`: an UnsupportedSchemaError whose message matches, naming the place. */
 function expectRefusals(work: (schema: JsonSchema) => unknown, cases: [JsonSchema, RegExp, string][]): void {
@@ -411,6 +463,33 @@ describe("refusals name the keyword and where it is", () => {
       },
     ])
       checkAgainstValidators("recursion with a way out", schema);
+  });
+
+  it("a pattern's grammar is deterministic: no two alternatives of a state begin with the same character", () => {
+    const patterns = [
+      "^(a?){8}((((((((a?){2}){2}){2}){2}){2}){2}){2}){2}a{100}$",
+      "((a|a?)(a?|a)){16}b",
+      '^[a-z"\\\\]+(\\n|x?)*$',
+      "[0-9]{2,4}-?[0-9]*",
+    ];
+    for (const pattern of patterns) {
+      const grammar = schemaToGrammar({ type: "string", pattern });
+      const rules = parseGrammar(grammar);
+      const states = [...rules].filter(([name]) => name.startsWith("pattern_state"));
+      expect(states.length, pattern).toBeGreaterThan(0);
+      for (const [name, body] of states) {
+        const options = alternatives(body).map((option) => firstCharacters(option, rules));
+        for (const [index, one] of options.entries())
+          for (const other of options.slice(index + 1))
+            expect({ pattern, name, overlap: overlaps(one, other) }).toEqual({ pattern, name, overlap: false });
+      }
+      // What it accepts is still the pattern's language (told by our automaton: a backtracking
+      // engine takes minutes over the first pattern).
+      for (const value of ["a".repeat(100), "a".repeat(364), "a".repeat(365), "b", 'b"\\\n', "12-34"])
+        expect(accepts(grammar, JSON.stringify(value)), `${pattern} ${value.length}`).toBe(
+          patternMatches(pattern, value),
+        );
+    }
   });
 
   it("a caller's pattern is matched in time linear in the value, never by a backtracking engine", () => {
