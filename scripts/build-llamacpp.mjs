@@ -12,6 +12,9 @@
  * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
  * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
  *
+ * One change to llama.cpp's grammar matcher is ours too: a bound on the parses it keeps at once
+ * (`withGrammarBound`), so no grammar can hold the engine.
+ *
  * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0 and Q8_0 weights two rows by up to six
  * tokens at a time, for prompts and generation alike (ggml has no WebAssembly matrix kernel, so
  * its products ran a row by a token at a time). `withTiledKernel` appends it to ggml's wasm
@@ -58,7 +61,7 @@ function run(command, args, options = {}) {
 function replaceOnce(file, text, from, to) {
   const at = text.indexOf(from);
   if (at < 0 || text.indexOf(from, at + 1) >= 0)
-    throw new Error(`${file} has changed: expected exactly one "${from}" in it; update withTiledKernel`);
+    throw new Error(`${file} has changed: expected exactly one "${from}" in it; update the patch that looks for it`);
   return text.slice(0, at) + to + text.slice(at + from.length);
 }
 
@@ -114,6 +117,37 @@ function withTiledKernel(dir) {
     ].join("\n"),
   );
   writeFileSync(product, source);
+}
+
+/** The most parses llama.cpp's grammar matcher may keep at once (see `withGrammarBound`). */
+const grammarParses = 1024;
+
+/**
+ * A bound on llama.cpp's grammar matcher (the clone, never this repository): it keeps every parse
+ * of an ambiguous grammar at once, each new one compared with all the others, so a grammar that
+ * splits a text many ways (a schema's overlapping `anyOf` branches nested deep) froze the matcher
+ * for minutes. Past `grammarParses`, advancing throws, and the request fails naming the cause
+ * (native/llamacpp/engine.cpp catches it). Idempotent.
+ */
+function withGrammarBound(dir) {
+  const marker = "/* webgpu-inference: grammar bound */";
+  const file = join(dir, "src/llama-grammar.cpp");
+  const text = readFileSync(file, "utf8");
+  if (text.includes(marker)) return;
+  // Each parse taken from the work list of `llama_grammar_advance_stack` first checks the bound.
+  const taken = "        seen.insert(curr_stack);";
+  writeFileSync(
+    file,
+    replaceOnce(
+      file,
+      text,
+      taken,
+      `${taken} ${marker}
+        if (new_stacks.size() > ${grammarParses}) {
+            throw std::runtime_error("the grammar is ambiguous: following it would keep more than ${grammarParses} parses at once; make its alternatives differ from their first characters (overlapping anyOf branches, nested optional parts)");
+        }`,
+    ),
+  );
 }
 
 /** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
@@ -301,6 +335,7 @@ function linkRelaxed(dir, build, variant, flags, extra) {
 
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
+withGrammarBound(dir);
 mkdirSync(out, { recursive: true });
 // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
 const single = libraries(dir, "st", "-fwasm-exceptions");

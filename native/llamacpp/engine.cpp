@@ -6,9 +6,15 @@
 //   abort lands between steps, and the prompt goes in as token ids: text the caller tokenized
 //   as text never becomes a control token here.
 // - Nothing here allocates per token beyond the candidate array, which is reused.
+// - A token's grammar step is bounded: the grammar is applied to the candidates a slice at a
+//   time, and between slices the step ends past its time budget or on an abort (read from shared
+//   memory where the build has it); llama.cpp's matcher is built to refuse a grammar that would
+//   keep more parses at once than it can follow (scripts/build-llamacpp.mjs: withGrammarBound).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -55,6 +61,24 @@ void fill_candidates(const float * logits) {
     const int n_vocab = llama_vocab_n_tokens(vocab);
     candidates.resize(n_vocab);
     for (int id = 0; id < n_vocab; id++) candidates[id] = llama_token_data{id, logits[id], 0.0f};
+}
+
+// Whether the caller asked the step under way to stop: set in shared memory by the page, where
+// the page is cross-origin isolated; otherwise never (the budget bounds the step).
+EM_JS(int, wi_abort_requested, (), { return Module["abortRequested"] ? Module["abortRequested"]() : 0; });
+
+// Candidates the grammar is applied to between two looks at the clock and the abort flag.
+constexpr size_t grammar_slice = 4096;
+
+// The grammar applied to every candidate, a slice at a time: 0, or -2 past `deadline`, -3 on an abort.
+int apply_grammar(llama_token_data_array & array, double deadline) {
+    for (size_t start = 0; start < array.size; start += grammar_slice) {
+        if (emscripten_get_now() > deadline) return -2;
+        if (wi_abort_requested()) return -3;
+        llama_token_data_array slice = {array.data + start, std::min(grammar_slice, array.size - start), -1, false};
+        llama_sampler_apply(grammar, &slice);
+    }
+    return 0;
 }
 
 llama_token pick(llama_token_data_array & array) {
@@ -240,7 +264,12 @@ EMSCRIPTEN_KEEPALIVE int wi_sampler(float temperature, float top_p, float presen
     }
     if (grammar_text && *grammar_text) {
         log_tail.clear();
-        grammar = llama_sampler_init_grammar(vocab, grammar_text, "root");
+        try {
+            grammar = llama_sampler_init_grammar(vocab, grammar_text, "root");
+        } catch (const std::exception & error) {
+            free_sampler();
+            return fail(error.what());
+        }
         if (!grammar) {
             free_sampler();
             return fail("llama.cpp could not parse the grammar: " + log_tail);
@@ -253,22 +282,29 @@ EMSCRIPTEN_KEEPALIVE int wi_sampler(float temperature, float top_p, float presen
 // only when the grammar refuses that token is the grammar applied to every candidate and the
 // chain run again (llama.cpp's own order: most tokens pass, and checking one is cheap).
 // Writes the token's log probability and `n_alternatives` alternatives into ids/logprobs.
-EMSCRIPTEN_KEEPALIVE int wi_sample(int n_alternatives, int32_t * ids, float * logprobs) {
-    const float * logits = llama_get_logits_ith(context, -1);
-    fill_candidates(logits);
-    llama_token_data_array array = {candidates.data(), candidates.size(), -1, false};
-    llama_token token = pick(array);
-    if (grammar && !grammar_allows(token)) {
+// Returns the token, or -1 on an error, -2 past `budget_ms` in the grammar's step, -3 on an abort.
+EMSCRIPTEN_KEEPALIVE int wi_sample(int n_alternatives, int32_t * ids, float * logprobs, double budget_ms) {
+    const double deadline = emscripten_get_now() + budget_ms;
+    try {
+        const float * logits = llama_get_logits_ith(context, -1);
         fill_candidates(logits);
-        array = {candidates.data(), candidates.size(), -1, false};
-        llama_sampler_apply(grammar, &array);
-        token = pick(array);
-        if (std::isinf(array.data[array.selected].logit)) return fail("the grammar allows no token here");
+        llama_token_data_array array = {candidates.data(), candidates.size(), -1, false};
+        llama_token token = pick(array);
+        if (grammar && !grammar_allows(token)) {
+            fill_candidates(logits);
+            array = {candidates.data(), candidates.size(), -1, false};
+            const int status = apply_grammar(array, deadline);
+            if (status != 0) return status;
+            token = pick(array);
+            if (std::isinf(array.data[array.selected].logit)) return fail("the grammar allows no token here");
+        }
+        if (grammar) llama_sampler_accept(grammar, token);
+        llama_sampler_accept(chain, token);
+        if (n_alternatives >= 0) write_logprobs(logits, token, n_alternatives, ids, logprobs);
+        return token;
+    } catch (const std::exception & error) {
+        return fail(error.what());
     }
-    if (grammar) llama_sampler_accept(grammar, token);
-    llama_sampler_accept(chain, token);
-    if (n_alternatives >= 0) write_logprobs(logits, token, n_alternatives, ids, logprobs);
-    return token;
 }
 
 }  // extern "C"

@@ -223,7 +223,11 @@ export class PageHostedEngine implements Engine {
     const parts = new MessageChannel();
     const failures = new MessageChannel();
     const inbox = new PartInbox().listen(parts.port1).listen(failures.port1);
-    const abort = () => parts.port1.postMessage({ abort: true } satisfies AbortMessage);
+    // On both ports: the page hears it too, while the engine's thread may be busy in a step.
+    const abort = () => {
+      parts.port1.postMessage({ abort: true } satisfies AbortMessage);
+      failures.port1.postMessage({ abort: true } satisfies AbortMessage);
+    };
     signal.addEventListener("abort", abort, { once: true });
     const stopWatching = this.#hosts.watch(host, () => inbox.fail(hostClosedError(this.#engine)));
     host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [
@@ -315,7 +319,8 @@ export function hostEngine(
 /**
  * A generation for the worker: handed whole to an engine that streams onto a port itself, or
  * relayed part by part. `failures` is absent where the worker is of a release before it; once
- * `port` is handed to the engine, a failure can only go there.
+ * `port` is handed to the engine, a failure can only go there, and the worker's abort comes on
+ * it too, for the engine to stop a step its own thread cannot break off.
  */
 async function serveGeneration(
   engines: Readonly<Record<string, Engine>>,
@@ -329,7 +334,10 @@ async function serveGeneration(
     const engine = engineFor(engines, call.engine);
     if (engine.streamTo && failures) {
       errors = failures;
-      await engine.streamTo(call.request, port);
+      failures.onmessage = (event: MessageEvent<AbortMessage | null>) => {
+        if (event.data?.abort) controller.abort();
+      };
+      await engine.streamTo(call.request, port, controller.signal);
       return;
     }
     port.onmessage = (event: MessageEvent<AbortMessage | null>) => {

@@ -156,7 +156,8 @@ export interface Engine {
    * The same generation, posted onto `port` (src/engine/part-stream.ts) by whatever thread runs
    * it, for engines that run off the caller's thread: the parts then reach the port's other end
    * without waking the caller. Rejects, with nothing more to come on the port, when it could not
-   * generate; the caller reports that.
+   * generate; the caller reports that. `signal` is the reader's abort as the caller hears it
+   * (the reader also posts it on the port), for an engine that can stop a step midway.
    */
-  streamTo?(request: GenerationRequest, port: MessagePort): Promise<void>;
+  streamTo?(request: GenerationRequest, port: MessagePort, signal?: AbortSignal): Promise<void>;
 }

@@ -13,6 +13,7 @@ import type { HttpDependencies } from "./dependencies.js";
 import { outcomeHeaders } from "./headers.js";
 import { modelPaths, modelRoutes } from "./models.js";
 import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
+import { compactPath, compactRoute } from "./responses-compact.js";
 import { storedCompletionPaths, storedCompletionRoutes } from "./stored-completions.js";
 import type { Outcome } from "./outcome.js";
 import { errorResponse } from "./json-response.js";
@@ -25,6 +26,7 @@ const endpointPaths = [
   chatPath,
   completionsPath,
   ...Object.values(responsesPaths),
+  compactPath,
   ...Object.values(storedCompletionPaths),
   ...Object.values(conversationPaths),
   ...Object.values(modelPaths),
@@ -35,6 +37,7 @@ function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
     chatRoute(dependencies),
     completionsRoute(dependencies),
     responsesRoute(dependencies),
+    compactRoute(dependencies),
     ...modelRoutes(dependencies),
     ...storedResponseRoutes(dependencies),
     inputTokensRoute(dependencies),

@@ -18,15 +18,21 @@ import {
 } from "../wire/responses-request.js";
 import { countChatPrompt, serveChat } from "./chat.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
-import { findModel, type HttpDependencies } from "./dependencies.js";
+import type { HttpDependencies } from "./dependencies.js";
 import { jsonResponse } from "./json-response.js";
 import type { Outcome } from "./outcome.js";
-import { asInputItem, chatRequestOf, checkSupported, type ConversationItem } from "./responses-input.js";
+import {
+  asInputItem,
+  chatRequestOf,
+  checkSupported,
+  inResponsesTermsOf,
+  type ConversationItem,
+} from "./responses-input.js";
+import { itemsOf } from "./responses-history.js";
 import { listQueryOf } from "./list-query.js";
-import { addedItems, conversationNotFound } from "./conversations.js";
-import { resolvedItems } from "./item-references.js";
+import { addedItems } from "./conversations.js";
 import { itemsPage, keptItem, listedItems, withItemIds } from "./responses-items.js";
-import { readBack, truncatedConversation, WindowBound } from "./responses-truncation.js";
+import { truncatedConversation } from "./responses-truncation.js";
 import { responseEvents, responseOf, type ResponseFrame } from "./responses-output.js";
 import type { Reshape } from "./serving.js";
 import { parseWith, readJson } from "./validate.js";
@@ -39,94 +45,12 @@ export const responsesPaths = {
   cancel: /^\/responses\/(?<id>[^/]+)\/cancel\/?$/,
 };
 
-/**
- * A chat request's param as the Responses request names it. A message's index is not its item's
- * (instructions, continued turns and merged calls come between), so a message is named `input`.
- */
-function responsesParam(param: string): string {
-  return param
-    .replace(/^messages(?:[.[].*)?$/, "input")
-    .replace(/^max_completion_tokens$/, "max_output_tokens")
-    .replace(/^response_format(?:\.json_schema)?(?=$|\.)/, "text.format")
-    .replace(/^tools\[(\d+)\]\.function(?=$|\.)/, "tools[$1]")
-    .replace(/^tool_choice\.function(?=$|\.)/, "tool_choice");
-}
-
-/** A refusal of the chat request it became, in the Responses request's terms. */
-function inResponsesTerms(error: unknown): unknown {
-  if (!(error instanceof BadRequestError) || error.param === null) return error;
-  const param = responsesParam(error.param);
-  if (param === error.param) return error;
-  const message = error.message.split(`'${error.param}'`).join(`'${param}'`);
-  return new BadRequestError(message, { param, code: error.code });
-}
-
 function reshapeFor(frame: ResponseFrame): Reshape {
   return {
     named: true,
     whole: (body) => responseOf(body as ChatCompletion, frame),
     chunks: (events) => responseEvents(events as AsyncGenerator<ChatCompletionChunk>, frame),
   };
-}
-
-/** A request's own items, and the earlier ones it continues: a stored response's, or a conversation's. */
-interface RequestItems {
-  earlier: ConversationItem[];
-  own: ConversationItem[];
-  /** The conversation it continues and adds to, when it names one. */
-  conversationId: string | null;
-}
-
-/**
- * The items a request answers: the turns of the response it continues (its conversation, then its
- * output) or of the conversation it names, then its own input, each `item_reference` replaced by
- * the item it names. Earlier turns are read from the end only as far as the model's context
- * window could hold them with the request's own input: past that, with `truncation: "auto"` they
- * would be dropped, and without it the request is refused as too long, before anything else.
- */
-async function itemsOf(
-  request: ResponseRequest,
-  accountId: string,
-  dependencies: HttpDependencies,
-): Promise<RequestItems> {
-  const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
-  const own = await resolvedItems(input, accountId, dependencies.responses, "input");
-  const model = findModel(dependencies, request.model);
-  const bound = new WindowBound(model.contextWindow, await dependencies.tokenizers.forFamily(model.family));
-  if (request.instructions) bound.add(request.instructions);
-  for (const item of own) bound.add(item);
-  const { newestFirst, conversationId } = await earlierSource(request, accountId, dependencies);
-  const { items: earlier, whole } = await readBack<ConversationItem>(newestFirst, bound);
-  if (!whole && request.truncation !== "auto") bound.exceeded();
-  return { earlier, own, conversationId };
-}
-
-/** The earlier items a request continues, newest first: a conversation's, or a stored response's chain. */
-async function earlierSource(
-  request: ResponseRequest,
-  accountId: string,
-  dependencies: HttpDependencies,
-): Promise<{ newestFirst: AsyncIterable<unknown> | Iterable<unknown>; conversationId: string | null }> {
-  if (request.conversation != null) {
-    if (request.previous_response_id != null)
-      throw new BadRequestError(
-        "Mutually exclusive parameters. Ensure you are only providing one of: 'previous_response_id' or 'conversation'.",
-        { code: "mutually_exclusive_parameters" },
-      );
-    const id = typeof request.conversation === "string" ? request.conversation : request.conversation.id;
-    const items = await dependencies.conversations.itemsFromEnd(accountId, id);
-    if (!items) throw conversationNotFound(id, "conversation");
-    return { newestFirst: items, conversationId: id };
-  }
-  if (request.previous_response_id == null) return { newestFirst: [], conversationId: null };
-  const previous = await dependencies.responses.response(accountId, request.previous_response_id);
-  if (!previous)
-    throw new BadRequestError(`Previous response with id '${quoted(request.previous_response_id)}' not found.`, {
-      param: "previous_response_id",
-      code: "previous_response_not_found",
-    });
-  const newestFirst = dependencies.responses.itemsFromEnd(previous, true, (item) => asInputItem(item as OutputItem));
-  return { newestFirst, conversationId: null };
 }
 
 /** The conversation a response adds its own input items (as identified) and its output to, when it names one. */
@@ -272,16 +196,6 @@ export function storedResponseRoutes(dependencies: HttpDependencies): InferenceR
       },
     },
   ];
-}
-
-/** A route's answer, its refusals (thrown or answered) in the Responses request's terms. */
-async function inResponsesTermsOf(answer: () => Promise<Outcome>): Promise<Outcome> {
-  try {
-    const outcome = await answer();
-    return "error" in outcome ? { ...outcome, error: inResponsesTerms(outcome.error) } : outcome;
-  } catch (error) {
-    throw inResponsesTerms(error);
-  }
 }
 
 /** The input tokens `context`'s request would be billed, counted as serving counts them. */

@@ -5,14 +5,17 @@
  * limits under chat's names. What has no chat meaning here is refused in OpenAI's words.
  */
 import { BadRequestError } from "../errors/api.js";
+import type { Outcome } from "./outcome.js";
 import { checkVerbosity } from "./chat-messages.js";
 import type { OutputItem } from "../wire/response.js";
 import type { ResponseInputItem, ResponseRequest } from "../wire/responses-request.js";
 
 type ChatMessage = Record<string, unknown> & { role: string; tool_calls?: unknown[] };
 type Part = Exclude<Extract<ResponseInputItem, { role: string }>["content"], string>[number];
-/** An input item with its reference resolved: a message, a call or a call's output. */
-export type ConversationItem = Exclude<ResponseInputItem, { type: "item_reference" }>;
+/** A compaction item, with its summary once opened (responses-compaction.ts): what the model reads in its place. */
+type CompactionItem = Extract<ResponseInputItem, { type: "compaction" }> & { summary?: string };
+/** An input item with its reference resolved: a message, a call, a call's output or a compaction. */
+export type ConversationItem = Exclude<ResponseInputItem, { type: "item_reference" | "compaction" }> | CompactionItem;
 
 /** An earlier output item as the input item it is in a later request. */
 export function asInputItem(item: OutputItem): ConversationItem {
@@ -105,6 +108,10 @@ function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
   for (const item of items) {
     if ("role" in item) {
       turns.push({ role: item.role, content: chatContent(item.content) });
+    } else if (item.type === "compaction") {
+      // What it stands for, the earlier turns' summary, as the assistant's words.
+      if (item.summary === undefined) throw new Error("a compaction item reached the prompt unopened");
+      turns.push({ role: "assistant", content: `Summary of the conversation so far:\n${item.summary}` });
     } else if (item.type === "function_call") {
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
       let turn = turns.at(-1);
@@ -199,4 +206,36 @@ export function chatRequestOf(
     ["service_tier", request.service_tier],
   ];
   return Object.fromEntries(entries.filter(([, value]) => value != null));
+}
+
+/**
+ * A chat request's param as the Responses request names it. A message's index is not its item's
+ * (instructions, continued turns and merged calls come between), so a message is named `input`.
+ */
+function responsesParam(param: string): string {
+  return param
+    .replace(/^messages(?:[.[].*)?$/, "input")
+    .replace(/^max_completion_tokens$/, "max_output_tokens")
+    .replace(/^response_format(?:\.json_schema)?(?=$|\.)/, "text.format")
+    .replace(/^tools\[(\d+)\]\.function(?=$|\.)/, "tools[$1]")
+    .replace(/^tool_choice\.function(?=$|\.)/, "tool_choice");
+}
+
+/** A refusal of the chat request it became, in the Responses request's terms. */
+function inResponsesTerms(error: unknown): unknown {
+  if (!(error instanceof BadRequestError) || error.param === null) return error;
+  const param = responsesParam(error.param);
+  if (param === error.param) return error;
+  const message = error.message.split(`'${error.param}'`).join(`'${param}'`);
+  return new BadRequestError(message, { param, code: error.code });
+}
+
+/** A route's answer, its refusals (thrown or answered) in the Responses request's terms. */
+export async function inResponsesTermsOf(answer: () => Promise<Outcome>): Promise<Outcome> {
+  try {
+    const outcome = await answer();
+    return "error" in outcome ? { ...outcome, error: inResponsesTerms(outcome.error) } : outcome;
+  } catch (error) {
+    throw inResponsesTerms(error);
+  }
 }

@@ -15,7 +15,7 @@ type MessageItem = Extract<ConversationItem, { role: string }>;
 type Part = Exclude<MessageItem["content"], string>[number];
 
 /** The prefixes OpenAI's item ids have, by the item's type. */
-const idPrefix = { message: "msg_", function_call: "fc_", function_call_output: "fco_" } as const;
+const idPrefix = { message: "msg_", function_call: "fc_", function_call_output: "fco_", compaction: "cmp_" } as const;
 
 /** A new id for the item, with the prefix OpenAI's ids of its type have. */
 export function newItemId(item: ConversationItem, newId: (prefix: string) => string): string {
@@ -67,7 +67,8 @@ export function keptItem(item: ConversationItem): ConversationItem {
     case "function_call_output":
       return { ...common, type: item.type, call_id: item.call_id, output: kept(item.output), ...status };
     default:
-      return item;
+      // A compaction is kept sealed: its opened summary is never stored.
+      return { ...common, type: item.type, encrypted_content: item.encrypted_content };
   }
 }
 
@@ -95,6 +96,7 @@ function listedMessage(item: MessageItem & { id: string }): ListedItem {
 
 export function listedItem(item: Identified): ListedItem {
   if ("role" in item) return listedMessage(item);
+  if (item.type === "compaction") return { id: item.id, type: "compaction", encrypted_content: item.encrypted_content };
   const { id, call_id } = item;
   const status = item.status ?? "completed";
   if (item.type === "function_call")

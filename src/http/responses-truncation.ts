@@ -20,7 +20,7 @@ function itemText(item: ConversationItem): string {
   if ("role" in item) return texts(item.content).trim();
   if (item.type === "function_call") return item.name;
   if (item.type === "function_call_output") return texts(item.output).trim();
-  return "";
+  return item.summary ?? "";
 }
 
 /**

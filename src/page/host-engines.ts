@@ -21,6 +21,10 @@ export interface PageEngineOptions {
   llamacppUrl?: string;
   /** llama.cpp's threads. Default: a thread per core (less one for the page past two cores) when the page is cross-origin isolated, else 1 (see the README). */
   threads?: number;
+  /** The longest one token's grammar step may take on llama.cpp, in ms (default 2,000); past it the request fails. */
+  tokenBudgetMs?: number;
+  /** How long an aborted llama.cpp generation may take to stop, in ms (default 3,000), before its Worker is stopped. */
+  abortGraceMs?: number;
   onProgress?: (modelId: string, progress: LoadProgress) => void;
 }
 
@@ -46,6 +50,8 @@ export function hostPageEngine(config: ResolvedConfig, scriptUrl: string, option
       ggufBaseUrl: config.artifacts.ggufBaseUrl ?? new URL("models/", scriptUrl).href,
       ...(config.memoryBudgetMB !== undefined ? { memoryBudgetMB: config.memoryBudgetMB } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.tokenBudgetMs !== undefined ? { tokenBudgetMs: options.tokenBudgetMs } : {}),
+      ...(options.abortGraceMs !== undefined ? { abortGraceMs: options.abortGraceMs } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   }

@@ -5,6 +5,7 @@ import type { Policy } from "../policy/policy.js";
 import type { AccountStorage } from "../policy/storage.js";
 import type { Conversations } from "./conversations.js";
 import type { Scheduler } from "./scheduler.js";
+import type { Sealing } from "./sealing.js";
 import type { StoredCompletions } from "./stored-completions.js";
 import type { StoredResponses } from "./stored-responses.js";
 
@@ -24,6 +25,8 @@ export interface Services {
   conversations: Conversations;
   /** Each account's storage quota, and the origin's room, checked before a request that stores generates. */
   storage: AccountStorage;
+  /** Seals what a client is handed to give back unread (a compaction's summary). */
+  sealing: Sealing;
   /** Settles when the policy is ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */

@@ -113,7 +113,8 @@ export async function startGeneration(
         }
       }
     } catch (error) {
-      status = "failed";
+      // A failure once the client has gone (an engine stopped to end its generation) is its abort.
+      status = signal.aborted ? "aborted" : "failed";
       tally.billUndelivered();
       // An engine's failure reaches the client through the one translation, `toApiError`.
       throw error;

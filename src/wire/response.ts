@@ -54,11 +54,18 @@ const functionCallOutputItemSchema = z.strictObject({
   call_id: z.string(),
   output: z.union([z.string(), z.array(z.strictObject({ type: z.literal("input_text"), text: z.string() }))]),
 });
+/** A compaction (`/v1/responses/compact`): earlier turns' summary, sealed, for a later request to continue from. */
+const compactionItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("compaction"),
+  encrypted_content: z.string(),
+});
 const listedItemSchema = z.union([
   inputMessageItemSchema,
   assistantInputItemSchema,
   functionCallItemSchema,
   functionCallOutputItemSchema,
+  compactionItemSchema,
 ]);
 
 /** `GET /v1/responses/{id}/input_items`: a page of the items a response was given, a cursor page as OpenAI's lists are. */
@@ -113,6 +120,18 @@ export const responseSchema = z.strictObject({
   user: z.string().nullable(),
   metadata: z.record(z.string(), z.string()),
   conversation: z.strictObject({ id: z.string() }).optional(),
+});
+
+/**
+ * `POST /v1/responses/compact`'s answer: the conversation made shorter, the user's messages kept
+ * and the rest standing as one compaction item, with what making it used.
+ */
+export const compactedResponseSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal("response.compaction"),
+  created_at: z.number().int(),
+  output: z.array(z.union([inputMessageItemSchema, compactionItemSchema])),
+  usage: responseUsageSchema,
 });
 
 const sequenced = { sequence_number: z.number().int().min(0) };
@@ -181,3 +200,4 @@ export type OutputText = z.infer<typeof outputTextSchema>;
 export type OutputLogprob = z.infer<typeof outputLogprob>;
 export type ListedItem = z.infer<typeof listedItemSchema>;
 export type InputItemList = z.infer<typeof inputItemListSchema>;
+export type CompactedResponse = z.infer<typeof compactedResponseSchema>;

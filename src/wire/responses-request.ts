@@ -83,11 +83,20 @@ const functionCallOutputItem = z.strictObject({
   namespace: z.string().nullish(),
 });
 const itemReference = z.strictObject({ type: z.literal("item_reference"), id: z.string().min(1) });
+/** What `/v1/responses/compact` made of earlier turns: their summary, sealed (OpenAI's limit: 10 MiB). */
+const compactionItem = z.strictObject({
+  type: z.literal("compaction"),
+  id: z.string().nullish(),
+  encrypted_content: z.string().max(10_485_760),
+});
 
-/** An input item: a message (its `type` may be left out), a call, a call's output, or a reference to a stored item. */
+/**
+ * An input item: a message (its `type` may be left out), a call, a call's output, a compaction,
+ * or a reference to a stored item.
+ */
 export const inputItem = z.union([
   messageItem,
-  z.discriminatedUnion("type", [functionCallItem, functionCallOutputItem, itemReference]),
+  z.discriminatedUnion("type", [functionCallItem, functionCallOutputItem, compactionItem, itemReference]),
 ]);
 
 const functionTool = z.strictObject({
@@ -185,6 +194,19 @@ export const inputTokensRequestSchema = responseRequestSchema.pick({
   conversation: true,
 });
 export type ResponseInputItem = z.infer<typeof inputItem>;
+
+/**
+ * `POST /v1/responses/compact`: a conversation (its input, or a stored response's chain it
+ * continues) to be made shorter, as OpenAI's compaction takes it.
+ */
+export const compactRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), list(inputItem, { min: 1 })]).nullish(),
+  previous_response_id: z.string().nullish(),
+  instructions: z.string().nullish(),
+  prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.enum(["in_memory", "in-memory", "24h"]).nullish(),
+});
 
 /**
  * `GET /v1/responses/{id}/input_items`' query, as OpenAI takes it: a cursor (`after`, an item's

@@ -456,6 +456,67 @@ test("the prompt cache is the account's own: another account's probe of a secret
   expect(cached.owner).toBeGreaterThan(10);
 });
 
+/** A chat of `body` on the model, by the harness key or `key`, timed from `started`. */
+function timedChat(page: Page, body: Record<string, unknown>, key?: string) {
+  return page.evaluate(
+    async ({ id, body, key }) => {
+      const started = performance.now();
+      const response = await window.harness.fetch("/chat/completions", {
+        method: "POST",
+        body: JSON.stringify({ model: id, messages: [{ role: "user", content: "Hi" }], ...body }),
+        ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
+      });
+      return { status: response.status, body: await response.text(), ms: performance.now() - started };
+    },
+    { id: model, body, key },
+  );
+}
+
+test("the pattern that froze llama.cpp for every account is answered at once, and another account is served meanwhile", async () => {
+  const pattern = "^(a?){8}((((((((a?){2}){2}){2}){2}){2}){2}){2}){2}a{100}$";
+  const schema = { type: "object", properties: { v: { type: "string", pattern } }, required: ["v"] };
+  const key = await page.evaluate(async () => {
+    const admin = window.harness.handle!.admin;
+    const other = await admin.createAccount({ name: "bystander", creditUsd: 1 });
+    return (await admin.createKey({ accountId: other.id })).key;
+  });
+  const [attack, bystander] = await Promise.all([
+    timedChat(page, { max_tokens: 6, response_format: { type: "json_schema", json_schema: { name: "s", schema } } }),
+    timedChat(page, { max_tokens: 2 }, key),
+  ]);
+  // Followed as written, its grammar kept a parse per way to split the a's: no token in five minutes.
+  expect(attack.status, attack.body).toBe(200);
+  expect(JSON.parse(attack.body).choices[0].message.content).toMatch(/^\{"v":"a*$/);
+  expect(bystander.status, bystander.body).toBe(200);
+  expect(Math.max(attack.ms, bystander.ms)).toBeLessThan(30_000);
+});
+
+test("a schema too ambiguous to follow fails by name at once, and the engine goes on to the next request", async () => {
+  // Two branches that begin alike, twelve deep: the parses open double with each "[" the grammar forces.
+  const nest = (depth: number): object =>
+    depth === 0
+      ? { type: "string" }
+      : {
+          anyOf: ["b", "c"].map((tail) => ({
+            type: "array",
+            prefixItems: [nest(depth - 1), { const: tail }],
+            items: false,
+            minItems: 2,
+          })),
+        };
+  const schema = { type: "object", properties: { v: nest(12) }, required: ["v"] };
+  const refused = await timedChat(page, {
+    max_tokens: 32,
+    response_format: { type: "json_schema", json_schema: { name: "s", schema } },
+  });
+  expect(refused.status, refused.body).toBe(400);
+  expect(JSON.parse(refused.body).error).toMatchObject({ code: "unsupported_request" });
+  expect(refused.body).toContain("the grammar is ambiguous");
+  expect(refused.ms).toBeLessThan(30_000);
+  const next = await timedChat(page, { max_tokens: 2 });
+  expect(next.status, next.body).toBe(200);
+});
+
 test("a legacy completion on llama.cpp, billed with the BOS token llama.cpp puts before a raw prompt", async () => {
   const prompt = "The capital of France is";
   const completion = textCompletionSchema.parse(

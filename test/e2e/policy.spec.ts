@@ -301,3 +301,63 @@ test("a plain-HTTP base URL is refused with a clear error", async ({ page }) => 
   );
   expect(message).toContain("must use https:");
 });
+
+test("one account filling storage is refused at its quota, with nothing half-written, while another account stores and chats", async ({
+  page,
+}) => {
+  await openHarness(page, { engine: "deterministic" }, { creditUsd: 0, rpm: 1_000 });
+  const result = await page.evaluate(async () => {
+    const admin = window.harness.handle!.admin;
+    await admin.setStorageQuota(window.harness.accountId, { bytes: 2_000_000 });
+    const post = (path: string, body: unknown, key = window.harness.key) =>
+      window.harness.fetch(path, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { authorization: `Bearer ${key}` },
+      });
+    const conversation = (await (await post("/conversations", {})).json()) as { id: string };
+    // 20 items of 38 kB a request, as the attack sent them (at a tenth of their size).
+    const items = Array.from({ length: 20 }, (_, index) => ({
+      role: "user",
+      content: `${index} ${"x".repeat(38_000)}`,
+    }));
+    const statuses: number[] = [];
+    for (let round = 0; round < 6; round++)
+      statuses.push((await post(`/conversations/${conversation.id}/items`, { items })).status);
+    const refused = (await (await post(`/conversations/${conversation.id}/items`, { items })).json()) as {
+      error: { code: string };
+    };
+    const usage = await admin.storageUsage(window.harness.accountId);
+    const listed = (await (await window.harness.fetch(`/conversations/${conversation.id}/items?limit=100`)).json()) as {
+      data: unknown[];
+    };
+    const other = await admin.createAccount({ name: "neighbour", creditUsd: 1 });
+    const { key } = await admin.createKey({ accountId: other.id });
+    const chat = await post(
+      "/chat/completions",
+      { model: "gamma-7b-instruct-v0.3", messages: [{ role: "user", content: "Hi" }], max_tokens: 4, store: true },
+      key,
+    );
+    const freed = await admin.deleteStoredData(window.harness.accountId);
+    return {
+      statuses,
+      code: refused.error.code,
+      usage,
+      listed: listed.data.length,
+      chat: chat.status,
+      neighbour: await admin.storageUsage(other.id),
+      freed,
+      after: await admin.storageUsage(window.harness.accountId),
+    };
+  });
+  // 760 kB a round: two fit in 2 MB, and every later round is refused whole.
+  expect(result.statuses).toEqual([200, 200, 403, 403, 403, 403]);
+  expect(result.code).toBe("storage_quota_exceeded");
+  expect(result.usage).toMatchObject({ items: 41, quota: { bytes: 2_000_000 } });
+  expect(result.usage.bytes).toBeLessThanOrEqual(2_000_000);
+  expect(result.listed).toBe(40);
+  expect(result.chat).toBe(200);
+  expect(result.neighbour.kinds.completions.items).toBe(1);
+  expect(result.freed).toEqual({ bytes: result.usage.bytes, items: 41 });
+  expect(result.after).toMatchObject({ bytes: 0, items: 0 });
+});

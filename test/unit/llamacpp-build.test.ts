@@ -176,7 +176,8 @@ interface Module {
   _wi_load(paths: number, context: number, batch: number, threads: number): number;
   _wi_decode(tokens: number, count: number, first: number): number;
   _wi_sampler(...args: number[]): number;
-  _wi_sample(alternatives: number, ids: number, logprobs: number): number;
+  _wi_sample(alternatives: number, ids: number, logprobs: number, budgetMs: number): number;
+  abortRequested?: () => number;
   _wi_piece(token: number, out: number, capacity: number): number;
   _wi_forget(keep: number): number;
   _wi_tiles(on: number): number;
@@ -211,7 +212,7 @@ function greedyTopTens(llama: Module, prompt: number[]): { ids: number[]; logpro
   const steps: { ids: number[]; logprobs: number[] }[] = [];
   for (let position = prompt.length; steps.length < 4; position++) {
     const ids = llama._malloc(4096);
-    const token = llama._wi_sample(10, ids, ids + 11 * 4);
+    const token = llama._wi_sample(10, ids, ids + 11 * 4, 2_000);
     steps.push({
       ids: Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 11)),
       logprobs: Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 11 * 4, 11)),
@@ -301,7 +302,7 @@ describe("the one-thread build in Node, through our C API", () => {
       expect(llama._wi_decode(out, batch.length, first)).toBe(0);
     }
     expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
-    expect(llama._wi_sample(-1, scratch(), scratch())).toBeGreaterThanOrEqual(0);
+    expect(llama._wi_sample(-1, scratch(), scratch(), 2_000)).toBeGreaterThanOrEqual(0);
   });
 
   it("reports log probabilities: greedy picks the most likely token, and the alternatives come best first", () => {
@@ -311,7 +312,7 @@ describe("the one-thread build in Node, through our C API", () => {
     expect(llama._wi_decode(out, 3, 0)).toBe(0);
     expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, text(""))).toBe(0);
     const ids = scratch();
-    const token = llama._wi_sample(20, ids, ids + 21 * 4);
+    const token = llama._wi_sample(20, ids, ids + 21 * 4, 2_000);
     const chosen = Array.from(llama.HEAP32.subarray(ids / 4, ids / 4 + 21));
     const logprobs = Array.from(new Float32Array(llama.HEAPU8.buffer, ids + 21 * 4, 21));
     expect(chosen[0]).toBe(token);
@@ -324,12 +325,48 @@ describe("the one-thread build in Node, through our C API", () => {
 
   it("holds a GBNF grammar, and names one it cannot parse instead of aborting", () => {
     expect(llama._wi_sampler(1, 1, 0, 0, 7, 0, 0, 0, text('root ::= "yes" | "no"'))).toBe(0);
-    const token = llama._wi_sample(-1, scratch(), scratch());
+    const token = llama._wi_sample(-1, scratch(), scratch(), 2_000);
     const out = scratch();
     const piece = new TextDecoder().decode(llama.HEAPU8.slice(out, out + llama._wi_piece(token, out, 64)));
     expect(["yes", "no", "y", "n", "ye"]).toContain(piece);
     expect(llama._wi_sampler(1, 1, 0, 0, 7, 0, 0, 0, text("root ::= (("))).toBe(-1);
     expect(error()).toContain("could not parse the grammar");
+  });
+
+  it("refuses a grammar that would keep more parses at once than it can follow, by name and at once", () => {
+    // Every level doubles the parses open before the first character: 2^24 of them.
+    const levels = 24;
+    const rules = Array.from({ length: levels }, (_, level) => `r${level} ::= r${level + 1} "b" | r${level + 1} "c"`);
+    const grammar = ["root ::= r0", ...rules, `r${levels} ::= "a"`].join("\n");
+    const started = performance.now();
+    expect(llama._wi_sampler(1, 1, 0, 0, 7, 0, 0, 0, text(grammar))).toBe(-1);
+    expect(error()).toContain("the grammar is ambiguous: following it would keep more than 1024 parses at once");
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it("ends a token's grammar step past its time budget, and on an abort the page flags", () => {
+    const prompt = scratch();
+    llama.HEAP32.set([128000, 9906, 1070], prompt / 4);
+    // Only a long run of x's: the greedy token is refused, so the grammar is applied to every candidate.
+    const grammar = text('root ::= "xxxxxxxxxxxxxxxxxxxx"');
+    const decoded = () => {
+      expect(llama._wi_forget(0)).toBe(0);
+      expect(llama._wi_decode(prompt, 3, 0)).toBe(0);
+      expect(llama._wi_sampler(0, 1, 0, 0, 1, 0, 0, 0, grammar)).toBe(0);
+    };
+    decoded();
+    expect(llama._wi_sample(-1, scratch(), scratch(), -1)).toBe(-2);
+    decoded();
+    llama.abortRequested = () => 1;
+    try {
+      expect(llama._wi_sample(-1, scratch(), scratch(), 2_000)).toBe(-3);
+    } finally {
+      delete llama.abortRequested;
+    }
+    decoded();
+    const token = llama._wi_sample(-1, scratch(), scratch(), 2_000);
+    const out = scratch();
+    expect(new TextDecoder().decode(llama.HEAPU8.slice(out, out + llama._wi_piece(token, out, 64)))).toMatch(/^x+$/);
   });
 
   // Our tiles against ggml's own kernels on the same batches: every logit bit for bit, for a

@@ -9,12 +9,13 @@ import { Ajv } from "ajv";
 import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
 import { errorBodySchema } from "../../src/wire/error.js";
 import {
+  compactedResponseSchema,
   inputItemListSchema,
   responseEventSchema,
   responseSchema,
   type ResponseEvent,
 } from "../../src/wire/response.js";
-import { checkLedgerInvariant, makeApp, type TestApp } from "./support.js";
+import { checkLedgerInvariant, makeApp, ScriptedEngine, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 const families = ["alpha3:8b-instruct-q8_0", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
@@ -363,7 +364,9 @@ describe("the Responses API", () => {
     const ascending = await list(second.id, "?order=asc");
     if (!("data" in ascending)) throw new Error(JSON.stringify(ascending));
     const items = ascending.data;
-    expect(items.map((item) => [item.type, "role" in item ? item.role : item.call_id])).toEqual([
+    expect(
+      items.map((item) => [item.type, "role" in item ? item.role : "call_id" in item ? item.call_id : item.type]),
+    ).toEqual([
       ["message", "developer"],
       ["message", "user"],
       ...first.output.map((item) => [item.type, item.type === "message" ? "assistant" : item.call_id]),
@@ -579,5 +582,101 @@ describe("the Responses API", () => {
       status: 400,
       param: "tools[0].type",
     });
+  });
+});
+
+describe("the response object, as Open Responses' schema asks", () => {
+  it("says when it completed, echoes its sampling parameters, and each function tool with all its fields", async () => {
+    const test = await makeApp();
+    const bare = { type: "function", name: "ping" };
+    const answered = await create(test, {
+      input: "Hi",
+      presence_penalty: 0.5,
+      tools: [weather, bare],
+      tool_choice: "none",
+    });
+    expect(answered.completed_at).toBeGreaterThanOrEqual(answered.created_at);
+    expect(answered).toMatchObject({ presence_penalty: 0.5, frequency_penalty: 0 });
+    expect(answered.tools).toEqual([weather, { ...bare, description: null, parameters: null, strict: null }]);
+    const cut = await create(test, { input: "Hi", max_output_tokens: 16, temperature: 0 });
+    expect([cut.status, cut.completed_at]).toEqual(["incomplete", null]);
+    const streamed = await events(test, { input: "Hi" });
+    expect(streamed[0]).toMatchObject({ response: { completed_at: null, presence_penalty: 0 } });
+    expect((streamed.at(-1) as { response: { completed_at: number | null } }).response.completed_at).toBeTypeOf(
+      "number",
+    );
+  });
+});
+
+describe("compaction: POST /v1/responses/compact", () => {
+  const compact = async (test: TestApp, body: Record<string, unknown>, key = test.key) => {
+    const response = await test.app.handle(
+      new Request(test.post("/v1/responses/compact", {}).url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+    );
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const conversation = [
+    { role: "user", content: "We agreed to launch on Tuesday and notify support first." },
+    { role: "assistant", content: "Understood. The launch is Tuesday, with support notified beforehand." },
+  ];
+
+  it("keeps the user's messages and puts one sealed item for the rest, billed; a later request continues from it", async () => {
+    const scripted = new ScriptedEngine(async function* (request) {
+      const text = request.input.kind === "chat" ? request.input.pieces.map((piece) => piece.text).join("") : "";
+      yield { type: "text-delta", text: text.includes("Summarize") ? "Launch Tuesday; tell support." : "OK" };
+      yield { type: "finish", reason: "stop", usage: { promptTokens: null, completionTokens: 3 } };
+    });
+    const test = await makeApp({ engine: scripted });
+    const { status, body } = await compact(test, { model, input: conversation, prompt_cache_key: "k" });
+    expect(status).toBe(200);
+    const compacted = compactedResponseSchema.parse(body);
+    expect(compacted.object).toBe("response.compaction");
+    expect(compacted.output.map((item) => item.type)).toEqual(["message", "compaction"]);
+    expect(compacted.output[0]).toMatchObject({ role: "user", content: [{ text: conversation[0]!.content }] });
+    const sealed = compacted.output[1] as { encrypted_content: string };
+    expect(sealed.encrypted_content).not.toContain("Tuesday");
+    expect(compacted.usage.output_tokens).toBe(3);
+    const ledger = (await test.admin.ledger({ accountId: test.accountId })).filter((entry) => entry.kind === "charge");
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ completionTokens: 3, status: "completed" });
+    // The next request reads the summary where the item stands.
+    await create(test, { input: [...compacted.output, { role: "user", content: "When do we launch?" }] });
+    const prompt = scripted.seen.at(-1)!.input;
+    const text = prompt.kind === "chat" ? prompt.pieces.map((piece) => piece.text).join("") : "";
+    expect(text).toContain("Launch Tuesday; tell support.");
+    expect(text).not.toContain(sealed.encrypted_content);
+    await checkLedgerInvariant(test.database);
+  });
+
+  it("refuses a compaction item of another account or altered, and a request without a model", async () => {
+    const test = await makeApp();
+    const { body } = await compact(test, { model, input: conversation });
+    const item = (body.output as { type: string; encrypted_content: string }[]).at(-1)!;
+    const other = await test.admin.createAccount({ name: "other", creditUsd: 1 });
+    const { key } = await test.admin.createKey({ accountId: other.id });
+    const replayed = await test.app.handle(
+      new Request(test.post("/v1/responses", {}).url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, input: [item, { role: "user", content: "And?" }] }),
+      }),
+    );
+    expect(replayed.status).toBe(400);
+    expect(((await replayed.json()) as { error: object }).error).toMatchObject({
+      code: "invalid_encrypted_content",
+      param: "input[0].encrypted_content",
+    });
+    const altered = { ...item, encrypted_content: `${item.encrypted_content}A` };
+    expect(await refusal(test, { input: [altered, { role: "user", content: "And?" }] })).toMatchObject({
+      status: 400,
+      code: "invalid_encrypted_content",
+    });
+    const missing = await compact(test, { input: conversation });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatchObject({ param: "model" });
   });
 });

@@ -38,6 +38,17 @@ export interface LlamaCppEngineOptions {
    * prefill quickly at little cost in speed.
    */
   batchSize?: number;
+  /**
+   * The longest one token's grammar step may take, in ms (default 2,000): past it the request
+   * fails as too ambiguous to follow, and the engine goes on to the next request.
+   */
+  tokenBudgetMs?: number;
+  /**
+   * How long an aborted generation may take to stop, in ms (default 3,000): past it the Worker
+   * is stopped (and started again, the model reloaded, for the next request), so a step that
+   * cannot be interrupted never holds the engine from the others.
+   */
+  abortGraceMs?: number;
   onProgress?: (modelId: string, progress: LoadProgress) => void;
   fetch?: typeof fetch;
 }
@@ -226,7 +237,7 @@ export class LlamaCppEngine implements Engine {
     const abort = () => channel.port1.postMessage({ abort: true } satisfies AbortMessage);
     signal.addEventListener("abort", abort, { once: true });
     if (signal.aborted) abort();
-    this.streamTo(request, channel.port2).catch((error: unknown) => inbox.fail(error));
+    this.streamTo(request, channel.port2, signal).catch((error: unknown) => inbox.fail(error));
     try {
       yield* inbox.parts();
     } finally {
@@ -241,9 +252,11 @@ export class LlamaCppEngine implements Engine {
    * Generates onto `port` (src/engine/part-stream.ts): this page loads the model, and tokenizes
    * and checks the prompt, then hands the port to llama.cpp's Worker, which posts every part
    * itself. Rejects, with nothing posted, when the generation could not start or the Worker
-   * failed; the caller reports that.
+   * failed; the caller reports that. `signal` is the reader's abort, as this page hears it: it
+   * sets the Worker's abort flag (read inside the grammar's step, where memory is shared), and a
+   * generation that has not stopped within `abortGraceMs` is ended by stopping the Worker.
    */
-  async streamTo(request: GenerationRequest, port: MessagePort): Promise<void> {
+  async streamTo(request: GenerationRequest, port: MessagePort, signal?: AbortSignal): Promise<void> {
     let release = () => {};
     const previous = this.#turn;
     this.#turn = new Promise((resolve) => (release = resolve));
@@ -267,20 +280,43 @@ export class LlamaCppEngine implements Engine {
         return;
       }
       const { maxTokens, stop, logprobs } = request.sampling;
-      const sampler = this.#sampler(request);
+      const abortFlag = globalThis.crossOriginIsolated === true ? new Int32Array(new SharedArrayBuffer(4)) : null;
       const call: WorkerCall = {
         call: "generate",
         prompt,
-        sampler,
+        sampler: this.#sampler(request),
         maxTokens,
         stop,
         alternatives: logprobs ?? -1,
         parts: port,
         cacheScope: request.cacheScope ?? null,
+        tokenBudgetMs: this.#options.tokenBudgetMs ?? 2_000,
+        abortFlag,
       };
-      await worker.call(call, [port]);
+      await this.#stoppable(worker.call(call, [port]), signal, abortFlag);
     } finally {
       release();
+    }
+  }
+
+  /**
+   * The generation, ended by stopping the Worker when an abort does not stop it within the
+   * grace period: a step that cannot be interrupted must not hold the engine. The next request
+   * starts a new Worker and loads the model again.
+   */
+  async #stoppable(running: Promise<unknown>, signal: AbortSignal | undefined, flag: Int32Array | null) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => {
+      if (flag) Atomics.store(flag, 0, 1);
+      timer = setTimeout(() => void this.dispose(), this.#options.abortGraceMs ?? 3_000);
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await running;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 }

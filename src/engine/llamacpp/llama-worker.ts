@@ -6,7 +6,8 @@
  * reader gets it while the next one computes. Calls run one at a time, in order.
  */
 import type { FinishReason, GenerationPart, TokenLogprob } from "../contract.js";
-import type { AbortMessage, PartMessage } from "../part-stream.js";
+import { EngineError } from "../../errors/engine.js";
+import { toWireError, type AbortMessage, type PartMessage } from "../part-stream.js";
 import { StopScanner } from "../stop-text.js";
 import { prefillBatches, sharedPrefix } from "./prefill.js";
 import type { LoadResult, SamplerSettings, WorkerCall, WorkerReply } from "./protocol.js";
@@ -55,7 +56,9 @@ interface LlamaModule {
     biasCount: number,
     grammar: number,
   ): number;
-  _wi_sample(alternatives: number, ids: number, logprobs: number): number;
+  _wi_sample(alternatives: number, ids: number, logprobs: number, budgetMs: number): number;
+  /** Read by the grammar's step between slices of candidates (engine.cpp): whether to stop. */
+  abortRequested?: () => number;
 }
 
 type Factory = (options: Record<string, unknown>) => Promise<LlamaModule>;
@@ -240,7 +243,8 @@ function sampler(settings: SamplerSettings): void {
         grammar,
       ),
     );
-    if (status !== 0) throw failure();
+    if (status !== 0)
+      throw new EngineError("unsupported", `llama.cpp could not follow the request's grammar: ${failure().message}`);
   } finally {
     llama._free(ids);
   }
@@ -248,13 +252,30 @@ function sampler(settings: SamplerSettings): void {
 
 const utf8 = new TextDecoder("utf-8");
 
-/** Samples a token; with `alternatives` ≥ 0, also its log probability and the likeliest tokens'. */
-function sample(alternatives: number): { token: number; logprobs: TokenLogprob[] } {
+/** A token's grammar step passed its time budget (engine.cpp: `wi_sample`). */
+function tooSlow(budgetMs: number): EngineError {
+  return new EngineError(
+    "unsupported",
+    `The request's grammar took longer than ${budgetMs} ms to follow for one token, so llama.cpp stopped it and the engine went on to other requests. Its schema or pattern is too ambiguous to follow: make the alternatives of each choice differ from their first characters.`,
+  );
+}
+
+/**
+ * Samples a token; with `alternatives` ≥ 0, also its log probability and the likeliest tokens'.
+ * Null when an abort stopped the grammar's step.
+ */
+function sample(alternatives: number, budgetMs: number): { token: number; logprobs: TokenLogprob[] } | null {
   const llama = loaded();
   const slots = Math.max(0, alternatives) + 1;
   const ids = memory(slots * 8);
-  const token = llama._wi_sample(alternatives, ids, ids + slots * 4);
-  if (token < 0) throw failure();
+  const token = llama._wi_sample(alternatives, ids, ids + slots * 4, budgetMs);
+  if (token === -3) return null;
+  if (token === -2) throw tooSlow(budgetMs);
+  if (token < 0)
+    throw new EngineError(
+      "unsupported",
+      `llama.cpp could not sample under the request's grammar: ${failure().message}`,
+    );
   if (alternatives < 0) return { token, logprobs: [] };
   // Read before piece() reuses the scratch memory.
   const ranked = Array.from({ length: slots }, (_, index) => ({
@@ -284,6 +305,11 @@ function nextTask(): Promise<void> {
 interface Run {
   post: (part: GenerationPart) => void;
   aborted: () => boolean;
+}
+
+/** Whether the page set the generation's abort flag (shared memory, where the page is cross-origin isolated). */
+function flagged(flag: Int32Array | null): boolean {
+  return flag !== null && Atomics.load(flag, 0) !== 0;
 }
 
 /** Prefills what the KV cache lacks, a batch at a time; returns how many ids were reused, or null on an abort. */
@@ -319,7 +345,9 @@ async function generateFrom(
   let reason: FinishReason = "length";
   while (produced < call.maxTokens && position < shape.contextWindow) {
     if (run.aborted()) return { reason: "abort", produced };
-    const { token, logprobs } = sample(call.alternatives);
+    const sampled = sample(call.alternatives, call.tokenBudgetMs);
+    if (!sampled) return { reason: "abort", produced };
+    const { token, logprobs } = sampled;
     produced++;
     const end = loaded()._wi_is_end(token) === 1;
     const { text, stopped } = end
@@ -348,7 +376,12 @@ async function generate(call: Extract<WorkerCall, { call: "generate" }>): Promis
   const port = call.parts;
   let aborted = false;
   port.onmessage = (event: MessageEvent<AbortMessage | null>) => (aborted ||= event.data?.abort === true);
-  const run: Run = { post: (part) => port.postMessage({ part } satisfies PartMessage), aborted: () => aborted };
+  const run: Run = {
+    post: (part) => port.postMessage({ part } satisfies PartMessage),
+    aborted: () => aborted || flagged(call.abortFlag),
+  };
+  // The grammar's step reads the flag between slices of candidates: an abort stops it midway.
+  loaded().abortRequested = () => (flagged(call.abortFlag) ? 1 : 0);
   try {
     sampler(call.sampler);
     const reused = await prefill(call.prompt, call.cacheScope, run);
@@ -358,13 +391,13 @@ async function generate(call: Extract<WorkerCall, { call: "generate" }>): Promis
     }
     const { reason, produced } = await generateFrom(call.prompt.length, call, run);
     const usage = { promptTokens: call.prompt.length - reused, cachedPromptTokens: reused, completionTokens: produced };
-    run.post({ type: "finish", reason: aborted ? "abort" : reason, usage });
+    run.post({ type: "finish", reason: run.aborted() ? "abort" : reason, usage });
   } catch (error) {
     // A failed step can leave llama.cpp's KV cache unlike our record of it: the next prompt is prefilled whole.
     cached = [];
-    const message = error instanceof Error ? error.message : String(error);
-    port.postMessage({ error: { kind: null, message } } satisfies PartMessage);
+    port.postMessage({ error: toWireError(error) } satisfies PartMessage);
   } finally {
+    delete loaded().abortRequested;
     port.close();
   }
 }

@@ -48,6 +48,13 @@ interface GenerateCall {
   parts: MessagePort;
   /** Whose KV cache this is: a prefix cached for another scope is not reused. */
   cacheScope: string | null;
+  /** The longest one token's grammar step may take; past it the request fails (engine.cpp: `wi_sample`). */
+  tokenBudgetMs: number;
+  /**
+   * Set to 1 by the page to stop the generation, read between steps and inside the grammar's
+   * step: shared memory, where the page is cross-origin isolated; null elsewhere.
+   */
+  abortFlag: Int32Array | null;
 }
 
 export type WorkerCall =
