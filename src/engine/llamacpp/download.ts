@@ -196,14 +196,16 @@ export async function download(url: string, options: DownloadOptions): Promise<B
   const kept = info ? await keptPieces(folder) : [];
   if (info && (info.complete || sizeOf(kept) === info.total)) return finish(folder, info, kept, options);
   // Only whole pieces count: a short last piece is written again.
-  const pieces = kept.filter((piece) => piece.size === pieceBytes);
-  let start = pieces.length * pieceBytes;
+  let firstPiece = kept.filter((piece) => piece.size === pieceBytes).length;
+  let start = firstPiece * pieceBytes;
   let response: Response | null;
   try {
     response = await request(url, start, info, options);
     if (!response) {
+      // Started again: from the first byte, into the first piece.
       await clear(folder);
       info = null;
+      firstPiece = 0;
       start = 0;
       response = await request(url, 0, null, options);
     }
@@ -233,7 +235,7 @@ export async function download(url: string, options: DownloadOptions): Promise<B
   let loaded = start;
   options.onProgress?.({ loaded, total });
   try {
-    await writePieces(folder, response!.body, pieces.length, (bytes) => {
+    await writePieces(folder, response!.body, firstPiece, (bytes) => {
       loaded += bytes;
       options.onProgress?.({ loaded, total });
     });
