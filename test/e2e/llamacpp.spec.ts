@@ -125,7 +125,12 @@ function catalogue() {
 
 async function start(
   page: Page,
-  extra: { webllmInPage?: boolean; isolated?: boolean; llamacppUrl?: string } = {},
+  extra: {
+    webllmInPage?: boolean;
+    isolated?: boolean;
+    llamacppUrl?: string;
+    pageEngine?: { tokenBudgetMs?: number; abortGraceMs?: number };
+  } = {},
 ): Promise<void> {
   page.on("console", (message) => {
     if (message.type() === "error") console.log(`[page] ${message.text()}`);
@@ -133,19 +138,23 @@ async function start(
   await page.goto(`${origin()}/index.html${extra.isolated ? "?isolated" : ""}`);
   await expect(page.locator("#status")).toHaveText("ready");
   await page.evaluate(
-    ({ models, webllmInPage, llamacppUrl }) =>
+    ({ models, webllmInPage, pageEngine }) =>
       window.harness.start(
         {
           engine: "auto",
           models,
           ...(webllmInPage ? { engineHost: "page" as const } : {}),
-          ...(llamacppUrl ? { pageEngine: { llamacppUrl } } : {}),
+          pageEngine,
         },
         {},
         true,
         webllmInPage,
       ),
-    { models: catalogue(), webllmInPage: extra.webllmInPage ?? false, llamacppUrl: extra.llamacppUrl },
+    {
+      models: catalogue(),
+      webllmInPage: extra.webllmInPage ?? false,
+      pageEngine: { ...extra.pageEngine, ...(extra.llamacppUrl ? { llamacppUrl: extra.llamacppUrl } : {}) },
+    },
   );
 }
 
@@ -461,6 +470,20 @@ test("the prompt cache is the account's own: another account's probe of a secret
   expect(cached.owner).toBeGreaterThan(10);
 });
 
+/** Two branches that begin alike, twelve deep: the parses open double with each "[" the grammar forces. */
+function ambiguousSchema() {
+  const level = (depth: number) => ({
+    anyOf: ["b", "c"].map((tail) => ({
+      type: "array",
+      prefixItems: [depth === 1 ? { type: "string" } : { $ref: `#/$defs/d${depth - 1}` }, { const: tail }],
+      items: false,
+      minItems: 2,
+    })),
+  });
+  const $defs = Object.fromEntries(Array.from({ length: 12 }, (_, index) => [`d${index + 1}`, level(index + 1)]));
+  return { type: "object", properties: { v: { $ref: "#/$defs/d12" } }, required: ["v"], $defs };
+}
+
 /** A chat of `body` on the model, by the harness key or `key`, timed from `started`. */
 function timedChat(page: Page, body: Record<string, unknown>, key?: string) {
   return page.evaluate(
@@ -497,17 +520,7 @@ test("the pattern that froze llama.cpp for every account is answered at once, an
 });
 
 test("a schema too ambiguous to follow fails by name at once, and the engine goes on to the next request", async () => {
-  // Two branches that begin alike, twelve deep: the parses open double with each "[" the grammar forces.
-  const level = (depth: number) => ({
-    anyOf: ["b", "c"].map((tail) => ({
-      type: "array",
-      prefixItems: [depth === 1 ? { type: "string" } : { $ref: `#/$defs/d${depth - 1}` }, { const: tail }],
-      items: false,
-      minItems: 2,
-    })),
-  });
-  const $defs = Object.fromEntries(Array.from({ length: 12 }, (_, index) => [`d${index + 1}`, level(index + 1)]));
-  const schema = { type: "object", properties: { v: { $ref: "#/$defs/d12" } }, required: ["v"], $defs };
+  const schema = ambiguousSchema();
   const refused = await timedChat(page, {
     max_tokens: 32,
     response_format: { type: "json_schema", json_schema: { name: "s", schema } },
@@ -953,6 +966,66 @@ test("a GGUF pinned by its SHA-256 loads only when it hashes to the pin; a file 
   const pinned = await chat("pinned-gguf");
   expect(pinned.status, pinned.body).toBe(200);
   expect(await info(page, "pinned-gguf")).toMatchObject({ downloaded: true, loaded: true });
+});
+
+test("an abort not taken within its grace stops the Worker: the model is let go, and the next request is served", async () => {
+  const profile = await launchProfile();
+  try {
+    const other = profile.context.pages()[0] ?? (await profile.context.newPage());
+    // No budget to end a step first, and no grace: the Worker is stopped at the abort, mid-step or not
+    // (this page is not isolated, so no flag reaches a step either).
+    await start(other, { pageEngine: { tokenBudgetMs: 600_000, abortGraceMs: 0 } });
+    const result = await other.evaluate(
+      async ({ id, schema }) => {
+        const controller = new AbortController();
+        const stream = await window.harness.client().chat.completions.create(
+          {
+            model: id,
+            messages: [{ role: "user", content: "Hi" }],
+            max_tokens: 64,
+            stream: true,
+            response_format: { type: "json_schema", json_schema: { name: "s", schema } },
+          },
+          { signal: controller.signal },
+        );
+        // Each token's step is longer than the one before (the grammar's parses double): abort in a long one.
+        let last = performance.now();
+        const gaps: number[] = [];
+        const watch = setInterval(() => {
+          if (performance.now() - last > 100) controller.abort();
+        }, 20);
+        let ended = "";
+        try {
+          for await (const _ of stream) {
+            gaps.push(performance.now() - last);
+            last = performance.now();
+          }
+          // The SDK ends an aborted stream's iteration quietly.
+          ended = controller.signal.aborted ? "aborted" : "finished";
+        } catch (error) {
+          ended = controller.signal.aborted ? "aborted" : String(error);
+        } finally {
+          clearInterval(watch);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const info = await (await window.harness.fetch(`/model/info?model=${encodeURIComponent(id)}`)).json();
+        const started = performance.now();
+        const next = await window.harness.fetch("/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({ model: id, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }),
+        });
+        return { ended, gaps, loaded: info.loaded, next: next.status, nextMs: performance.now() - started };
+      },
+      { id: model, schema: ambiguousSchema() },
+    );
+    expect(result.ended, JSON.stringify(result.gaps)).toBe("aborted");
+    // A Worker that took the abort between steps keeps its model; one stopped mid-step does not.
+    expect(result.loaded).toBe(false);
+    expect(result.next).toBe(200);
+    expect(result.nextMs).toBeLessThan(30_000);
+  } finally {
+    await profile.dispose();
+  }
 });
 
 test("a browser with navigator.gpu but no adapter chats with llama.cpp under auto", async () => {

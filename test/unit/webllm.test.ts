@@ -166,6 +166,37 @@ describe("web-llm is fed our token ids", () => {
     expect(prefilled).toEqual([ids]);
   });
 
+  it("forgets its conversation's KV cache when the next request is another account's, and keeps it for the same one", async () => {
+    const prefilled: number[][] = [];
+    const module = tokenizingWebLlm(prefilled);
+    const resets: number[] = [];
+    const Engine = module.MLCEngine as unknown as { prototype: { resetChat(): Promise<void> } };
+    Engine.prototype.resetChat = async function () {
+      resets.push(prefilled.length);
+    };
+    const engine = new WebLlmEngine({ webllm: module, gpu: gpu as never, memoryBudgetMB: 64_000 });
+    const model = Catalogue.create()
+      .list()
+      .find((entry) => entry.builds.length > 0)!;
+    const ids = (await tokenizers.forFamily("qwen2")).encode("Hi");
+    const request = (cacheScope: string): GenerationRequest => ({
+      model: { ...model, family: "qwen2" },
+      input: {
+        kind: "chat",
+        messages: [],
+        segments: [{ text: "Hi", reply: false, tokens: ids }],
+        tokens: ids,
+        pieces: [],
+      },
+      sampling: { temperature: 0, topP: 1, maxTokens: 4, stop: [], presencePenalty: 0, frequencyPenalty: 0 },
+      cacheScope,
+    });
+    for (const scope of ["acct_a", "acct_a", "acct_b", "acct_b", "acct_a"])
+      for await (const _ of engine.generate(request(scope), new AbortController().signal));
+    // Reset before the first request (no scope yet), and before each request of another account.
+    expect(resets).toEqual([0, 2, 4]);
+  });
+
   it("a control-token string in a message reaches the model as text, through web-llm's own tokenizer", async () => {
     const prefilled: number[][] = [];
     const engine = new WebLlmEngine({ webllm: tokenizingWebLlm(prefilled), gpu: gpu as never, memoryBudgetMB: 64_000 });
