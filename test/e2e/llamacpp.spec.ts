@@ -994,7 +994,7 @@ test("an abort not taken within its grace stops the Worker: the model is let go,
         const watch = setInterval(() => {
           if (performance.now() - last > 100) controller.abort();
         }, 20);
-        let ended = "";
+        let ended: string;
         try {
           for await (const _ of stream) {
             gaps.push(performance.now() - last);
