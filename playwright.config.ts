@@ -3,6 +3,13 @@ import { defineConfig } from "@playwright/test";
 // @ts-expect-error: a plain JavaScript module, shared with the benchmark
 import { chromiumArgs, chromiumPath } from "./scripts/chromium.mjs";
 
+/**
+ * The specs of the full run (`npm run test:full`): web-llm on SwiftShader, where a forward pass
+ * takes about a minute, the benchmark's quick mode, and fresh Vite apps built from the packed
+ * package. Every other spec is the gate (`npm test`): the deterministic engine and llama.cpp.
+ */
+const fullRun = /(real-engine|demo-real|bench|fresh-app)\.spec\.ts$/;
+
 export default defineConfig({
   testDir: "test/e2e",
   testMatch: /.*\.spec\.ts$/,
@@ -11,12 +18,14 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   reporter: [["list"], ["json", { outputFile: ".cache/reports/e2e.json" }]],
-  // Each test within a minute unless it says otherwise (the real engines, near their measured
-  // need), and the whole suite within 70 minutes, under CI's 90 with its install and unit tests
-  // (a clean run on the slowest machine yet took 54.8 minutes for its 98 tests, the real-engine
-  // tier's tool call 24.5 of them): a hang fails by name.
+  // Each test within a minute unless it says otherwise (the real engines, near their need), and a
+  // run within 60 minutes (the full run's specs take most of it): a hang fails by name.
   timeout: 60_000,
-  globalTimeout: 70 * 60_000,
+  globalTimeout: 60 * 60_000,
+  projects: [
+    { name: "gate", testIgnore: fullRun },
+    { name: "full", testMatch: fullRun },
+  ],
   outputDir: "test-results",
   use: {
     headless: true,

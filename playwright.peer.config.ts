@@ -9,6 +9,7 @@ import base from "./playwright.config.js";
 export default defineConfig({
   ...base,
   testDir: "test/peer",
+  projects: [{ name: "peer" }],
   // Each test within a minute, as the browser tests; the set-up may build the server.
   globalTimeout: 30 * 60_000,
   reporter: [["list"]],

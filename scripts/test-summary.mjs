@@ -1,12 +1,19 @@
 #!/usr/bin/env node
-/** Prints one closing line for the whole suite, from the unit and browser reports: "N passed, N failed, N skipped". */
+/**
+ * Prints one closing line for a run, from the unit and browser reports (the browser report alone
+ * with `--browser`): "N passed, N failed, N skipped".
+ */
 import { existsSync, readFileSync } from "node:fs";
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const missing = [];
 
+// `--browser`: the full run, which runs browser specs alone.
+const browserOnly = process.argv.includes("--browser");
 const unit = ".cache/reports/unit.json";
-if (existsSync(unit)) {
+if (browserOnly) {
+  // No unit report to read.
+} else if (existsSync(unit)) {
   const report = JSON.parse(readFileSync(unit, "utf8"));
   totals.passed += report.numPassedTests;
   totals.failed += report.numFailedTests;
