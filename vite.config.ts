@@ -43,7 +43,7 @@ export default defineConfig(({ mode }): UserConfig => {
           minify: false,
           target: "es2022",
           lib: {
-            entry: resolve(root, "src/engine/llamacpp/llama-worker.ts"),
+            entry: resolve(root, "src/engines/llamacpp/llama-worker.ts"),
             formats: ["iife"],
             name: "llamaCppWorker",
             fileName: () => "llamacpp-worker.js",
@@ -110,7 +110,7 @@ export default defineConfig(({ mode }): UserConfig => {
           minify: false,
           target: "node20",
           rolldownOptions: {
-            input: { vite: resolve(root, "src/node/vite-plugin.ts"), cli: resolve(root, "src/node/cli.ts") },
+            input: { vite: resolve(root, "src/runtime/node/vite-plugin.ts"), cli: resolve(root, "src/runtime/node/cli.ts") },
             output: { format: "es", entryFileNames: "[name].js", chunkFileNames: "node-[hash].js" },
             external: [/^node:/, "vite"],
           },

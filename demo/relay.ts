@@ -6,7 +6,7 @@
  * Only on a loopback host, where `npm start` serves the demo: a deployed demo has no relay and
  * never tries. A server that is not there is tried once; one that goes away is tried again.
  */
-import { isLoopbackHost } from "../src/model/secure-url.js";
+import { isLoopbackHost } from "../src/core/secure-url.js";
 
 // The same path and header as scripts/relay.mjs (the server, plain JavaScript for Node).
 const relayPath = "/__relay";

@@ -22,10 +22,10 @@ import {
   verbatimMessages,
   type WebLlmEngineInstance,
   type WebLlmModule,
-} from "../../src/engine/webllm.js";
+} from "../../src/engines/webllm/engine.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { renderChatSegments } from "../../src/prompt/templates.js";
-import { openPolicyStore, type LedgerEntry } from "../../src/policy/store.js";
+import { openPolicyStore, type LedgerEntry } from "../../src/accounts/database.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { consumeDirectly, createZeroPath, type ZeroPath } from "./zero.js";
 

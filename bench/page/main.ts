@@ -3,13 +3,13 @@
  * it: web-llm's own API over a MessagePort to the worker, against fetch() through our /v1.
  * `bench/run.mjs` drives it through `window.bench`.
  */
-import { readSse } from "../../src/serve/upstream/read-sse.js";
+import { readSse } from "../../src/pipeline/upstream/read-sse.js";
 import { startInference, type InferenceHandle, type StartInferenceOptions } from "../../src/index.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
-import { hostEngine } from "../../src/bridge/hosted-engine.js";
-import type { GenerationRequest } from "../../src/engine/contract.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
+import { hostEngine } from "../../src/engines/page-hosted.js";
+import type { GenerationRequest } from "../../src/engines/contract.js";
 import { renderChat } from "../../src/prompt/templates.js";
 
 /** One generation as the page saw it. Times are ms from the request's start. */

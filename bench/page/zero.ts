@@ -4,17 +4,18 @@
  * it is read. The same engine is also consumed directly in the worker, for the engine's own floor;
  * what the page sees above that floor is ours.
  */
-import { Catalogue } from "../../src/model/catalogue.js";
-import { type ModelEntry } from "../../src/model/entry.js";
-import { Scheduler } from "../../src/serve/scheduler.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import { storedData } from "../../src/serve/stored-data.js";
-import { InferenceApp } from "../../src/http/app.js";
-import { randomId } from "../../src/serve/dependencies.js";
-import { Admin } from "../../src/policy/admin.js";
-import { Policy } from "../../src/policy/policy.js";
-import { openPolicyStore } from "../../src/policy/store.js";
-import { fetchTokenizerSource, Tokenizers } from "../../src/model/tokenizer.js";
+import { inferenceApp } from "../../src/endpoints/routes.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { type ModelEntry } from "../../src/catalogue/entry.js";
+import { Scheduler } from "../../src/pipeline/scheduler.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engines/contract.js";
+import { storedData } from "../../src/accounts/stored/stored-data.js";
+import type { InferenceApp } from "../../src/http/app.js";
+import { randomId } from "../../src/pipeline/services.js";
+import { Admin } from "../../src/accounts/admin.js";
+import { Policy } from "../../src/accounts/accounts.js";
+import { openPolicyStore } from "../../src/accounts/database.js";
+import { fetchTokenizerSource, Tokenizers } from "../../src/prompt/tokenizer.js";
 
 /** The seed model whose tokenizer is the smallest to fetch; the replay engine ignores it. */
 const zeroModel = "gamma-7b-instruct-v0.3";
@@ -59,7 +60,7 @@ export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
   const catalogue = Catalogue.create();
   const engine = new ReplayEngine();
   const policy = new Policy({ database, clock: Date.now, holder: randomId("bench_") });
-  const app = new InferenceApp(baseUrl, {
+  const app = inferenceApp(baseUrl, {
     catalogue,
     engine,
     scheduler: new Scheduler({ maxQueued: 16 }),

@@ -4,63 +4,29 @@
  * (src/http/headers.ts). It takes `Request`s and returns `Response`s, so it runs the same in a
  * service worker and in a unit test.
  */
-import { NotFoundError, toApiError } from "../errors/api.js";
-import type { KeyRecord } from "../policy/store.js";
-import { chatPath, chatRoute } from "./chat.js";
-import { completionsPath, completionsRoute } from "./completions.js";
-import { conversationPaths, conversationRoutes } from "./conversations.js";
-import type { HttpDependencies } from "./dependencies.js";
-import { outcomeHeaders } from "./headers.js";
-import { modelPaths, modelRoutes } from "./models.js";
-import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses-api.js";
-import { compactPath, compactRoute } from "./responses-compact.js";
-import { storedCompletionPaths, storedCompletionRoutes } from "./stored-completions.js";
+import { NotFoundError, toApiError } from "../core/errors/api.js";
+import type { KeyRecord } from "../accounts/database.js";
+import type { Services } from "../pipeline/services.js";
+import { outcomeHeaders, type ResetForm } from "./headers.js";
 import type { Outcome } from "./outcome.js";
 import { errorResponse } from "./json-response.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
-import { endsInRoute, Router } from "./router.js";
+import { Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
-/** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
-const endpointPaths = [
-  chatPath,
-  completionsPath,
-  ...Object.values(responsesPaths),
-  compactPath,
-  ...Object.values(storedCompletionPaths),
-  ...Object.values(conversationPaths),
-  ...Object.values(modelPaths),
-];
-
-function routesOf(dependencies: HttpDependencies): InferenceRoute[] {
-  return [
-    chatRoute(dependencies),
-    completionsRoute(dependencies),
-    responsesRoute(dependencies),
-    compactRoute(dependencies),
-    ...modelRoutes(dependencies),
-    ...storedResponseRoutes(dependencies),
-    inputTokensRoute(dependencies),
-    ...storedCompletionRoutes(dependencies),
-    ...conversationRoutes(dependencies),
-  ];
-}
+/** What the app itself uses; its routes are given (src/endpoints/routes.ts). */
+export type AppDependencies = Pick<Services, "policy" | "ready" | "clock" | "newId"> & {
+  /** How the `X-RateLimit-Reset-*` headers are written; an ISO 8601 timestamp by default. */
+  rateLimitResets?: ResetForm;
+};
 
 export class InferenceApp {
   readonly #router: Router<RequestContext, Outcome>;
-  readonly #dependencies: HttpDependencies;
+  readonly #dependencies: AppDependencies;
 
-  constructor(baseUrl: string, dependencies: HttpDependencies) {
+  constructor(baseUrl: string, dependencies: AppDependencies, routes: readonly InferenceRoute[]) {
     this.#dependencies = dependencies;
-    this.#router = new Router(baseUrl, routesOf(dependencies));
-  }
-
-  /**
-   * Whether `pathname` ends like one of the endpoints, whatever the base URL: a restarted worker
-   * must decide at once whether to answer a fetch, before it has read its configuration.
-   */
-  static endsLikeEndpoint(pathname: string): boolean {
-    return endsInRoute(pathname, endpointPaths);
+    this.#router = new Router(baseUrl, routes);
   }
 
   /** Whether `url` is under the base URL, and so ours to answer (with an error if no route fits). */

@@ -1,4 +1,4 @@
-import type { KeyRecord } from "../policy/store.js";
+import type { KeyRecord } from "../accounts/database.js";
 import type { Outcome } from "./outcome.js";
 import type { Route } from "./router.js";
 

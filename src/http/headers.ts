@@ -2,11 +2,11 @@
  * Every header a response carries beyond its body's own, assembled in one place: where the
  * request was routed and which engine ran it, the key's `X-RateLimit-*` window, and the request id.
  */
-import type { RateLimitState } from "../policy/policy.js";
-import type { Upstream } from "../model/entry.js";
+import type { RateLimitState } from "../accounts/accounts.js";
+import type { Upstream } from "../catalogue/entry.js";
 import type { Outcome } from "./outcome.js";
-import type { RouteDecision } from "../serve/route-decision.js";
-import { durationText } from "../wire/duration.js";
+import type { RouteDecision } from "../pipeline/placement.js";
+import { durationText } from "../core/wire/duration.js";
 
 /** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
 function headerValue(text: string): string {

@@ -1,5 +1,5 @@
 /** The two kinds of whole response: JSON, and OpenAI's error object (the only place an ApiError becomes bytes). */
-import type { ApiError } from "../errors/api.js";
+import type { ApiError } from "../core/errors/api.js";
 
 export function jsonResponse(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });

@@ -3,17 +3,17 @@
  * produced on the way: where the request was routed (and by which upstream), and the key's
  * rate-limit window once the request was counted. The app turns it into headers in one place.
  */
-import type { Upstream } from "../model/entry.js";
-import type { RateLimitState } from "../policy/policy.js";
-import { nothingUsed, type Meter } from "../serve/metering.js";
-import type { Route } from "../serve/route-decision.js";
+import type { Upstream } from "../catalogue/entry.js";
+import type { RateLimitState } from "../accounts/accounts.js";
+import { nothingUsed, type Meter } from "../pipeline/metering.js";
+import type { Route } from "../pipeline/placement.js";
 
 export type Outcome = ({ response: Response } | { error: unknown }) & {
   /** The key's window after this request was counted; absent when it was not (yet) counted. */
   rate?: RateLimitState;
   route?: Route;
   upstream?: Upstream;
-  /** Where the request's strict schemas held a map, beyond OpenAI's strict mode (http/strict-schemas.ts). */
+  /** Where the request's strict schemas held a map, beyond OpenAI's strict mode (structured/strict-refusals.ts). */
   strictMaps?: string[];
 };
 

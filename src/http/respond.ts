@@ -9,9 +9,9 @@
  * and kept alive until it does: SSE with comment lines, JSON with leading whitespace (valid JSON).
  * A failure after that can only be reported in the body, as OpenAI's error object.
  */
-import { toApiError } from "../errors/api.js";
-import type { ChoicePart, Generation } from "../serve/generation.js";
-import type { Forwarded } from "../serve/upstream/forward.js";
+import { toApiError } from "../core/errors/api.js";
+import type { ChoicePart, Generation } from "../pipeline/generation.js";
+import type { Forwarded } from "../pipeline/upstream/forward.js";
 import { jsonResponse } from "./json-response.js";
 import { sseHeaders, sseStream } from "./sse.js";
 

@@ -3,7 +3,7 @@
  * the base URL's path and an optional `/v1`, so `/v1/models` and `/models` are one route. The
  * router knows nothing of what a handler needs or returns.
  */
-import { BadRequestError } from "../errors/api.js";
+import { BadRequestError } from "../core/errors/api.js";
 
 export interface Route<Context, Result> {
   method: "GET" | "POST" | "DELETE";

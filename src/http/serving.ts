@@ -1,19 +1,22 @@
 /**
  * The two ways a generation endpoint is served once its request is parsed and planned: on this
- * device, or by the model's upstreams. Both admit through the one meter (src/serve/metering.ts),
+ * device, or by the model's upstreams. Both admit through the one meter (src/pipeline/metering.ts),
  * follow the client's abort, and return the outcome with the admission's window.
  */
-import { BadRequestError } from "../errors/api.js";
-import { admit } from "../serve/metering.js";
-import { admittedTokens, startGeneration, type Generation, type GenerationPlan } from "../serve/generation.js";
-import type { ServeRequest } from "../serve/request.js";
-import { chosenEngine, type Route } from "../serve/route-decision.js";
-import { forward, type Forwarded } from "../serve/upstream/forward.js";
-import type { ForwardPlan } from "../serve/upstream/plan.js";
+import { BadRequestError } from "../core/errors/api.js";
+import { admit } from "../pipeline/metering.js";
+import { admittedTokens, startGeneration, type Generation, type GenerationPlan } from "../pipeline/generation.js";
+import type { ServeRequest } from "../pipeline/request.js";
+import { chosenEngine, type Route } from "../pipeline/placement.js";
+import { forward, type Forwarded } from "../pipeline/upstream/forward.js";
+import type { ForwardPlan } from "../pipeline/upstream/plan.js";
 import type { RequestContext } from "./context.js";
-import type { HttpDependencies } from "./dependencies.js";
+import type { Services } from "../pipeline/services.js";
 import { admitted, type Outcome } from "./outcome.js";
-import { abortWith, respond, respondForwarded } from "./respond.js";
+import { abortWith, respond, respondForwarded, type RespondOptions } from "./respond.js";
+
+/** What serving a generation uses: the services, and how a response waits for a slow first token. */
+export type ServingDependencies = Services & { respond?: RespondOptions };
 
 /** OpenAI's refusal of `stream_options` without `stream`, which both generation endpoints make. */
 export function checkStreamOptions(request: { stream?: boolean | null | undefined; stream_options?: unknown }): void {
@@ -45,7 +48,7 @@ export interface Reply<Event> {
 
 /** Generates on this device with the engine the route chose. */
 export async function generateLocally<Event>(
-  dependencies: HttpDependencies,
+  dependencies: ServingDependencies,
   context: RequestContext,
   route: Route,
   plan: GenerationPlan,
@@ -85,7 +88,7 @@ export interface Reshape {
 
 /** Forwards to the model's upstreams, which generate; the answer is re-framed and billed here. */
 export async function forwardRemotely(
-  dependencies: HttpDependencies,
+  dependencies: ServingDependencies,
   context: RequestContext,
   route: Route,
   plan: Omit<ForwardPlan, "decision">,

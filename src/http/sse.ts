@@ -7,7 +7,7 @@
  * The Responses API frames its events otherwise (`named`): each under `event: <its type>`, an
  * error as its `error` event, and no `[DONE]`.
  */
-import type { ErrorBody } from "../errors/api.js";
+import type { ErrorBody } from "../core/errors/api.js";
 
 const encoder = new TextEncoder();
 

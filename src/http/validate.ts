@@ -1,8 +1,8 @@
 import type { z } from "zod";
-import { ApiError, BadRequestError } from "../errors/api.js";
-import { readBounded } from "../serve/read-bounded.js";
-import { characters } from "../wire/collections.js";
-import { maxNesting, nestsTooDeep } from "../wire/nesting.js";
+import { ApiError, BadRequestError } from "../core/errors/api.js";
+import { readBounded } from "../pipeline/read-bounded.js";
+import { characters } from "../core/wire/collections.js";
+import { maxNesting, nestsTooDeep } from "../core/wire/nesting.js";
 
 /** `messages[0].content`: the way OpenAI names a nested parameter. */
 export function formatParam(path: readonly PropertyKey[]): string {

@@ -1,5 +1,5 @@
 /**
- * A conversation's turns as templates render them: the wire's messages (src/wire) converted at
+ * A conversation's turns as templates render them: the wire's messages (src/core/wire) converted at
  * the HTTP boundary, with tool calls and their results. Engines take them in this form too.
  */
 export interface EngineMessage {

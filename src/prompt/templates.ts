@@ -8,7 +8,7 @@
  *
  * A template writes its control tokens (`<|eot_id|>`, `[INST]`, …) as `Control` parts and
  * everything else, the client's text included, as strings: the rendering is a list of pieces that
- * says which is which, so a control-token string in a message stays text (`encodePrompt` in src/model/tokenizer.ts
+ * says which is which, so a control-token string in a message stays text (`encodePrompt` in src/prompt/tokenizer.ts
  * encodes it so), as OpenAI treats it, and can never open or close a turn.
  *
  * Sources:
@@ -27,12 +27,12 @@
  *   Qwen2.5's template: `<tools>` in the system turn, calls as `<tool_call>{…}</tool_call>`,
  *   results as `<tool_response>` blocks in one user turn.
  */
-import type { ModelFamily } from "../model/families.js";
+import type { ModelFamily } from "../catalogue/families.js";
 import type { EngineMessage } from "./messages.js";
-import type { PromptPiece } from "../model/tokenizer.js";
-import { literal } from "../grammar/ebnf.js";
+import type { PromptPiece } from "./tokenizer.js";
+import { literal } from "../structured/ebnf.js";
 import { pythonJson } from "./python-json.js";
-import { nestsTooDeep } from "../wire/nesting.js";
+import { nestsTooDeep } from "../core/wire/nesting.js";
 
 export interface ToolSpec {
   name: string;

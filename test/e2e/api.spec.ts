@@ -2,11 +2,11 @@
  * The /v1 API through the ready-made service worker, driven by the official openai SDK bundled
  * into a page, on the deterministic engine.
  */
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { errorBodySchema } from "../../src/wire/error.js";
-import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/wire/models.js";
-import { responseSchema } from "../../src/wire/response.js";
-import { textCompletionSchema } from "../../src/wire/text-completion.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
+import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/core/wire/models.js";
+import { responseSchema } from "../../src/core/wire/response.js";
+import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
 import { expect, openHarness, test } from "./harness.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -19,7 +19,7 @@ test("the page entry, bundled and minified with its dependencies, is at most 30 
     `page entry: ${eager.gzipBytes} bytes gzipped (${eager.chunks.join(", ")}); on demand: ${lazy.gzipBytes} bytes (${lazy.chunks.join(", ")})`,
   );
   expect(eager.gzipBytes).toBeLessThanOrEqual(30_000);
-  // The engine a page may host (src/page/host-engines.ts) is loaded only on demand, never with the entry.
+  // The engine a page may host (src/runtime/page/host-engines.ts) is loaded only on demand, never with the entry.
   expect(lazy.chunks.some((chunk) => chunk.startsWith("host-engines"))).toBe(true);
   expect(eager.chunks.some((chunk) => chunk.startsWith("host-engines"))).toBe(false);
 });

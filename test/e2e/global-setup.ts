@@ -12,7 +12,7 @@ import { buildTestGguf } from "../../scripts/test-gguf.mjs";
 import { startStaticServer } from "../../scripts/static-server.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { demoHeaders } from "../../scripts/demo-headers.mjs";
-import { seedCatalogue } from "../../src/model/seed.js";
+import { seedCatalogue } from "../../src/catalogue/seed.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 
 const root = resolve(import.meta.dirname, "../..");

@@ -13,12 +13,12 @@ import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import llama3Reference from "llama3-tokenizer-js";
 import { renderChat, renderChatPieces } from "../../src/prompt/templates.js";
-import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
+import { tokenizerFromFiles } from "../../src/prompt/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { modelInfoSchema } from "../../src/wire/models.js";
-import { textCompletionSchema } from "../../src/wire/text-completion.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { modelInfoSchema } from "../../src/core/wire/models.js";
+import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
 import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
 import { testGgufEntry, testModelEntry } from "./test-model.js";
 

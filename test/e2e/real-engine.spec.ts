@@ -8,12 +8,12 @@
  */
 import type { Page } from "@playwright/test";
 import { piecesText, renderChat, renderChatPieces } from "../../src/prompt/templates.js";
-import { encodePrompt, tokenizerFromFiles, type PromptPiece } from "../../src/model/tokenizer.js";
+import { encodePrompt, tokenizerFromFiles, type PromptPiece } from "../../src/prompt/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { modelInfoSchema } from "../../src/wire/models.js";
-import { textCompletionSchema } from "../../src/wire/text-completion.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { modelInfoSchema } from "../../src/core/wire/models.js";
+import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
 import { expect, launchProfile, origin, test } from "./harness.js";
 import { testModelEntry, testModelId } from "./test-model.js";
 

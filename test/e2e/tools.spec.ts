@@ -5,13 +5,13 @@
  */
 import { readFileSync } from "node:fs";
 import Ajv from "ajv";
-import { modelFamilies } from "../../src/model/families.js";
-import { toolGrammar } from "../../src/http/structured.js";
-import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
-import type { JsonSchema } from "../../src/grammar/schema.js";
+import { modelFamilies } from "../../src/catalogue/families.js";
+import { toolGrammar } from "../../src/endpoints/chat/structured.js";
+import { schemaToGrammar } from "../../src/structured/schema-grammar.js";
+import type { JsonSchema } from "../../src/structured/schema.js";
 import { toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
 import { ToolCallParser } from "../../src/prompt/tool-calls.js";
-import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
+import { tokenizerFromFiles } from "../../src/prompt/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { expect, openHarness, test } from "./harness.js";

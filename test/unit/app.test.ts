@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { EngineError } from "../../src/errors/engine.js";
-import type { GenerationPart, GenerationRequest } from "../../src/engine/contract.js";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { errorBodySchema } from "../../src/wire/error.js";
-import { textCompletionSchema } from "../../src/wire/text-completion.js";
-import { ChoosingEngine } from "../../src/engine/choice.js";
-import { DeterministicEngine } from "../../src/engine/deterministic.js";
+import { EngineError } from "../../src/core/errors/engine.js";
+import type { GenerationPart, GenerationRequest } from "../../src/engines/contract.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
+import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
+import { ChoosingEngine } from "../../src/engines/choice.js";
+import { DeterministicEngine } from "../../src/engines/deterministic/engine.js";
 import { chatUsage, checkLedgerInvariant, makeApp, ScriptedEngine, sseEvents, tokenizers } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EngineError } from "../../src/errors/engine.js";
+import { EngineError } from "../../src/core/errors/engine.js";
 import { errorResponse } from "../../src/http/json-response.js";
-import { engineErrorToApi, toApiError } from "../../src/errors/api.js";
-import { fetchTokenizerSource, Tokenizers, tokenizerFromFiles } from "../../src/model/tokenizer.js";
+import { engineErrorToApi, toApiError } from "../../src/core/errors/api.js";
+import { fetchTokenizerSource, Tokenizers, tokenizerFromFiles } from "../../src/prompt/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources, writeCompactTokenizer } from "../../scripts/tokenizers.mjs";
 

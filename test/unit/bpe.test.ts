@@ -7,8 +7,8 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { seededRandom } from "../../src/engine/deterministic.js";
-import { tokenizerFromFiles } from "../../src/model/tokenizer.js";
+import { seededRandom } from "../../src/engines/deterministic/engine.js";
+import { tokenizerFromFiles } from "../../src/prompt/tokenizer.js";
 import { fileTokenizerSource } from "./support.js";
 
 const families = ["llama3", "qwen2", "mistral", "gemma"] as const;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { chooseBuild, memoryEstimateMB } from "../../src/model/builds.js";
-import { usdPerMillion } from "../../src/model/entry.js";
-import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/config/config.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { chooseBuild, memoryEstimateMB } from "../../src/catalogue/builds.js";
+import { usdPerMillion } from "../../src/catalogue/entry.js";
+import { assertSecureUrl, differingOptions, resolveConfig } from "../../src/runtime/config/config.js";
 
 describe("catalogue", () => {
   const catalogue = Catalogue.create();

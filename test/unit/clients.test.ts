@@ -8,7 +8,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { generateObject, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
 import { makeApp, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

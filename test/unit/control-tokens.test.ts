@@ -7,10 +7,10 @@
 import llama3Reference from "llama3-tokenizer-js";
 import { describe, expect, it } from "vitest";
 import type { EngineMessage } from "../../src/prompt/messages.js";
-import { modelFamilies } from "../../src/model/families.js";
+import { modelFamilies } from "../../src/catalogue/families.js";
 import { piecesText, renderChat, renderChatPieces, type ToolSpec } from "../../src/prompt/templates.js";
-import { encodePrompt } from "../../src/model/tokenizer.js";
-import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { encodePrompt } from "../../src/prompt/tokenizer.js";
+import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
 import { makeApp, tokenizers } from "./support.js";
 
 /** Every family's control tokens, as a hostile message would hold them. */

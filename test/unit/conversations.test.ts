@@ -3,8 +3,8 @@
  * request with `conversation` answers over them and adds its input and output when it finishes.
  */
 import { describe, expect, it } from "vitest";
-import { conversationDeletedSchema, conversationSchema } from "../../src/wire/conversations.js";
-import { inputItemListSchema, responseSchema } from "../../src/wire/response.js";
+import { conversationDeletedSchema, conversationSchema } from "../../src/core/wire/conversations.js";
+import { inputItemListSchema, responseSchema } from "../../src/core/wire/response.js";
 import { checkLedgerInvariant, makeApp, readJsonAt, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import { SampleBudget } from "../../src/grammar/sample.js";
-import type { GenerationPart, GenerationRequest } from "../../src/engine/contract.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { DeterministicEngine } from "../../src/engines/deterministic/engine.js";
+import { SampleBudget } from "../../src/structured/sample.js";
+import type { GenerationPart, GenerationRequest } from "../../src/engines/contract.js";
 import { renderChat, renderChatPieces, renderChatSegments } from "../../src/prompt/templates.js";
-import { encodePrompt } from "../../src/model/tokenizer.js";
+import { encodePrompt } from "../../src/prompt/tokenizer.js";
 import { tokenizers } from "./support.js";
 
 const model = Catalogue.create().get("alpha3:8b-instruct-q8_0")!;

@@ -9,10 +9,10 @@ import {
   RateLimitError,
   ServiceUnavailableError,
   toApiError,
-} from "../../src/errors/api.js";
-import { SetupError } from "../../src/errors/setup.js";
+} from "../../src/core/errors/api.js";
+import { SetupError } from "../../src/core/errors/setup.js";
 import { errorResponse } from "../../src/http/json-response.js";
-import { errorBodySchema } from "../../src/wire/error.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
 
 describe("errors", () => {
   it("one class per status, each with OpenAI's type and code", () => {
@@ -70,9 +70,9 @@ describe("errors", () => {
 
 describe("setup errors", () => {
   it("are one type, with a code and the library's name, wherever setup fails", async () => {
-    const { resolveConfig } = await import("../../src/config/config.js");
-    const { assertSecureUrl } = await import("../../src/model/secure-url.js");
-    const { assets } = await import("../../src/node/assets.js");
+    const { resolveConfig } = await import("../../src/runtime/config/config.js");
+    const { assertSecureUrl } = await import("../../src/core/secure-url.js");
+    const { assets } = await import("../../src/runtime/node/assets.js");
     const { makePolicy } = await import("./support.js");
     const { admin } = await makePolicy();
     const failures: [unknown, string][] = [

@@ -5,10 +5,10 @@
  * the app still serves, and nothing refused was charged.
  */
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { seededRandom } from "../../src/engine/deterministic.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { seededRandom } from "../../src/engines/deterministic/engine.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
-import { errorBodySchema } from "../../src/wire/error.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
 import { checkLedgerInvariant, makeApp, ScriptedEngine, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -4,18 +4,18 @@
  * and in the browser tier (test/e2e/llamacpp.spec.ts).
  */
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../src/model/builds.js";
-import { ggufFiles, type ModelEntry } from "../../src/model/entry.js";
-import { ChoosingEngine, type HostedEngine } from "../../src/engine/choice.js";
-import { toGbnf } from "../../src/grammar/gbnf.js";
-import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
-import { prefillBatches } from "../../src/engine/llamacpp/prefill.js";
-import { hasRelaxedDot } from "../../src/engine/llamacpp/runtime.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../src/catalogue/builds.js";
+import { ggufFiles, type ModelEntry } from "../../src/catalogue/entry.js";
+import { ChoosingEngine, type HostedEngine } from "../../src/engines/choice.js";
+import { toGbnf } from "../../src/structured/gbnf.js";
+import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
+import { prefillBatches } from "../../src/engines/llamacpp/prefill.js";
+import { hasRelaxedDot } from "../../src/engines/llamacpp/runtime.js";
 import { setFlagsFromString } from "node:v8";
-import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
-import { toolGrammar } from "../../src/http/structured.js";
+import type { GenerationPart, GenerationRequest, ModelStatus } from "../../src/engines/contract.js";
+import { schemaToGrammar } from "../../src/structured/schema-grammar.js";
+import { toolGrammar } from "../../src/endpoints/chat/structured.js";
 
 const kvCache = { layers: 4, kvHeads: 2, headDim: 64 };
 const ggufModel = (extra: Partial<ModelEntry> = {}): ModelEntry =>

@@ -3,11 +3,11 @@
  * refused in OpenAI's words; one case per row of the README's parameter table that this checks.
  */
 import { describe, expect, it } from "vitest";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { errorBodySchema } from "../../src/wire/error.js";
-import { textCompletionSchema } from "../../src/wire/text-completion.js";
-import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import type { GenerationRequest } from "../../src/engine/contract.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
+import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
+import { DeterministicEngine } from "../../src/engines/deterministic/engine.js";
+import type { GenerationRequest } from "../../src/engines/contract.js";
 import { makeApp, sseEvents, tokenizers, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

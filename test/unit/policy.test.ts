@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { hashKey } from "../../src/policy/keys.js";
-import { costNano } from "../../src/policy/money.js";
-import { broadcastKeyChange, listenForKeyChanges } from "../../src/bridge/key-changes.js";
-import { durationText } from "../../src/wire/duration.js";
-import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/policy/policy.js";
-import { webLocksLiveness } from "../../src/policy/liveness.js";
-import { openPolicyStore } from "../../src/policy/store.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { hashKey } from "../../src/accounts/keys.js";
+import { costNano } from "../../src/accounts/money.js";
+import { broadcastKeyChange, listenForKeyChanges } from "../../src/runtime/bridge/key-changes.js";
+import { durationText } from "../../src/core/wire/duration.js";
+import { keyMemoryMs, lastUseIntervalMs, orphanSweepMs, Policy } from "../../src/accounts/accounts.js";
+import { webLocksLiveness } from "../../src/accounts/liveness.js";
+import { openPolicyStore } from "../../src/accounts/database.js";
 import { checkLedgerInvariant, makeApp, makePolicy, sseEvents } from "./support.js";
 
 const catalogue = Catalogue.create();

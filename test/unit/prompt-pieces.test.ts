@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
-import { type DeviceFeatures } from "../../src/model/builds.js";
-import { type ModelEntry } from "../../src/model/entry.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
+import { modelFamilies, type ModelFamily } from "../../src/catalogue/families.js";
+import { type DeviceFeatures } from "../../src/catalogue/builds.js";
+import { type ModelEntry } from "../../src/catalogue/entry.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engines/contract.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
-import { verbatimConversation, verbatimMessages } from "../../src/engine/webllm.js";
-import { seededRandom } from "../../src/engine/deterministic.js";
+import { verbatimConversation, verbatimMessages } from "../../src/engines/webllm/engine.js";
+import { seededRandom } from "../../src/engines/deterministic/engine.js";
 import {
   joinedPieces,
   piecesText,
@@ -15,7 +15,7 @@ import {
   type ChatSegment,
   type ToolSpec,
 } from "../../src/prompt/templates.js";
-import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
 import { chatUsage, makeApp, tokenizers } from "./support.js";
 
 const conversation: EngineMessage[] = [

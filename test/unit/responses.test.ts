@@ -6,15 +6,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { Ajv } from "ajv";
-import { chatCompletionSchema } from "../../src/wire/chat-completion.js";
-import { errorBodySchema } from "../../src/wire/error.js";
+import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
 import {
   compactedResponseSchema,
   inputItemListSchema,
   responseEventSchema,
   responseSchema,
   type ResponseEvent,
-} from "../../src/wire/response.js";
+} from "../../src/core/wire/response.js";
 import { checkLedgerInvariant, makeApp, ScriptedEngine, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InferenceApp } from "../../src/http/app.js";
+import { endsLikeEndpoint } from "../../src/endpoints/routes.js";
 import { endsInRoute, Router, type Route } from "../../src/http/router.js";
 
 const handler = async () => new Response("ok");
@@ -37,16 +37,16 @@ describe("router", () => {
       "/openai/v1/model/info",
       "/models/",
     ]) {
-      expect(InferenceApp.endsLikeEndpoint(path), path).toBe(true);
+      expect(endsLikeEndpoint(path), path).toBe(true);
     }
     for (const path of ["/", "/index.html", "/assets/app.js", "/v1", "/openai/v1/", "/chat", "/modelsx"])
-      expect(InferenceApp.endsLikeEndpoint(path), path).toBe(false);
+      expect(endsLikeEndpoint(path), path).toBe(false);
     expect(endsInRoute("/a/b", [/^\/b$/])).toBe(true);
     expect(endsInRoute("/a/b", [/^\/a$/])).toBe(false);
   });
   it("looks at the last segments only: a path of a million slashes is answered at once", () => {
     const started = performance.now();
-    expect(InferenceApp.endsLikeEndpoint("/".repeat(1_000_000) + "index.html")).toBe(false);
+    expect(endsLikeEndpoint("/".repeat(1_000_000) + "index.html")).toBe(false);
     expect(performance.now() - started).toBeLessThan(200);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EngineError } from "../../src/errors/engine.js";
-import { Scheduler } from "../../src/serve/scheduler.js";
+import { EngineError } from "../../src/core/errors/engine.js";
+import { Scheduler } from "../../src/pipeline/scheduler.js";
 
 describe("scheduler", () => {
   it("runs one at a time, first come first served", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { frame, mergeTextChunks, sseStream } from "../../src/http/sse.js";
-import { readSse } from "../../src/serve/upstream/read-sse.js";
+import { readSse } from "../../src/pipeline/upstream/read-sse.js";
 
 async function* from(values: unknown[], failAfter?: number) {
   let index = 0;

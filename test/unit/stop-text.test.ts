@@ -1,6 +1,6 @@
 /** Stop sequences over streamed pieces: OpenAI's cut, and work linear in the reply. */
 import { describe, expect, it } from "vitest";
-import { StopScanner } from "../../src/engine/stop-text.js";
+import { StopScanner } from "../../src/engines/stop-text.js";
 
 function run(stops: string[], pieces: string[]) {
   const scanner = new StopScanner(stops);

@@ -5,8 +5,8 @@
  */
 import { openDB } from "idb";
 import { describe, expect, it, vi } from "vitest";
-import { openPolicyStore } from "../../src/policy/store.js";
-import { responseSchema } from "../../src/wire/response.js";
+import { openPolicyStore } from "../../src/accounts/database.js";
+import { responseSchema } from "../../src/core/wire/response.js";
 import { makeApp, readJsonAt, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

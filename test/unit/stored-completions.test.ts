@@ -4,13 +4,13 @@
  * what was kept, in OpenAI's objects.
  */
 import { describe, expect, it } from "vitest";
-import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/wire/chat-completion.js";
+import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
 import {
   completionDeletedSchema,
   storedCompletionListSchema,
   storedCompletionSchema,
   storedMessageListSchema,
-} from "../../src/wire/stored-completions.js";
+} from "../../src/core/wire/stored-completions.js";
 import { checkLedgerInvariant, makeApp, readJsonAt, sseEvents, type TestApp } from "./support.js";
 
 const model = "alpha3:8b-instruct-q8_0";

@@ -1,20 +1,20 @@
 import Ajv from "ajv";
 import { describe, expect, it } from "vitest";
-import { modelFamilies, type ModelFamily } from "../../src/model/families.js";
+import { modelFamilies, type ModelFamily } from "../../src/catalogue/families.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
-import { toolGrammar } from "../../src/http/structured.js";
+import { toolGrammar } from "../../src/endpoints/chat/structured.js";
 import { ToolCallParser, type ToolEvent } from "../../src/prompt/tool-calls.js";
-import { checkSchema } from "../../src/grammar/check.js";
-import { sampleSchema } from "../../src/grammar/sample.js";
-import { validate } from "../../src/grammar/validate.js";
-import { UnsupportedSchemaError, type JsonSchema } from "../../src/grammar/schema.js";
-import { schemaToGrammar } from "../../src/grammar/schema-grammar.js";
+import { checkSchema } from "../../src/structured/check.js";
+import { sampleSchema } from "../../src/structured/sample.js";
+import { validate } from "../../src/structured/validate.js";
+import { UnsupportedSchemaError, type JsonSchema } from "../../src/structured/schema.js";
+import { schemaToGrammar } from "../../src/structured/schema-grammar.js";
 import { renderChat, toolSyntax, type ToolSpec } from "../../src/prompt/templates.js";
 import {
   chatCompletionChunkSchema,
   chatCompletionSchema,
   type ChatCompletionChunk,
-} from "../../src/wire/chat-completion.js";
+} from "../../src/core/wire/chat-completion.js";
 import { accepts, parseGrammar } from "./ebnf.js";
 import { makeApp, sseEvents } from "./support.js";
 

@@ -1,21 +1,22 @@
 import "fake-indexeddb/auto";
+import { inferenceApp } from "../../src/endpoints/routes.js";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { Catalogue } from "../../src/model/catalogue.js";
-import { DeterministicEngine } from "../../src/engine/deterministic.js";
-import { Scheduler } from "../../src/serve/scheduler.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engine/contract.js";
-import type { DeviceFeatures } from "../../src/model/builds.js";
-import type { ModelEntry } from "../../src/model/entry.js";
-import { InferenceApp } from "../../src/http/app.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import { DeterministicEngine } from "../../src/engines/deterministic/engine.js";
+import { Scheduler } from "../../src/pipeline/scheduler.js";
+import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "../../src/engines/contract.js";
+import type { DeviceFeatures } from "../../src/catalogue/builds.js";
+import type { ModelEntry } from "../../src/catalogue/entry.js";
+import type { InferenceApp } from "../../src/http/app.js";
 import type { RespondOptions } from "../../src/http/respond.js";
-import { Admin } from "../../src/policy/admin.js";
-import { Policy } from "../../src/policy/policy.js";
-import { openPolicyStore, type PolicyDatabase } from "../../src/policy/store.js";
-import { Tokenizers, type TokenizerSource } from "../../src/model/tokenizer.js";
-import { storedData } from "../../src/serve/stored-data.js";
-import type { StorageEstimator } from "../../src/policy/storage.js";
-import { errorBodySchema } from "../../src/wire/error.js";
+import { Admin } from "../../src/accounts/admin.js";
+import { Policy } from "../../src/accounts/accounts.js";
+import { openPolicyStore, type PolicyDatabase } from "../../src/accounts/database.js";
+import { Tokenizers, type TokenizerSource } from "../../src/prompt/tokenizer.js";
+import { storedData } from "../../src/accounts/stored/stored-data.js";
+import type { StorageEstimator } from "../../src/accounts/storage.js";
+import { errorBodySchema } from "../../src/core/wire/error.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");
 
@@ -82,7 +83,7 @@ export async function makeApp(
   let counter = 0;
   const { clock, database, policy, admin } = await makePolicy();
   const engine = options.engine ?? new DeterministicEngine({ tokenizers, tokenDelayMs: options.tokenDelayMs ?? 0 });
-  const app = new InferenceApp(baseUrl, {
+  const app = inferenceApp(baseUrl, {
     catalogue: Catalogue.create(options.models ?? []),
     engine,
     scheduler: new Scheduler({ maxQueued: options.maxQueued ?? 4 }),

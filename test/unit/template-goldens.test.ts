@@ -9,7 +9,7 @@ import { Template } from "@huggingface/jinja";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ModelFamily } from "../../src/model/families.js";
+import type { ModelFamily } from "../../src/catalogue/families.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { pythonJson } from "../../src/prompt/python-json.js";
 import { renderChat, type ToolSpec } from "../../src/prompt/templates.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { BadRequestError } from "../../src/errors/api.js";
+import { BadRequestError } from "../../src/core/errors/api.js";
 import { formatParam, parseWith, readJson, startReadingBody } from "../../src/http/validate.js";
-import { chatCompletionRequestSchema } from "../../src/wire/chat-request.js";
-import { completionRequestSchema } from "../../src/wire/completion-request.js";
+import { chatCompletionRequestSchema } from "../../src/core/wire/chat-request.js";
+import { completionRequestSchema } from "../../src/core/wire/completion-request.js";
 
 function failure(schema: Parameters<typeof parseWith>[0], input: unknown): BadRequestError {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Catalogue } from "../../src/model/catalogue.js";
-import type { GenerationRequest } from "../../src/engine/contract.js";
+import { Catalogue } from "../../src/catalogue/catalogue.js";
+import type { GenerationRequest } from "../../src/engines/contract.js";
 import {
   keepCompletionGrammar,
   promptTokenLookup,
@@ -8,9 +8,9 @@ import {
   WebLlmEngine,
   type WebLlmEngineInstance,
   type WebLlmModule,
-} from "../../src/engine/webllm.js";
+} from "../../src/engines/webllm/engine.js";
 import { renderChatPieces, renderChatSegments } from "../../src/prompt/templates.js";
-import { encodePrompt } from "../../src/model/tokenizer.js";
+import { encodePrompt } from "../../src/prompt/tokenizer.js";
 import { tokenizers } from "./support.js";
 
 /** The shape of web-llm's MLCEngine that matters here: completion() drops response_format on its way to asyncGenerate. */

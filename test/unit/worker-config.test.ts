@@ -1,8 +1,8 @@
 import "fake-indexeddb/auto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ResolvedConfig } from "../../src/config/config.js";
+import type { ResolvedConfig } from "../../src/runtime/config/config.js";
 import { createAdmin, installInference, type InstallOptions } from "../../src/worker.js";
-import { configureMessage, type ConfigureReply } from "../../src/bridge/messages.js";
+import { configureMessage, type ConfigureReply } from "../../src/runtime/bridge/messages.js";
 
 let scopes = 0;
 

@@ -1,0 +1,195 @@
+/**
+ * Each account's stored data (stored responses, stored chat completions, conversations and their
+ * items), bounded: a quota of bytes and items per account, counted in the transaction of every
+ * write and deletion, so a write past it changes nothing; and room kept free in the origin's
+ * storage, so stored data can never stop admission from writing a reservation.
+ *
+ * Stored data is not billed: it costs an account its quota, not its balance.
+ */
+import { InsufficientStorageError, PermissionDeniedError } from "../core/errors/api.js";
+import { SetupError } from "../core/errors/setup.js";
+import {
+  emptyKinds,
+  type PolicyDatabase,
+  type StorageAmount,
+  type StorageUsageRecord,
+  type StoredKind,
+} from "./database.js";
+
+/** What an account may store unless the admin sets another quota (`setStorageQuota`). */
+const defaultStorageQuota: StorageAmount = { bytes: 100_000_000, items: 100_000 };
+
+/** Stored writes leave this much of the origin's quota free, for reservations, settlements and the ledger. */
+const originHeadroomBytes = 64 * 2 ** 20;
+
+/** The `storage` store, as a transaction opens it. */
+interface UsageStore {
+  get(key: string): Promise<StorageUsageRecord | undefined>;
+  put(value: StorageUsageRecord): Promise<unknown>;
+}
+
+/** An account's usage as `storageUsage` answers it: totals, quota, and a line per kind of record. */
+export interface StorageReport extends StorageAmount {
+  quota: StorageAmount;
+  kinds: Record<StoredKind, StorageAmount>;
+}
+
+function totalOf(kinds: Record<StoredKind, StorageAmount>): StorageAmount {
+  const lines = Object.values(kinds);
+  return {
+    bytes: lines.reduce((sum, line) => sum + line.bytes, 0),
+    items: lines.reduce((sum, line) => sum + line.items, 0),
+  };
+}
+
+function reportOf(record: StorageUsageRecord | undefined): StorageReport {
+  const kinds = record?.kinds ?? emptyKinds();
+  return { ...totalOf(kinds), quota: record?.quota ?? defaultStorageQuota, kinds };
+}
+
+const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
+
+function quotaExceeded(report: StorageReport, change: StorageAmount): PermissionDeniedError {
+  return new PermissionDeniedError(
+    `This account's stored data would pass its storage quota: it stores ${megabytes(report.bytes)} of ${megabytes(report.quota.bytes)} ` +
+      `(${report.items} of ${report.quota.items} items), and this request would add ${megabytes(Math.max(0, change.bytes))} ` +
+      `(${Math.max(0, change.items)} items). Nothing was stored. Delete stored responses, chat completions or conversations ` +
+      "(DELETE /v1/responses/{id}, /v1/chat/completions/{id}, /v1/conversations/{id}), or ask for a larger quota (admin.setStorageQuota).",
+    { code: "storage_quota_exceeded" },
+  );
+}
+
+/**
+ * Adds `change` to the account's usage of `kind`, in the caller's read-write transaction; 403,
+ * before anything is written, when it would take the account past its quota. A change that
+ * frees space is always taken.
+ */
+export async function countStored(
+  store: UsageStore,
+  accountId: string,
+  kind: StoredKind,
+  change: StorageAmount,
+): Promise<void> {
+  const record = (await store.get(accountId)) ?? { accountId, kinds: emptyKinds() };
+  const report = reportOf(record);
+  const passes =
+    (change.bytes > 0 && report.bytes + change.bytes > report.quota.bytes) ||
+    (change.items > 0 && report.items + change.items > report.quota.items);
+  if (passes) throw quotaExceeded(report, change);
+  const line = record.kinds[kind];
+  record.kinds[kind] = {
+    bytes: Math.max(0, line.bytes + change.bytes),
+    items: Math.max(0, line.items + change.items),
+  };
+  await store.put(record);
+}
+
+/** The account's usage, and its quota, as stored. */
+export async function storageUsage(database: PolicyDatabase, accountId: string): Promise<StorageReport> {
+  return reportOf(await database.get("storage", accountId));
+}
+
+/** Sets the account's quota (each part left out keeps its value); what is stored already stays. */
+export async function setStorageQuota(
+  database: PolicyDatabase,
+  accountId: string,
+  quota: Partial<StorageAmount>,
+): Promise<StorageReport> {
+  for (const [name, value] of Object.entries(quota))
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0))
+      throw new SetupError(
+        "invalid_option",
+        `a storage quota's ${name} must be a whole number of at least 0; got ${value}`,
+      );
+  const transaction = database.transaction("storage", "readwrite");
+  const record = (await transaction.store.get(accountId)) ?? { accountId, kinds: emptyKinds() };
+  record.quota = { ...(record.quota ?? defaultStorageQuota), ...quota } as StorageAmount;
+  await transaction.store.put(record);
+  await transaction.done;
+  return reportOf(record);
+}
+
+/** Deletes everything the account stored, in one transaction; what was freed. Its quota stays. */
+export async function deleteStoredData(database: PolicyDatabase, accountId: string): Promise<StorageAmount> {
+  const transaction = database.transaction(
+    ["responses", "completions", "conversations", "conversationItems", "storage"],
+    "readwrite",
+  );
+  const responses = transaction.objectStore("responses");
+  const completions = transaction.objectStore("completions");
+  const conversations = transaction.objectStore("conversations");
+  const [responseIds, completionIds, conversationIds, usage] = await Promise.all([
+    responses.index("accountId").getAllKeys(accountId),
+    completions.index("account").getAllKeys(IDBKeyRange.bound([accountId], [accountId, Infinity])),
+    conversations.index("accountId").getAllKeys(accountId),
+    transaction.objectStore("storage").get(accountId),
+  ]);
+  await Promise.all([
+    ...responseIds.map((id) => responses.delete(id)),
+    ...completionIds.map((id) => completions.delete(id)),
+    ...conversationIds.flatMap((id) => [
+      conversations.delete(id),
+      transaction.objectStore("conversationItems").delete(IDBKeyRange.bound([id, -Infinity], [id, Infinity])),
+    ]),
+    transaction
+      .objectStore("storage")
+      .put({ accountId, kinds: emptyKinds(), ...(usage?.quota ? { quota: usage.quota } : {}) }),
+  ]);
+  await transaction.done;
+  return totalOf(usage?.kinds ?? emptyKinds());
+}
+
+/** How much of the origin's storage is used and allowed, as `navigator.storage.estimate()` says. */
+export type StorageEstimator = () => Promise<{ usage?: number; quota?: number }>;
+
+/** The browser's estimate, where it gives one (none in Node, where nothing is checked). */
+export function browserEstimator(): StorageEstimator | undefined {
+  const storage = (globalThis.navigator as { storage?: { estimate?: StorageEstimator } } | undefined)?.storage;
+  return storage?.estimate ? () => storage.estimate!() : undefined;
+}
+
+/**
+ * The room stored data may take: each account's quota, and the origin's storage, of which
+ * `originHeadroomBytes` stays free for billing. The stores count each write in its own
+ * transaction (`countStored`); a request checks first, before anything is generated.
+ */
+export class AccountStorage {
+  readonly #database: Promise<PolicyDatabase>;
+  readonly #estimate: StorageEstimator | undefined;
+
+  constructor(options: {
+    database: PolicyDatabase | Promise<PolicyDatabase>;
+    estimate?: StorageEstimator | undefined;
+  }) {
+    this.#database = Promise.resolve(options.database);
+    this.#estimate = options.estimate;
+  }
+
+  /** Refuses, before anything is generated or written, a request whose stored data would not fit (403 or 507). */
+  async ensureRoom(accountId: string, change: StorageAmount): Promise<void> {
+    await this.ensureOriginRoom(change.bytes);
+    const report = reportOf(await (await this.#database).get("storage", accountId));
+    if (report.bytes + change.bytes > report.quota.bytes || report.items + change.items > report.quota.items)
+      throw quotaExceeded(report, change);
+  }
+
+  /**
+   * Refuses (507) a write of `bytes` that would leave less than `originHeadroomBytes` of the
+   * origin's storage free: billing must always find room to write.
+   */
+  ensureOriginRoom(bytes: number): Promise<void> {
+    return ensureOriginRoom(this.#estimate, bytes);
+  }
+}
+
+async function ensureOriginRoom(estimate: StorageEstimator | undefined, bytes: number): Promise<void> {
+  if (!estimate) return;
+  const { usage, quota } = await estimate();
+  if (usage === undefined || quota === undefined) return;
+  if (quota - usage - bytes >= originHeadroomBytes) return;
+  throw new InsufficientStorageError(
+    `This device's storage for this site is nearly full: ${megabytes(Math.max(0, quota - usage))} is free of ${megabytes(quota)}, ` +
+      `and ${megabytes(originHeadroomBytes)} is kept free for billing, so ${megabytes(bytes)} more could not be stored. Nothing was stored. ` +
+      "Free space on the device, or delete stored responses, chat completions or conversations.",
+  );
+}

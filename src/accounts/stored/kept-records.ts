@@ -1,0 +1,98 @@
+/**
+ * What stored responses and stored chat completions share: each is its account's own, counted
+ * against its storage quota, and kept 30 days, as OpenAI keeps them; each save deletes a few of
+ * the expired ones (giving their space back to their accounts), so the work per request stays bounded.
+ */
+import { countStored } from "../storage.js";
+import type { PolicyDatabase, StorageUsageRecord } from "../database.js";
+
+export const keptMs = 30 * 24 * 60 * 60 * 1000;
+/** Expired records deleted per save: enough to keep up with any rate of saves. */
+const expiredPerSave = 4;
+
+/** A cursor over a `createdAt` index, as idb's cursors are, for what deleting needs of one. */
+interface DeletingCursor {
+  value: { accountId: string; bytes: number };
+  delete(): Promise<void>;
+  continue(): Promise<DeletingCursor | null>;
+}
+
+/** The `storage` store of the transaction. */
+interface UsageStore {
+  get(key: string): Promise<StorageUsageRecord | undefined>;
+  put(value: StorageUsageRecord): Promise<unknown>;
+}
+
+/**
+ * Deletes a few records made before the keeping period, in the transaction the index belongs
+ * to, each one's space given back to its account in `usage` (of the same transaction).
+ */
+export async function deleteExpired(
+  index: { openCursor(range: IDBKeyRange): Promise<DeletingCursor | null> },
+  usage: UsageStore,
+  kind: "responses" | "completions",
+  now: number,
+): Promise<void> {
+  let cursor = await index.openCursor(IDBKeyRange.upperBound(now - keptMs, true));
+  for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
+    const { accountId, bytes } = cursor.value;
+    await cursor.delete();
+    await countStored(usage, accountId, kind, { bytes: -bytes, items: -1 });
+    cursor = await cursor.continue();
+  }
+}
+
+/** The record, when it is the account's and unexpired; undefined otherwise. */
+export function visible<Kept extends { accountId: string; createdAt: number }>(
+  record: Kept | undefined,
+  accountId: string,
+  now: number,
+): Kept | undefined {
+  if (!record || record.accountId !== accountId || record.createdAt <= now - keptMs) return undefined;
+  return record;
+}
+
+/** Deletes the account's unexpired record `id` from `storeName`, its space given back, in one transaction; whether there was one. */
+export async function removeKept(
+  database: PolicyDatabase,
+  storeName: "responses" | "completions",
+  accountId: string,
+  id: string,
+  now: number,
+): Promise<boolean> {
+  const transaction = database.transaction([storeName, "storage"], "readwrite");
+  const store = transaction.objectStore(storeName);
+  const record = visible(await store.get(id), accountId, now);
+  if (record) {
+    await store.delete(id);
+    await countStored(transaction.objectStore("storage"), accountId, storeName, {
+      bytes: -record.bytes,
+      items: -1,
+    });
+  }
+  await transaction.done;
+  return record !== undefined;
+}
+
+/**
+ * Runs `work` in `transaction` and waits for it to commit; a failure (a quota refused, say)
+ * aborts it, so nothing of it is written.
+ */
+export async function committed<Result>(
+  transaction: { abort(): void; done: Promise<void> },
+  work: () => Promise<Result>,
+): Promise<Result> {
+  try {
+    const result = await work();
+    await transaction.done;
+    return result;
+  } catch (error) {
+    transaction.done.catch(() => undefined);
+    try {
+      transaction.abort();
+    } catch {
+      // Already finished.
+    }
+    throw error;
+  }
+}

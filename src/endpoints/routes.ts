@@ -1,0 +1,53 @@
+/**
+ * The API's endpoints, each a folder of its own: their routes, in the order they are matched,
+ * and their paths. Adding an endpoint is adding its folder and its line here.
+ */
+import { InferenceApp } from "../http/app.js";
+import type { InferenceRoute } from "../http/context.js";
+import { endsInRoute } from "../http/router.js";
+import { chatPath, chatRoute } from "./chat/chat.js";
+import { completionsPath, completionsRoute } from "./completions/completions.js";
+import type { EndpointDependencies } from "./dependencies.js";
+import { modelPaths, modelRoutes } from "./models/models.js";
+import { compactPath, compactRoute } from "./responses/compact.js";
+import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses/responses.js";
+import { storedCompletionPaths, storedCompletionRoutes } from "./stored/completions.js";
+import { conversationPaths, conversationRoutes } from "./stored/conversations.js";
+
+/** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
+const endpointPaths = [
+  chatPath,
+  completionsPath,
+  ...Object.values(responsesPaths),
+  compactPath,
+  ...Object.values(storedCompletionPaths),
+  ...Object.values(conversationPaths),
+  ...Object.values(modelPaths),
+];
+
+function endpointRoutes(dependencies: EndpointDependencies): InferenceRoute[] {
+  return [
+    chatRoute(dependencies),
+    completionsRoute(dependencies),
+    responsesRoute(dependencies),
+    compactRoute(dependencies),
+    ...modelRoutes(dependencies),
+    ...storedResponseRoutes(dependencies),
+    inputTokensRoute(dependencies),
+    ...storedCompletionRoutes(dependencies),
+    ...conversationRoutes(dependencies),
+  ];
+}
+
+/** The API under `baseUrl`: every endpoint, over the services given. */
+export function inferenceApp(baseUrl: string, dependencies: EndpointDependencies): InferenceApp {
+  return new InferenceApp(baseUrl, dependencies, endpointRoutes(dependencies));
+}
+
+/**
+ * Whether `pathname` ends like one of the endpoints, whatever the base URL: a restarted worker
+ * must decide at once whether to answer a fetch, before it has read its configuration.
+ */
+export function endsLikeEndpoint(pathname: string): boolean {
+  return endsInRoute(pathname, endpointPaths);
+}
