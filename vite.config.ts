@@ -110,7 +110,10 @@ export default defineConfig(({ mode }): UserConfig => {
           minify: false,
           target: "node20",
           rolldownOptions: {
-            input: { vite: resolve(root, "src/runtime/node/vite-plugin.ts"), cli: resolve(root, "src/runtime/node/cli.ts") },
+            input: {
+              vite: resolve(root, "src/runtime/node/vite-plugin.ts"),
+              cli: resolve(root, "src/runtime/node/cli.ts"),
+            },
             output: { format: "es", entryFileNames: "[name].js", chunkFileNames: "node-[hash].js" },
             external: [/^node:/, "vite"],
           },
