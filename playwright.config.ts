@@ -13,7 +13,7 @@ const fullRun = /(real-engine|demo-real|bench|fresh-app)\.spec\.ts$/;
 export default defineConfig({
   testDir: "test/e2e",
   testMatch: /.*\.spec\.ts$/,
-  globalSetup: "./test/e2e/global-setup.ts",
+  globalSetup: "./test/support/browser-setup.ts",
   fullyParallel: false,
   workers: 1,
   retries: 0,

@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/unit/**/*.test.ts"],
     environment: "node",
-    globalSetup: ["test/unit/global-setup.ts"],
+    globalSetup: ["test/support/unit-setup.ts"],
     testTimeout: 20_000,
     reporters: ["default", "json"],
     outputFile: { json: ".cache/reports/unit.json" },

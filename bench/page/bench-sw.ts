@@ -25,7 +25,7 @@ import {
 } from "../../src/engines/webllm/engine.js";
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { renderChatSegments } from "../../src/prompt/templates.js";
-import { openPolicyStore, type LedgerEntry } from "../../src/accounts/database.js";
+import { openAccountsDatabase, type LedgerEntry } from "../../src/accounts/database.js";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { consumeDirectly, createZeroPath, type ZeroPath } from "./zero.js";
 
@@ -118,7 +118,7 @@ async function policy(
 ): Promise<{ ledgerEntries: number; p50Ms: number; p95Ms: number }[]> {
   const installed = await inference.ready;
   if (!installed) throw new Error("no page has configured the benchmark's worker");
-  const database = await openPolicyStore(installed.config.databaseName);
+  const database = await openAccountsDatabase(installed.config.databaseName);
   const results: { ledgerEntries: number; p50Ms: number; p95Ms: number }[] = [];
   const price = { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 2 };
   for (const size of request.sizes) {
@@ -150,8 +150,8 @@ async function policy(
     for (let iteration = 0; iteration < request.iterations; iteration++) {
       const started = performance.now();
       // What the HTTP surface does for a generation: admit counts the request itself.
-      const key = await installed.policy.authenticate(`Bearer ${request.key}`);
-      const admission = await installed.policy.admit({
+      const key = await installed.accounts.authenticate(`Bearer ${request.key}`);
+      const admission = await installed.accounts.admit({
         keyId: key.id,
         key,
         requestId: `bench_${size}_${iteration}_${Date.now()}`,
@@ -160,7 +160,7 @@ async function policy(
         promptTokens: 10,
         maxCompletionTokens: 10,
       });
-      await installed.policy.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
+      await installed.accounts.settle(admission, { promptTokens: 10, completionTokens: 10, status: "completed" });
       durations.push(performance.now() - started);
     }
     results.push({

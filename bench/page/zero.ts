@@ -1,5 +1,5 @@
 /**
- * Our cost, isolated (the benchmark's section 7): the same HTTP surface, policy and SSE writer as
+ * Our cost, isolated (the benchmark's section 7): the same HTTP surface, accounts and SSE writer as
  * /v1, at /bench/zero/v1, over an engine that costs nothing: it replays one fixed token as fast as
  * it is read. The same engine is also consumed directly in the worker, for the engine's own floor;
  * what the page sees above that floor is ours.
@@ -13,8 +13,8 @@ import { storedData } from "../../src/accounts/stored/stored-data.js";
 import type { InferenceApp } from "../../src/http/app.js";
 import { randomId } from "../../src/pipeline/services.js";
 import { Admin } from "../../src/accounts/admin.js";
-import { Policy } from "../../src/accounts/accounts.js";
-import { openPolicyStore } from "../../src/accounts/database.js";
+import { Accounts } from "../../src/accounts/accounts.js";
+import { openAccountsDatabase } from "../../src/accounts/database.js";
 import { fetchTokenizerSource, Tokenizers } from "../../src/prompt/tokenizer.js";
 
 /** The seed model whose tokenizer is the smallest to fetch; the replay engine ignores it. */
@@ -56,18 +56,18 @@ export interface ZeroPath {
 }
 
 export function createZeroPath(scriptUrl: string, baseUrl: string): ZeroPath {
-  const database = openPolicyStore("webgpu-inference-bench-zero");
+  const database = openAccountsDatabase("webgpu-inference-bench-zero");
   const catalogue = Catalogue.create();
   const engine = new ReplayEngine();
-  const policy = new Policy({ database, clock: Date.now, holder: randomId("bench_") });
+  const accounts = new Accounts({ database, clock: Date.now, holder: randomId("bench_") });
   const app = inferenceApp(baseUrl, {
     catalogue,
     engine,
     scheduler: new Scheduler({ maxQueued: 16 }),
     tokenizers: new Tokenizers(fetchTokenizerSource(new URL("tokenizers/", scriptUrl).href)),
-    policy,
+    accounts,
     ...storedData({ database, clock: Date.now }),
-    ready: policy.releaseOrphans(),
+    ready: accounts.releaseOrphans(),
     clock: Date.now,
     newId: randomId,
     fetch: (input, init) => fetch(input, init),

@@ -19,7 +19,7 @@ import type {
   AccountRecord,
   KeyRecord,
   LedgerEntry,
-  PolicyDatabase,
+  AccountsDatabase,
   ReservationRecord,
   Timings,
   WindowRecord,
@@ -181,8 +181,8 @@ export const lastUseIntervalMs = 60_000;
 
 const invalidKey = "Incorrect API key provided. You can find your API keys in your account's key settings.";
 
-export class Policy {
-  readonly #database: Promise<PolicyDatabase>;
+export class Accounts {
+  readonly #database: Promise<AccountsDatabase>;
   readonly #clock: () => number;
   readonly #windows = new Map<string, LiveWindow>();
   /** Valid keys as last read, by hash (see `authenticate`). */
@@ -202,7 +202,7 @@ export class Policy {
   #lastSweep = -Infinity;
 
   constructor(options: {
-    database: PolicyDatabase | Promise<PolicyDatabase>;
+    database: AccountsDatabase | Promise<AccountsDatabase>;
     clock: () => number;
     holder: string;
     liveness?: Liveness;

@@ -6,7 +6,7 @@ import { generateKey, hashKey, keyPrefix } from "./keys.js";
 import { usdToNano } from "./money.js";
 import { ledgerId, type LimitDefaults } from "./accounts.js";
 import { deleteStoredData, setStorageQuota, storageUsage, type StorageReport } from "./storage.js";
-import type { AccountRecord, KeyRecord, LedgerEntry, PolicyDatabase, StorageAmount } from "./database.js";
+import type { AccountRecord, KeyRecord, LedgerEntry, AccountsDatabase, StorageAmount } from "./database.js";
 import { SetupError } from "../core/errors/setup.js";
 
 export type Account = AccountRecord;
@@ -64,7 +64,7 @@ function csvCell(value: unknown): string {
 }
 
 export class Admin {
-  readonly #opening: Promise<PolicyDatabase>;
+  readonly #opening: Promise<AccountsDatabase>;
   readonly #clock: () => number;
   readonly #defaults: LimitDefaults;
   readonly #afterKeyChange: (keyId: string) => Promise<void>;
@@ -74,7 +74,7 @@ export class Admin {
    * limits changed; a change resolves only after it (see src/runtime/bridge/key-changes.ts).
    */
   constructor(options: {
-    database: PolicyDatabase | Promise<PolicyDatabase>;
+    database: AccountsDatabase | Promise<AccountsDatabase>;
     clock?: () => number;
     defaults: LimitDefaults;
     afterKeyChange?: (keyId: string) => Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The policy store in IndexedDB, through idb. One database per origin, shared by the worker and
+ * The accounts' database in IndexedDB, through idb (still named `webgpu-inference-policy`, so no data moves). One database per origin, shared by the worker and
  * every page: IndexedDB serialises overlapping read-write transactions across all of them, which
  * is what makes reserve-then-settle safe under concurrency.
  *
@@ -198,7 +198,7 @@ interface SecretRecord {
   key: CryptoKey;
 }
 
-interface PolicySchema extends DBSchema {
+interface AccountsSchema extends DBSchema {
   accounts: { key: string; value: AccountRecord };
   keys: { key: string; value: KeyRecord; indexes: { hash: string; accountId: string } };
   ledger: {
@@ -225,11 +225,11 @@ interface PolicySchema extends DBSchema {
   secrets: { key: string; value: SecretRecord };
 }
 
-export type PolicyDatabase = IDBPDatabase<PolicySchema>;
+export type AccountsDatabase = IDBPDatabase<AccountsSchema>;
 
 const databaseName = "webgpu-inference-policy";
 
-type UpgradeTransaction = IDBPTransaction<PolicySchema, ArrayLike<StoreNames<PolicySchema>>, "versionchange">;
+type UpgradeTransaction = IDBPTransaction<AccountsSchema, ArrayLike<StoreNames<AccountsSchema>>, "versionchange">;
 
 /**
  * The keys of a stored completion in the `listing` index: one listing every completion of its
@@ -252,7 +252,7 @@ export function listingFilters(model: string | undefined, metadata: Record<strin
 }
 
 /** Migrations by version; each runs once, in order, inside the upgrade transaction. */
-const migrations: ((database: IDBPDatabase<PolicySchema>, transaction: UpgradeTransaction) => void)[] = [
+const migrations: ((database: IDBPDatabase<AccountsSchema>, transaction: UpgradeTransaction) => void)[] = [
   (database) => {
     database.createObjectStore("accounts", { keyPath: "id" });
     const keys = database.createObjectStore("keys", { keyPath: "id" });
@@ -354,14 +354,14 @@ export function emptyKinds(): Record<StoredKind, StorageAmount> {
 }
 
 /**
- * The policy database, upgraded to this code's version. An upgrade waits until every connection of
+ * The accounts' database, upgraded to this code's version. An upgrade waits until every connection of
  * an older version is closed, and the worker and every tab of the app hold one. So a connection
  * closes itself as soon as a newer version of the app asks for the database (its code knows only
  * the older layout), with a warning to reload the tab, and the new worker's upgrade goes on instead
  * of waiting on that tab. A version from before this rule does not close; the warning names the cure.
  */
-export function openPolicyStore(name = databaseName): Promise<PolicyDatabase> {
-  return openDB<PolicySchema>(name, migrations.length, {
+export function openAccountsDatabase(name = databaseName): Promise<AccountsDatabase> {
+  return openDB<AccountsSchema>(name, migrations.length, {
     upgrade(database, oldVersion, _newVersion, transaction) {
       for (let version = oldVersion; version < migrations.length; version++)
         migrations[version]?.(database, transaction);

@@ -10,7 +10,7 @@ import { InsufficientStorageError, PermissionDeniedError } from "../core/errors/
 import { SetupError } from "../core/errors/setup.js";
 import {
   emptyKinds,
-  type PolicyDatabase,
+  type AccountsDatabase,
   type StorageAmount,
   type StorageUsageRecord,
   type StoredKind,
@@ -85,13 +85,13 @@ export async function countStored(
 }
 
 /** The account's usage, and its quota, as stored. */
-export async function storageUsage(database: PolicyDatabase, accountId: string): Promise<StorageReport> {
+export async function storageUsage(database: AccountsDatabase, accountId: string): Promise<StorageReport> {
   return reportOf(await database.get("storage", accountId));
 }
 
 /** Sets the account's quota (each part left out keeps its value); what is stored already stays. */
 export async function setStorageQuota(
-  database: PolicyDatabase,
+  database: AccountsDatabase,
   accountId: string,
   quota: Partial<StorageAmount>,
 ): Promise<StorageReport> {
@@ -110,7 +110,7 @@ export async function setStorageQuota(
 }
 
 /** Deletes everything the account stored, in one transaction; what was freed. Its quota stays. */
-export async function deleteStoredData(database: PolicyDatabase, accountId: string): Promise<StorageAmount> {
+export async function deleteStoredData(database: AccountsDatabase, accountId: string): Promise<StorageAmount> {
   const transaction = database.transaction(
     ["responses", "completions", "conversations", "conversationItems", "storage"],
     "readwrite",
@@ -154,11 +154,11 @@ export function browserEstimator(): StorageEstimator | undefined {
  * transaction (`countStored`); a request checks first, before anything is generated.
  */
 export class AccountStorage {
-  readonly #database: Promise<PolicyDatabase>;
+  readonly #database: Promise<AccountsDatabase>;
   readonly #estimate: StorageEstimator | undefined;
 
   constructor(options: {
-    database: PolicyDatabase | Promise<PolicyDatabase>;
+    database: AccountsDatabase | Promise<AccountsDatabase>;
     estimate?: StorageEstimator | undefined;
   }) {
     this.#database = Promise.resolve(options.database);

@@ -15,7 +15,7 @@ import { Router } from "./router.js";
 import { startReadingBody } from "./validate.js";
 
 /** What the app itself uses; its routes are given (src/endpoints/routes.ts). */
-export type AppDependencies = Pick<Services, "policy" | "ready" | "clock" | "newId"> & {
+export type AppDependencies = Pick<Services, "accounts" | "ready" | "clock" | "newId"> & {
   /** How the `X-RateLimit-Reset-*` headers are written; an ISO 8601 timestamp by default. */
   rateLimitResets?: ResetForm;
 };
@@ -51,8 +51,8 @@ export class InferenceApp {
     let outcome: Outcome;
     try {
       await ready;
-      key = await this.#dependencies.policy.authenticate(request.headers.get("authorization"));
-      const rate = await this.#dependencies.policy.countRequest(key);
+      key = await this.#dependencies.accounts.authenticate(request.headers.get("authorization"));
+      const rate = await this.#dependencies.accounts.countRequest(key);
       const context = { request, url: new URL(request.url), requestId, receivedAt, body, key };
       const routed = await this.#route(context).catch((error: unknown): Outcome => ({ error }));
       // A generation's admission reports the window with its tokens counted too.
@@ -85,7 +85,7 @@ export class InferenceApp {
     // A request refused before it was counted (its requests per minute used up) reports the window as it stands.
     const rate =
       outcome.rate ??
-      (key ? ((await this.#dependencies.policy.state(key.id).catch(() => null)) ?? undefined) : undefined);
+      (key ? ((await this.#dependencies.accounts.state(key.id).catch(() => null)) ?? undefined) : undefined);
     for (const [name, value] of Object.entries(
       outcomeHeaders(outcome, rate, this.#dependencies.clock(), this.#dependencies.rateLimitResets ?? "timestamp"),
     ))

@@ -1,11 +1,11 @@
 /**
  * Every header a response carries beyond its body's own, assembled in one place: where the
- * request was routed and which engine ran it, the key's `X-RateLimit-*` window, and the request id.
+ * request was placed and which engine ran it, the key's `X-RateLimit-*` window, and the request id.
  */
 import type { RateLimitState } from "../accounts/accounts.js";
 import type { Upstream } from "../catalogue/entry.js";
 import type { Outcome } from "./outcome.js";
-import type { RouteDecision } from "../pipeline/placement.js";
+import type { PlacementDecision } from "../pipeline/placement.js";
 import { durationText } from "../core/wire/duration.js";
 
 /** A header value is a byte string: anything outside Latin-1 would make `Headers.set` throw. */
@@ -14,7 +14,7 @@ function headerValue(text: string): string {
 }
 
 /** The headers every response of a generation carries, local or remote. */
-function routeHeaders(decision: RouteDecision, upstream?: Upstream): Record<string, string> {
+function placementHeaders(decision: PlacementDecision, upstream?: Upstream): Record<string, string> {
   return {
     "x-inference-route": decision.target,
     "x-inference-route-reason": headerValue(decision.reason),
@@ -58,19 +58,19 @@ function rateLimitHeaders(state: RateLimitState, now: number, form: ResetForm): 
 }
 
 /**
- * The headers of a route's outcome: where it was served, by what, the key's window, and where its
+ * The headers of a request's outcome: where it was served, by what, the key's window, and where its
  * strict schemas went beyond OpenAI's strict mode (a map: the hosted API would refuse the schema).
  */
 export function outcomeHeaders(
-  outcome: Pick<Outcome, "route" | "upstream" | "strictMaps">,
+  outcome: Pick<Outcome, "placement" | "upstream" | "strictMaps">,
   rate: RateLimitState | undefined,
   now: number,
   resetForm: ResetForm,
 ): Record<string, string> {
-  const { route, upstream, strictMaps } = outcome;
+  const { placement, upstream, strictMaps } = outcome;
   return {
-    ...(route ? routeHeaders(route.decision, upstream) : {}),
-    ...(route?.engine ? engineHeaders(route.engine) : {}),
+    ...(placement ? placementHeaders(placement.decision, upstream) : {}),
+    ...(placement?.engine ? engineHeaders(placement.engine) : {}),
     ...(rate ? rateLimitHeaders(rate, now, resetForm) : {}),
     ...(strictMaps?.length ? { "x-inference-beyond-strict": headerValue(strictMaps.join("; ")) } : {}),
   };

@@ -7,7 +7,7 @@ import { BadRequestError } from "../core/errors/api.js";
 import { admit } from "../pipeline/metering.js";
 import { admittedTokens, startGeneration, type Generation, type GenerationPlan } from "../pipeline/generation.js";
 import type { ServeRequest } from "../pipeline/request.js";
-import { chosenEngine, type Route } from "../pipeline/placement.js";
+import { chosenEngine, type Placement } from "../pipeline/placement.js";
 import { forward, type Forwarded } from "../pipeline/upstream/forward.js";
 import type { ForwardPlan } from "../pipeline/upstream/plan.js";
 import type { RequestContext } from "./context.js";
@@ -46,18 +46,18 @@ export interface Reply<Event> {
   toBody: (generation: Generation) => Promise<unknown>;
 }
 
-/** Generates on this device with the engine the route chose. */
+/** Generates on this device with the engine the placement chose. */
 export async function generateLocally<Event>(
   dependencies: ServingDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   plan: GenerationPlan,
   reply: Reply<Event>,
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const meter = await admit(dependencies, serveRequest(context, controller.signal), plan.model, admittedTokens(plan));
-  return admitted(meter, route, async () => {
-    const engine = chosenEngine(route);
+  return admitted(meter, placement, async () => {
+    const engine = chosenEngine(placement);
     // The engine's cache is the account's own: another account's prefix is never reused.
     const scoped = { ...plan, ...(engine ? { engine } : {}), cacheScope: context.key.accountId };
     const generation = await startGeneration(dependencies, meter, scoped, controller.signal);
@@ -90,7 +90,7 @@ export interface Reshape {
 export async function forwardRemotely(
   dependencies: ServingDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   plan: Omit<ForwardPlan, "decision">,
   reshape?: Reshape,
 ): Promise<Outcome> {
@@ -100,8 +100,8 @@ export async function forwardRemotely(
     promptTokens: plan.promptTokens,
     maxCompletionTokens: plan.maxCompletionTokens,
   });
-  return admitted(meter, route, async () => {
-    const answer = await forward(dependencies, request, { ...plan, decision: route.decision }, meter);
+  return admitted(meter, placement, async () => {
+    const answer = await forward(dependencies, request, { ...plan, decision: placement.decision }, meter);
     const forwarded: Forwarded = !reshape
       ? answer
       : answer.kind === "whole"

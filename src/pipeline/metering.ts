@@ -4,7 +4,7 @@
  * reserved, and release the rest, one transaction), with the same ledger fields either way.
  */
 import type { ModelEntry } from "../catalogue/entry.js";
-import type { Policy, RateLimitState } from "../accounts/accounts.js";
+import type { Accounts, RateLimitState } from "../accounts/accounts.js";
 import type { LedgerEntry } from "../accounts/database.js";
 import type { ServeRequest } from "./request.js";
 
@@ -60,13 +60,13 @@ export const nothingUsed: Usage = { promptTokens: 0, completionTokens: 0 };
 
 /** Admits `request` for `model` (429 or 403 when refused); the meter settles it. */
 export async function admit(
-  services: { policy: Policy; clock: () => number },
+  services: { accounts: Accounts; clock: () => number },
   request: ServeRequest,
   model: ModelEntry,
   admitted: Admitted,
 ): Promise<Meter> {
-  const { policy, clock } = services;
-  const admission = await policy.admit({
+  const { accounts, clock } = services;
+  const admission = await accounts.admit({
     keyId: request.key.id,
     key: request.key,
     requestId: request.requestId,
@@ -75,7 +75,7 @@ export async function admit(
     ...admitted,
   });
   return new Meter(admission.rate, clock, (status, usage, firstTokenAt) =>
-    policy.settle(admission, {
+    accounts.settle(admission, {
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
       status,

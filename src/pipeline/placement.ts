@@ -12,7 +12,7 @@ import {
   type Upstream,
 } from "../catalogue/entry.js";
 
-export interface RouteDecision {
+export interface PlacementDecision {
   target: "local" | "remote";
   policy: RoutingPolicy;
   reason: string;
@@ -20,8 +20,11 @@ export interface RouteDecision {
 }
 
 /** `runnable` is the engine's own verdict (`Engine.status`): the adapter's features and limits, and the build's memory estimate against the budget. */
-export function decideRoute(model: ModelEntry, runnable: { ok: boolean; reason: string | null }): RouteDecision {
-  const decision = (target: RouteDecision["target"], reason: string): RouteDecision => ({
+export function decidePlacement(
+  model: ModelEntry,
+  runnable: { ok: boolean; reason: string | null },
+): PlacementDecision {
+  const decision = (target: PlacementDecision["target"], reason: string): PlacementDecision => ({
     target,
     policy: model.routing,
     reason,
@@ -34,8 +37,8 @@ export function decideRoute(model: ModelEntry, runnable: { ok: boolean; reason: 
 }
 
 /** Where a request is served, and for a local one the engine that runs it and why. */
-export interface Route {
-  decision: RouteDecision;
+export interface Placement {
+  decision: PlacementDecision;
   /** Chosen once per request: the plan names it, so the engine that runs is the one the headers name. */
   engine?: { name: string; reason: string; threads?: number };
 }
@@ -45,9 +48,9 @@ export interface Route {
  * policy is `auto`; a local request names its engine: the one chosen for the model, else the
  * configured one (as model info says).
  */
-export async function routeFor(engine: Engine, model: ModelEntry): Promise<Route> {
+export async function placementOf(engine: Engine, model: ModelEntry): Promise<Placement> {
   const status = model.routing === "auto" ? await engine.status(model) : undefined;
-  const decision = decideRoute(model, status?.runnable ?? { ok: false, reason: null });
+  const decision = decidePlacement(model, status?.runnable ?? { ok: false, reason: null });
   if (decision.target === "remote") return { decision };
   return {
     decision,
@@ -56,7 +59,7 @@ export async function routeFor(engine: Engine, model: ModelEntry): Promise<Route
 }
 
 /** The chosen engine as a generation plan names it: one of the local engines, or none to pin. */
-export function chosenEngine(route: Route): LocalEngine | undefined {
+export function chosenEngine(route: Placement): LocalEngine | undefined {
   const name = route.engine?.name;
   return localEngines.find((engine) => engine === name);
 }

@@ -1,7 +1,7 @@
 import type { Catalogue } from "../catalogue/catalogue.js";
 import type { Engine } from "../engines/contract.js";
 import type { Tokenizers } from "../prompt/tokenizer.js";
-import type { Policy } from "../accounts/accounts.js";
+import type { Accounts } from "../accounts/accounts.js";
 import type { AccountStorage } from "../accounts/storage.js";
 import type { Conversations } from "../accounts/stored/conversations.js";
 import type { Scheduler } from "./scheduler.js";
@@ -16,7 +16,7 @@ export interface Services {
   scheduler: Scheduler;
   tokenizers: Tokenizers;
   /** Keys, limits, reservations and the ledger. */
-  policy: Policy;
+  accounts: Accounts;
   /** The Responses API's stored responses, which later requests continue or refer to. */
   responses: StoredResponses;
   /** Chat completions created with `store: true`, for the stored-completions endpoints. */
@@ -27,7 +27,7 @@ export interface Services {
   storage: AccountStorage;
   /** Seals what a client is handed to give back unread (a compaction's summary). */
   sealing: Sealing;
-  /** Settles when the policy is ready to admit (orphaned reservations released). */
+  /** Settles when the accounts are ready to admit (orphaned reservations released). */
   ready: Promise<unknown>;
   /** Milliseconds since the epoch. */
   clock: () => number;

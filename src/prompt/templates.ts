@@ -3,7 +3,7 @@
  * each family's own convention. They count prompt tokens for admission before a model loads, and
  * are the prompt every engine feeds the model (web-llm under a verbatim template). JSON inside
  * prompts is written as Python's `json.dumps` writes it (`src/prompt/python-json.ts`), as the official
- * templates do. `test/unit/template-goldens.test.ts` renders the official templates (kept in
+ * templates do. `test/unit/prompt/template-goldens.test.ts` renders the official templates (kept in
  * `test/fixtures/templates/`, sources cited there) with a Jinja engine and compares byte for byte.
  *
  * A template writes its control tokens (`<|eot_id|>`, `[INST]`, …) as `Control` parts and

@@ -7,7 +7,7 @@ import { errorBodySchema } from "../../src/core/wire/error.js";
 import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/core/wire/models.js";
 import { responseSchema } from "../../src/core/wire/response.js";
 import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
-import { expect, openHarness, test } from "./harness.js";
+import { expect, openHarness, test } from "../support/browser.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 

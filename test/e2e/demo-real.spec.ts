@@ -2,8 +2,8 @@
  * The demo on a real WebLLM engine (web-llm 0.2.79 and the random-weight test model): what this
  * device cannot run, a download cut off halfway and resumed, a chat, and deleting the model.
  */
-import { expect, origin, test } from "./harness.js";
-import { testModelId } from "./test-model.js";
+import { expect, origin, test } from "../support/browser.js";
+import { testModelId } from "../support/test-model.js";
 
 async function server(path: string, body?: string): Promise<Response> {
   return fetch(`${origin()}/__server/${path}`, body === undefined ? {} : { method: "POST", body });

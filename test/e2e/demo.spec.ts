@@ -8,8 +8,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
-import { expect, launchProfile, noGpuArgs, origin, test } from "./harness.js";
-import { startUpstream } from "./upstream.js";
+import { expect, launchProfile, noGpuArgs, origin, test } from "../support/browser.js";
+import { startUpstream } from "../support/upstream.js";
 
 async function openDemo(page: Page, delay = 30): Promise<string[]> {
   const errors: string[] = [];

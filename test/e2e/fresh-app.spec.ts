@@ -14,7 +14,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { expect, launchProfile, test } from "./harness.js";
+import { expect, launchProfile, test } from "../support/browser.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const template = resolve(import.meta.dirname, "fixtures/fresh-app");

@@ -2,7 +2,7 @@
  * The fallback for browsers without WebGPU in service workers: a page hosts the engine and the
  * worker forwards to it. Forced here with `engineHost: 'page'`, on the deterministic engine.
  */
-import { expect, openHarness, test } from "./harness.js";
+import { expect, openHarness, test } from "../support/browser.js";
 
 const options = { engine: "deterministic" as const, engineHost: "page" as const, pageEngine: {}, tokenDelayMs: 20 };
 const model = "gamma-7b-instruct-v0.3";

@@ -14,8 +14,8 @@ import { tokenizerSources } from "../../scripts/tokenizers.mjs";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
 import { modelInfoSchema } from "../../src/core/wire/models.js";
 import { textCompletionSchema } from "../../src/core/wire/text-completion.js";
-import { expect, launchProfile, origin, test } from "./harness.js";
-import { testModelEntry, testModelId } from "./test-model.js";
+import { expect, launchProfile, origin, test } from "../support/browser.js";
+import { testModelEntry, testModelId } from "../support/test-model.js";
 
 const modelId = testModelId;
 /** The Qwen tokenizer the worker serves, from the same npm files the build compacts. */

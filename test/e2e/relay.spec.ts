@@ -10,7 +10,7 @@ import OpenAI from "openai";
 import { zodFunction, zodResponseFormat } from "openai/helpers/zod";
 import type { Page } from "@playwright/test";
 import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
-import { expect, launchProfile, test } from "./harness.js";
+import { expect, launchProfile, test } from "../support/browser.js";
 // @ts-expect-error -- a plain ES module that generates the zod fixtures; its models are reused here
 import { models as zodModels } from "../fixtures/schemas/zod-models.mjs";
 

@@ -5,8 +5,8 @@
  * decides on the real adapter: the 70B model needs shader-f16, which SwiftShader lacks.
  */
 import type { Page } from "@playwright/test";
-import { expect, openHarness, test } from "./harness.js";
-import { startUpstream, type Upstream } from "./upstream.js";
+import { expect, openHarness, test } from "../support/browser.js";
+import { startUpstream, type Upstream } from "../support/upstream.js";
 
 const secret = "sk-upstream-secret-for-the-test";
 let upstream: Upstream;

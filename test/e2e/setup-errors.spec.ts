@@ -3,7 +3,7 @@
  * the tokenizers not served, a model's files missing, and a second tab asking for other options.
  */
 import type { Page } from "@playwright/test";
-import { expect, openHarness, origin, test } from "./harness.js";
+import { expect, openHarness, origin, test } from "../support/browser.js";
 
 interface Answer {
   status: number;

@@ -14,7 +14,7 @@ import { ToolCallParser } from "../../src/prompt/tool-calls.js";
 import { tokenizerFromFiles } from "../../src/prompt/tokenizer.js";
 // @ts-expect-error: a plain JavaScript build script
 import { tokenizerSources } from "../../scripts/tokenizers.mjs";
-import { expect, openHarness, test } from "./harness.js";
+import { expect, openHarness, test } from "../support/browser.js";
 
 const ajv = new Ajv({ strict: false });
 const weather: ToolSpec = {

@@ -17,7 +17,7 @@ import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
 // @ts-expect-error: a plain JavaScript module
 import { nativeTool } from "../../scripts/llama-native.mjs";
-import { expect, openHarness, test } from "../e2e/harness.js";
+import { expect, openHarness, test } from "../support/browser.js";
 
 const price = { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 };
 let server: ChildProcess;

@@ -9,7 +9,7 @@ import { Catalogue } from "../../src/catalogue/catalogue.js";
 import { seededRandom } from "../../src/engines/deterministic/engine.js";
 import { maxBodyBytes } from "../../src/http/validate.js";
 import { errorBodySchema } from "../../src/core/wire/error.js";
-import { checkLedgerInvariant, makeApp, ScriptedEngine, tokenizers, type TestApp } from "./support.js";
+import { checkLedgerInvariant, makeApp, ScriptedEngine, tokenizers, type TestApp } from "../support/unit-app.js";
 
 const model = "alpha3:8b-instruct-q8_0";
 

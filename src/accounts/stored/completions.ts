@@ -11,7 +11,7 @@
  */
 import { jsonBytes } from "../json-bytes.js";
 import { countStored, type AccountStorage } from "../storage.js";
-import { listingFilters, listingKeys, type PolicyDatabase, type StoredCompletionRecord } from "../database.js";
+import { listingFilters, listingKeys, type AccountsDatabase, type StoredCompletionRecord } from "../database.js";
 import { committed, deleteExpired, keptMs, removeKept, visible } from "./kept-records.js";
 
 /** Which of an account's completions a page holds: those after `after`, in `order`, that match. */
@@ -33,12 +33,12 @@ function sized(record: Omit<StoredCompletionRecord, "listing" | "bytes">): Store
 }
 
 export class StoredCompletions {
-  readonly #database: Promise<PolicyDatabase>;
+  readonly #database: Promise<AccountsDatabase>;
   readonly #clock: () => number;
   readonly #storage: AccountStorage;
 
   constructor(options: {
-    database: PolicyDatabase | Promise<PolicyDatabase>;
+    database: AccountsDatabase | Promise<AccountsDatabase>;
     clock: () => number;
     storage: AccountStorage;
   }) {

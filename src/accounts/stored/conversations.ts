@@ -10,7 +10,7 @@
  */
 import { jsonBytes } from "../json-bytes.js";
 import { countStored, type AccountStorage } from "../storage.js";
-import type { ConversationItemRecord, ConversationRecord, PolicyDatabase } from "../database.js";
+import type { ConversationItemRecord, ConversationRecord, AccountsDatabase } from "../database.js";
 import { committed } from "./kept-records.js";
 
 type Item = ConversationItemRecord["item"];
@@ -34,10 +34,10 @@ const itemsPerBatch = 64;
 const ownBytes = (record: ConversationRecord) => jsonBytes({ ...record, bytes: 0, items: 0 });
 
 export class Conversations {
-  readonly #database: Promise<PolicyDatabase>;
+  readonly #database: Promise<AccountsDatabase>;
   readonly #storage: AccountStorage;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase>; storage: AccountStorage }) {
+  constructor(options: { database: AccountsDatabase | Promise<AccountsDatabase>; storage: AccountStorage }) {
     this.#database = Promise.resolve(options.database);
     this.#storage = options.storage;
   }
@@ -234,7 +234,7 @@ async function addTo(
 }
 
 /** A transaction that changes a conversation, its items and its account's usage together. */
-function writingTransaction(database: PolicyDatabase) {
+function writingTransaction(database: AccountsDatabase) {
   return database.transaction(["conversations", "conversationItems", "storage"], "readwrite");
 }
 

@@ -4,7 +4,7 @@
  * the expired ones (giving their space back to their accounts), so the work per request stays bounded.
  */
 import { countStored } from "../storage.js";
-import type { PolicyDatabase, StorageUsageRecord } from "../database.js";
+import type { AccountsDatabase, StorageUsageRecord } from "../database.js";
 
 export const keptMs = 30 * 24 * 60 * 60 * 1000;
 /** Expired records deleted per save: enough to keep up with any rate of saves. */
@@ -54,7 +54,7 @@ export function visible<Kept extends { accountId: string; createdAt: number }>(
 
 /** Deletes the account's unexpired record `id` from `storeName`, its space given back, in one transaction; whether there was one. */
 export async function removeKept(
-  database: PolicyDatabase,
+  database: AccountsDatabase,
   storeName: "responses" | "completions",
   accountId: string,
   id: string,

@@ -11,16 +11,16 @@
  */
 import { jsonBytes } from "../json-bytes.js";
 import { countStored, type AccountStorage } from "../storage.js";
-import type { PolicyDatabase, StoredResponseRecord } from "../database.js";
+import type { AccountsDatabase, StoredResponseRecord } from "../database.js";
 import { committed, deleteExpired, removeKept, visible } from "./kept-records.js";
 
 export class StoredResponses {
-  readonly #database: Promise<PolicyDatabase>;
+  readonly #database: Promise<AccountsDatabase>;
   readonly #clock: () => number;
   readonly #storage: AccountStorage;
 
   constructor(options: {
-    database: PolicyDatabase | Promise<PolicyDatabase>;
+    database: AccountsDatabase | Promise<AccountsDatabase>;
     clock: () => number;
     storage: AccountStorage;
   }) {

@@ -4,7 +4,7 @@
  * (made once, never readable through the API) and bound to the account, so a client can neither
  * read, forge nor alter it, nor replay another account's.
  */
-import type { PolicyDatabase } from "../database.js";
+import type { AccountsDatabase } from "../database.js";
 
 const keyName = "compaction";
 const ivBytes = 12;
@@ -22,10 +22,10 @@ function fromBase64Url(text: string): Uint8Array<ArrayBuffer> | null {
 }
 
 export class Sealing {
-  readonly #database: Promise<PolicyDatabase>;
+  readonly #database: Promise<AccountsDatabase>;
   #key: Promise<CryptoKey> | undefined;
 
-  constructor(options: { database: PolicyDatabase | Promise<PolicyDatabase> }) {
+  constructor(options: { database: AccountsDatabase | Promise<AccountsDatabase> }) {
     this.#database = Promise.resolve(options.database);
   }
 

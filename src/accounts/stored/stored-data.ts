@@ -1,13 +1,13 @@
 /** What an account stores through the API, wired over one database and one quota, and the seal of what it is handed back. */
 import { AccountStorage, type StorageEstimator } from "../storage.js";
-import type { PolicyDatabase } from "../database.js";
+import type { AccountsDatabase } from "../database.js";
 import { Conversations } from "./conversations.js";
 import { StoredCompletions } from "./completions.js";
 import { Sealing } from "./sealing.js";
 import { StoredResponses } from "./responses.js";
 
 export function storedData(options: {
-  database: PolicyDatabase | Promise<PolicyDatabase>;
+  database: AccountsDatabase | Promise<AccountsDatabase>;
   clock: () => number;
   /** The origin's storage estimate (`navigator.storage.estimate`), for the room billing keeps. */
   estimate?: StorageEstimator | undefined;

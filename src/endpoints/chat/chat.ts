@@ -1,5 +1,5 @@
 /**
- * `POST /v1/chat/completions`: parse, route, plan, respond. The request is checked and its
+ * `POST /v1/chat/completions`: parse, place, plan, respond. The request is checked and its
  * prompt rendered and counted here (templates and JSON grammars are the HTTP layer's, as in
  * llama.cpp's server), then served on this device or forwarded to the model's upstreams.
  */
@@ -17,7 +17,7 @@ import {
 } from "../../prompt/templates.js";
 import { completionBudget, promptTokenIds } from "../../pipeline/budget.js";
 import type { Generation, GenerationPlan } from "../../pipeline/generation.js";
-import { routeFor, type Route } from "../../pipeline/placement.js";
+import { placementOf, type Placement } from "../../pipeline/placement.js";
 import { chatCompletionRequestSchema, type ChatCompletionRequest } from "../../core/wire/chat-request.js";
 import { narrowedToAllowedTools } from "./allowed-tools.js";
 import { defusedJson } from "../../prompt/defused.js";
@@ -29,7 +29,7 @@ import { samplingOf } from "./convert.js";
 import { findModel, type EndpointDependencies } from "../dependencies.js";
 import { fromLegacyFunctions, inLegacyTerms, legacyReshape } from "./legacy-functions.js";
 import { chatLogprobsOption, logitBiasOption } from "./logprobs.js";
-import { routed, type Outcome } from "../../http/outcome.js";
+import { placed, type Outcome } from "../../http/outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally, type Reshape } from "../../http/serving.js";
 import { keptMessage, storingReshape } from "../stored/completions.js";
 import { jsonBytes } from "../../accounts/json-bytes.js";
@@ -102,9 +102,9 @@ async function promptCount(
   dependencies: EndpointDependencies,
   { request, model }: Pick<ChatCall, "request" | "model">,
 ) {
-  const route = await routeFor(dependencies.engine, model);
+  const placement = await placementOf(dependencies.engine, model);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  return route.decision.target === "remote"
+  return placement.decision.target === "remote"
     ? upstreamPromptTokens(tokenizer, model, defusedRequest(request, tokenizer))
     : renderedPrompt(tokenizer, model, request).tokens.length;
 }
@@ -131,7 +131,7 @@ export async function chatFits(dependencies: EndpointDependencies, json: unknown
   }
 }
 
-/** Serves a chat request's JSON: checked, routed, generated here or forwarded, written in `terms`. */
+/** Serves a chat request's JSON: checked, placed, generated here or forwarded, written in `terms`. */
 export async function serveChat(
   dependencies: EndpointDependencies,
   context: RequestContext,
@@ -142,11 +142,11 @@ export async function serveChat(
   // Kept when asked, in chat's own shape only: a `functions` or Responses request is not.
   const call =
     checked.request.store === true && !legacy && !reshape ? await stored(dependencies, context, checked) : checked;
-  const route = await routeFor(dependencies.engine, call.model);
-  const outcome = await routed(route, () =>
-    route.decision.target === "remote"
-      ? forwardChat(dependencies, context, route, call)
-      : generateChat(dependencies, context, route, call),
+  const placement = await placementOf(dependencies.engine, call.model);
+  const outcome = await placed(placement, () =>
+    placement.decision.target === "remote"
+      ? forwardChat(dependencies, context, placement, call)
+      : generateChat(dependencies, context, placement, call),
   );
   return call.strictMaps.length ? { ...outcome, strictMaps: call.strictMaps } : outcome;
 }
@@ -236,7 +236,7 @@ function defusedRequest(request: ChatCompletionRequest, tokenizer: Tokenizer): C
 async function forwardChat(
   dependencies: EndpointDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   call: ChatCall,
 ): Promise<Outcome> {
   const { model, reshape } = call;
@@ -253,7 +253,7 @@ async function forwardChat(
   return forwardRemotely(
     dependencies,
     context,
-    route,
+    placement,
     {
       model,
       endpoint: "chat/completions",
@@ -341,7 +341,7 @@ async function planChat(dependencies: EndpointDependencies, { request, model }: 
 async function generateChat(
   dependencies: EndpointDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   call: ChatCall,
 ): Promise<Outcome> {
   const { request, reshape, model } = call;
@@ -356,7 +356,7 @@ async function generateChat(
     ...(request.service_tier ? { service_tier: "default" } : {}),
   };
   const includeUsage = request.stream_options?.include_usage === true;
-  return generateLocally(dependencies, context, route, plan, {
+  return generateLocally(dependencies, context, placement, plan, {
     stream: request.stream === true,
     named: reshape?.named === true,
     toEvents: (running) => {

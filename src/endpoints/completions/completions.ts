@@ -1,5 +1,5 @@
 /**
- * `POST /v1/completions`, the legacy endpoint: parse, route, plan, respond. Several prompts, `n`
+ * `POST /v1/completions`, the legacy endpoint: parse, place, plan, respond. Several prompts, `n`
  * and `best_of` candidates per prompt (the best ranked by mean log probability), and `echo`.
  */
 import { BadRequestError } from "../../core/errors/api.js";
@@ -9,7 +9,7 @@ import { rawPromptPrefixTokens } from "../../catalogue/families.js";
 import type { PromptPiece, Tokenizer } from "../../prompt/tokenizer.js";
 import { completionBudget, countPromptIds, countPromptTokens } from "../../pipeline/budget.js";
 import type { Generation } from "../../pipeline/generation.js";
-import { routeFor, type Route } from "../../pipeline/placement.js";
+import { placementOf, type Placement } from "../../pipeline/placement.js";
 import { completionRequestSchema, type CompletionRequest } from "../../core/wire/completion-request.js";
 import { type TextCompletion } from "../../core/wire/text-completion.js";
 import { legacyLogprobsOf } from "../../core/wire/shared.js";
@@ -17,7 +17,7 @@ import type { InferenceRoute, RequestContext } from "../../http/context.js";
 import { collect, samplingOf, toWireFinishReason, wireUsage } from "../chat/convert.js";
 import { findModel, type EndpointDependencies } from "../dependencies.js";
 import { legacyLogprobsOption, logitBiasOption } from "../chat/logprobs.js";
-import { routed, type Outcome } from "../../http/outcome.js";
+import { placed, type Outcome } from "../../http/outcome.js";
 import { checkStreamOptions, forwardRemotely, generateLocally } from "../../http/serving.js";
 import { parseWith, readJson } from "../../http/validate.js";
 
@@ -211,11 +211,11 @@ export function completionsRoute(dependencies: EndpointDependencies): InferenceR
     path: completionsPath,
     handler: async (context) => {
       const call = await parseCompletion(dependencies, context.body);
-      const route = await routeFor(dependencies.engine, call.model);
-      return routed(route, () =>
-        route.decision.target === "remote"
-          ? forwardCompletion(dependencies, context, route, call)
-          : generateCompletion(dependencies, context, route, call),
+      const placement = await placementOf(dependencies.engine, call.model);
+      return placed(placement, () =>
+        placement.decision.target === "remote"
+          ? forwardCompletion(dependencies, context, placement, call)
+          : generateCompletion(dependencies, context, placement, call),
       );
     },
   };
@@ -224,13 +224,13 @@ export function completionsRoute(dependencies: EndpointDependencies): InferenceR
 function forwardCompletion(
   dependencies: EndpointDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   call: CompletionCall,
 ): Promise<Outcome> {
   const { request, prompts, maxTokens } = call;
   // Prompt tokens are not scored upstream either: `echo` is done here, from the text.
   legacyLogprobsOption(request);
-  return forwardRemotely(dependencies, context, route, {
+  return forwardRemotely(dependencies, context, placement, {
     model: call.model,
     endpoint: "completions",
     // The hosted default made explicit, so the upstream's own default cannot exceed the reservation.
@@ -249,7 +249,7 @@ function forwardCompletion(
 function generateCompletion(
   dependencies: EndpointDependencies,
   context: RequestContext,
-  route: Route,
+  placement: Placement,
   call: CompletionCall,
 ): Promise<Outcome> {
   const { request, counts, prompts } = call;
@@ -275,7 +275,7 @@ function generateCompletion(
     model: call.model.id,
     system_fingerprint: null,
   };
-  return generateLocally(dependencies, context, route, plan, {
+  return generateLocally(dependencies, context, placement, plan, {
     stream: request.stream === true,
     toEvents: (running) =>
       chunks(running, base, request.stream_options?.include_usage === true, echo, logprobs !== undefined),

@@ -2,7 +2,7 @@ import { ggufMemoryEstimateMB, memoryEstimateMB } from "../../catalogue/builds.j
 import { usdPerMillion, type GgufBuild, type MlcBuild, type ModelEntry } from "../../catalogue/entry.js";
 import { BadRequestError } from "../../core/errors/api.js";
 import type { ModelInfo, ModelObject } from "../../core/wire/models.js";
-import { decideRoute } from "../../pipeline/placement.js";
+import { decidePlacement } from "../../pipeline/placement.js";
 import type { InferenceRoute } from "../../http/context.js";
 import { findModel, type EndpointDependencies } from "../dependencies.js";
 import { jsonResponse } from "../../http/json-response.js";
@@ -74,7 +74,7 @@ export function modelRoutes(dependencies: EndpointDependencies): InferenceRoute[
 /** `/v1/model/info`: the catalogue's contract, and what this device does with the model now. */
 async function modelInfo(dependencies: EndpointDependencies, model: ModelEntry): Promise<ModelInfo> {
   const status = await dependencies.engine.status(model);
-  const decision = decideRoute(model, status.runnable);
+  const decision = decidePlacement(model, status.runnable);
   const info: ModelInfo = {
     id: model.id,
     object: "model.info",

@@ -6,7 +6,7 @@
  */
 import { BadRequestError, ServiceUnavailableError } from "../../core/errors/api.js";
 import type { Upstream } from "../../catalogue/entry.js";
-import type { Policy } from "../../accounts/accounts.js";
+import type { Accounts } from "../../accounts/accounts.js";
 import type { ServeRequest } from "../request.js";
 import type { ForwardPlan } from "./plan.js";
 import { authorise, safeReason, send } from "./send.js";
@@ -21,14 +21,14 @@ export interface Answering {
 }
 
 export async function firstAnswering(
-  services: { policy: Policy; fetch: typeof fetch },
+  services: { accounts: Accounts; fetch: typeof fetch },
   request: ServeRequest,
   plan: ForwardPlan,
 ): Promise<Answering> {
   const failures: string[] = [];
   let retryLater = false;
   for (const upstream of plan.decision.upstreams) {
-    const authorised = await authorise(services.policy, upstream, plan.stream);
+    const authorised = await authorise(services.accounts, upstream, plan.stream);
     if ("refused" in authorised) {
       failures.push(authorised.refused);
       continue;

@@ -10,7 +10,7 @@
  * - The client's abort aborts the upstream fetch, and what was streamed until then is billed.
  */
 import type { Upstream } from "../../catalogue/entry.js";
-import type { Policy } from "../../accounts/accounts.js";
+import type { Accounts } from "../../accounts/accounts.js";
 import { nothingUsed, type Meter } from "../metering.js";
 import type { ServeRequest } from "../request.js";
 import { firstAnswering, type Answering } from "./failover.js";
@@ -24,7 +24,7 @@ export type Forwarded = { upstream: Upstream } & (
 );
 
 export async function forward(
-  services: { policy: Policy; fetch: typeof fetch },
+  services: { accounts: Accounts; fetch: typeof fetch },
   request: ServeRequest,
   plan: ForwardPlan,
   meter: Meter,

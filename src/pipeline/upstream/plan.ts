@@ -1,10 +1,10 @@
 import type { ModelEntry } from "../../catalogue/entry.js";
-import type { RouteDecision } from "../placement.js";
+import type { PlacementDecision } from "../placement.js";
 
 /** A request to forward: the client's validated body, and what was counted and admitted for it. */
 export interface ForwardPlan {
   model: ModelEntry;
-  decision: RouteDecision;
+  decision: PlacementDecision;
   endpoint: "chat/completions" | "completions";
   /** The client's request as validated; forwarded with the upstream's model name. */
   body: Record<string, unknown>;

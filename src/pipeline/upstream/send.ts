@@ -3,7 +3,7 @@
  * and the reason it gives when it refuses, as a client may read it (a credential never quoted).
  */
 import type { Upstream } from "../../catalogue/entry.js";
-import type { Policy } from "../../accounts/accounts.js";
+import type { Accounts } from "../../accounts/accounts.js";
 import { readBounded } from "../read-bounded.js";
 import type { ForwardPlan } from "./plan.js";
 
@@ -19,7 +19,7 @@ export interface Authorised {
  * nowhere else, whatever the catalogue says now).
  */
 export async function authorise(
-  policy: Policy,
+  accounts: Accounts,
   upstream: Upstream,
   stream: boolean,
 ): Promise<Authorised | { refused: string }> {
@@ -28,7 +28,7 @@ export async function authorise(
     accept: stream ? "text/event-stream" : "application/json",
   };
   if (!upstream.credential) return { headers, secret: undefined };
-  const stored = await policy.upstreamSecret(upstream.credential);
+  const stored = await accounts.upstreamSecret(upstream.credential);
   const upstreamOrigin = new URL(upstream.baseUrl).origin;
   if (stored === undefined)
     return {

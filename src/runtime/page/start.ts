@@ -12,7 +12,7 @@ import type { PageEngineOptions } from "./host-engines.js";
 import type { LoadProgress } from "../../engines/contract.js";
 import { Admin } from "../../accounts/admin.js";
 import { broadcastKeyChange, keyChangedMessage, type KeyChanged } from "../bridge/key-changes.js";
-import { openPolicyStore } from "../../accounts/database.js";
+import { openAccountsDatabase } from "../../accounts/database.js";
 import { assertSecureUrl } from "../../core/secure-url.js";
 import {
   configureMessage,
@@ -213,7 +213,7 @@ export async function startInference(options: StartInferenceOptions = {}): Promi
     registration,
     workbox,
     admin: new Admin({
-      database: openPolicyStore(config.databaseName),
+      database: openAccountsDatabase(config.databaseName),
       defaults: config.limits,
       afterKeyChange: (keyId) => tellWorkers(config.databaseName, keyId, timeoutMs),
     }),

@@ -22,8 +22,8 @@ import { randomId } from "../../pipeline/services.js";
 import { Admin } from "../../accounts/admin.js";
 import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "../bridge/key-changes.js";
 import { webLocksLiveness } from "../../accounts/liveness.js";
-import { Policy } from "../../accounts/accounts.js";
-import { openPolicyStore } from "../../accounts/database.js";
+import { Accounts } from "../../accounts/accounts.js";
+import { openAccountsDatabase } from "../../accounts/database.js";
 import { tokenizerNames } from "../../catalogue/families.js";
 import { cacheTokenizers, fetchTokenizerSource, Tokenizers } from "../../prompt/tokenizer.js";
 import { WorkerConfiguration } from "./configuration.js";
@@ -48,7 +48,7 @@ export interface InstalledInference {
   app: InferenceApp;
   engine: Engine;
   catalogue: Catalogue;
-  policy: Policy;
+  accounts: Accounts;
   scheduler: Scheduler;
   /** The open pages that host engines (web-llm without WebGPU here, llama.cpp). */
   hosts: PageHosts | undefined;
@@ -113,8 +113,8 @@ export function createInference(
     webllm !== undefined,
   );
   const clock = () => Date.now();
-  const database = openPolicyStore(config.databaseName);
-  const policy = new Policy({
+  const database = openAccountsDatabase(config.databaseName);
+  const accounts = new Accounts({
     database,
     clock,
     holder: randomId("worker_"),
@@ -126,16 +126,16 @@ export function createInference(
     engine,
     scheduler,
     tokenizers,
-    policy,
+    accounts,
     ...storedData({ database, clock: clock, estimate: browserEstimator() }),
     // Reservations a killed worker left open are released before this one admits anything.
-    ready: policy.releaseOrphans(),
+    ready: accounts.releaseOrphans(),
     clock,
     newId: randomId,
     rateLimitResets: config.rateLimitResets,
     fetch: environment.fetch ?? ((input, init) => fetch(input, init)),
   });
-  return { config, app, engine, catalogue, policy, scheduler, hosts };
+  return { config, app, engine, catalogue, accounts, scheduler, hosts };
 }
 
 /**
@@ -200,7 +200,7 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   }
   if (data?.type === keyChangedMessage && port) {
     // At once, not after `ready`: a configuration still being built has no key in memory.
-    configuration.app?.policy.forgetKey((data as KeyChanged).keyId);
+    configuration.app?.accounts.forgetKey((data as KeyChanged).keyId);
     port.postMessage({ ok: true });
     return;
   }
@@ -239,7 +239,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     );
     // Key changes broadcast by other contexts (a worker's own createAdmin, another instance's pages).
     stopListening();
-    stopListening = listenForKeyChanges(installed.config.databaseName, (keyId) => installed.policy.forgetKey(keyId));
+    stopListening = listenForKeyChanges(installed.config.databaseName, (keyId) => installed.accounts.forgetKey(keyId));
     return installed;
   };
   const configuration = new WorkerConfiguration<InstalledInference>({
@@ -291,7 +291,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
 export function createAdmin(options: Pick<InferenceConfig, "limits" | "databaseName"> = {}): Admin {
   const config = resolveConfig({ baseUrl: "https://localhost/", ...options });
   return new Admin({
-    database: openPolicyStore(config.databaseName),
+    database: openAccountsDatabase(config.databaseName),
     defaults: config.limits,
     afterKeyChange: (keyId) => broadcastKeyChange(config.databaseName, keyId, 250),
   });
