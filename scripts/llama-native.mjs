@@ -11,7 +11,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { llamaSource, llamaWork } from "./llama-source.mjs";
 
-const build = join(llamaWork, "build-native");
+const build = join(llamaWork, "llama.cpp-native-build");
 
 function need(command, target) {
   try {
@@ -29,7 +29,7 @@ export function nativeTool(target) {
   if (existsSync(tool)) return tool;
   need("cmake", target);
   need("c++", target);
-  const { dir } = llamaSource({ reuse: true });
+  const { dir } = llamaSource({ reuse: true, folder: "llama.cpp-native" });
   const options = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF"];
   const off = ["LLAMA_BUILD_TESTS", "LLAMA_BUILD_EXAMPLES", "GGML_OPENMP"];
   execFileSync("cmake", ["-S", dir, "-B", build, ...options, ...off.map((name) => `-D${name}=OFF`)], {

@@ -15,11 +15,13 @@ const root = resolve(import.meta.dirname, "..");
 export const llamaWork = join(tmpdir(), "webgpu-inference-llamacpp");
 
 /**
- * Clones the bundle into `llamaWork/llama.cpp` (again, unless `reuse` and the clone is there).
- * @param {{ reuse?: boolean }} [options]
+ * Clones the bundle into `llamaWork/<folder>` (again, unless `reuse` and the clone is there).
+ * The WebAssembly build patches its clone (our tiles in ggml-cpu), so native tools take their
+ * own folder: ggml's native code must not call kernels only the WebAssembly build links.
+ * @param {{ reuse?: boolean, folder?: string }} [options]
  * @returns {{ dir: string, description: string }}
  */
-export function llamaSource({ reuse = false } = {}) {
+export function llamaSource({ reuse = false, folder = "llama.cpp" } = {}) {
   const require = createRequire(join(root, "package.json"));
   // The package exports no package.json: its folder is the one above its entry (dist/index.js).
   const packageDir = resolve(dirname(require.resolve("node-llama-cpp")), "..");
@@ -28,8 +30,8 @@ export function llamaSource({ reuse = false } = {}) {
     throw new Error(`no llama.cpp source: ${bundle} is missing (npm ci installs node-llama-cpp)`);
   const info = JSON.parse(readFileSync(join(packageDir, "llama/llama.cpp.info.json"), "utf8"));
   const version = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")).version;
-  const dir = join(llamaWork, "llama.cpp");
-  const stamp = join(llamaWork, "source.txt");
+  const dir = join(llamaWork, folder);
+  const stamp = join(llamaWork, `${folder}.source.txt`);
   if (reuse && existsSync(dir) && existsSync(stamp)) return { dir, description: readFileSync(stamp, "utf8") };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(llamaWork, { recursive: true });
