@@ -60,13 +60,16 @@ function hasLegacyTurns(list: unknown): boolean {
   );
 }
 
+/** The request parameters of the old form, which the chat schema does not have: they become tools first. */
+export const legacyFunctionParameters = ["functions", "function_call"] as const;
+
 /**
  * The request with the deprecated fields as tools, and whether it used them. A history in the old
  * shapes is taken without them too (the hosted API takes it), its turns rewritten as tool turns.
  */
 export function fromLegacyFunctions(json: unknown): { json: unknown; legacy: boolean } {
   if (!isObject(json)) return { json, legacy: false };
-  if (json.functions === undefined && json.function_call === undefined) {
+  if (legacyFunctionParameters.every((name) => json[name] === undefined)) {
     return {
       json: hasLegacyTurns(json.messages) ? { ...json, messages: messages(json.messages) } : json,
       legacy: false,

@@ -1,6 +1,6 @@
 /**
  * The parameters real OpenAI clients send, each honoured, accepted (where that is faithful), or
- * refused in OpenAI's words; one case per row of the README's parameter table that this checks.
+ * refused in OpenAI's words; one case per row of docs/api-reference.md's parameter tables that this checks.
  */
 import { describe, expect, it } from "vitest";
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../../../src/core/wire/chat-completion.js";
