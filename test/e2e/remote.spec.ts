@@ -92,8 +92,7 @@ test("a remote model through the openai SDK: whole and streamed, with our header
       stream: true,
       stream_options: { include_usage: true },
     });
-    const chunks = [];
-    for await (const chunk of stream) chunks.push(chunk);
+    const chunks = await window.harness.collect(stream);
     const info = await (await window.harness.fetch("/model/info?model=alpha-3-70b-instruct")).json();
     return { whole, headers, chunks, info };
   }, messages);
@@ -147,8 +146,7 @@ test("llama-server's ways, normalised to OpenAI's: a role in the first delta, no
   const result = await page.evaluate(async (history) => {
     const client = window.harness.client();
     const stream = await client.chat.completions.create({ model: "remote-llama", messages: history, stream: true });
-    const chunks = [];
-    for await (const chunk of stream) chunks.push(chunk);
+    const chunks = await window.harness.collect(stream);
     const legacy = await client.completions.create({ model: "remote-llama", prompt: ["Once", "Twice"], max_tokens: 4 });
     return { chunks, legacy };
   }, messages);
@@ -299,8 +297,7 @@ test("an upstream without usage is billed by our own count, marked as an estimat
       stream: true,
       stream_options: { include_usage: true },
     });
-    const chunks = [];
-    for await (const chunk of stream) chunks.push(chunk);
+    const chunks = await window.harness.collect(stream);
     const slow = await client.chat.completions.create({ model: "remote-slow", messages: history, stream: true });
     let received = 0;
     for await (const chunk of slow) {

@@ -119,8 +119,7 @@ test("chat, whole and streamed: the server's usage billed exactly, under our mod
       stream: true,
       stream_options: { include_usage: true },
     });
-    const chunks = [];
-    for await (const chunk of stream) chunks.push(chunk);
+    const chunks = await window.harness.collect(stream);
     return { whole, route: response.headers.get("x-inference-route"), chunks };
   }, sayHi);
   expect(result.route).toBe("remote");
@@ -149,8 +148,7 @@ test("n: 2, whole and streamed: both choices billed, though the server reports o
       stream: true,
       stream_options: { include_usage: true },
     });
-    const chunks = [];
-    for await (const chunk of stream) chunks.push(chunk);
+    const chunks = await window.harness.collect(stream);
     return { one: one.usage!, whole, streamed: chunks.at(-1)!.usage! };
   }, sayHi);
   expect(result.whole.choices.map((choice) => choice.index)).toEqual([0, 1]);
@@ -310,8 +308,7 @@ test("store: a stream the server answered is kept as the completion its chunks m
   const result = await page.evaluate(async (sent) => {
     const client = window.harness.client();
     const body = { ...sent, store: true, stream: true as const };
-    const chunks = [];
-    for await (const chunk of await client.chat.completions.create(body)) chunks.push(chunk);
+    const chunks = await window.harness.collect(await client.chat.completions.create(body));
     const kept = await client.chat.completions.retrieve(chunks[0]!.id);
     const listed = await client.chat.completions.list({ model: "peer" });
     return { chunks, kept, listed: listed.data.map((each) => each.id) };

@@ -11,54 +11,16 @@ import { toWireError, type AbortMessage, type PartMessage } from "../part-stream
 import { StopScanner } from "../stop-text.js";
 import { prefillBatches, sharedPrefix } from "./prefill.js";
 import type { LoadResult, SamplerSettings, WorkerCall, WorkerReply } from "./protocol.js";
+import type { LlamaCApi } from "./c-api.js";
 
-/** What the Emscripten module of `native/llamacpp/engine.cpp` exposes (see scripts/build-llamacpp.mjs). */
-interface LlamaModule {
-  HEAPU8: Uint8Array;
-  HEAP32: Int32Array;
-  HEAPF32: Float32Array;
+/** The Emscripten module of `native/llamacpp/engine.cpp`: its C API, and the file system it reads models from. */
+interface LlamaModule extends LlamaCApi {
   FS: {
     mkdir(path: string): void;
     mount(type: unknown, options: { blobs: { name: string; data: Blob }[] }, path: string): void;
     unmount(path: string): void;
   };
   WORKERFS: { stream_ops: { read: BlobRead } };
-  UTF8ToString(pointer: number): string;
-  stringToUTF8(text: string, pointer: number, capacity: number): void;
-  lengthBytesUTF8(text: string): number;
-  _malloc(bytes: number): number;
-  _free(pointer: number): void;
-  _wi_error(): number;
-  _wi_system_info(): number;
-  _wi_load(paths: number, contextWindow: number, batchSize: number, threads: number): number;
-  _wi_free(): void;
-  _wi_info(what: number): number;
-  _wi_tokenize(
-    text: number,
-    length: number,
-    addSpecial: number,
-    parseSpecial: number,
-    out: number,
-    capacity: number,
-  ): number;
-  _wi_piece(token: number, out: number, capacity: number): number;
-  _wi_is_end(token: number): number;
-  _wi_forget(keep: number): number;
-  _wi_decode(tokens: number, count: number, first: number): number;
-  _wi_sampler(
-    temperature: number,
-    topP: number,
-    presence: number,
-    frequency: number,
-    seed: number,
-    biasIds: number,
-    biasValues: number,
-    biasCount: number,
-    grammar: number,
-  ): number;
-  _wi_sample(alternatives: number, ids: number, logprobs: number, budgetMs: number): number;
-  /** Read by the grammar's step between slices of candidates (engine.cpp): whether to stop. */
-  abortRequested?: () => number;
 }
 
 type Factory = (options: Record<string, unknown>) => Promise<LlamaModule>;

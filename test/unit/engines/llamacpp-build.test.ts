@@ -16,6 +16,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buildTestGguf } from "../../../scripts/test-gguf.mjs";
 import llama3Reference from "llama3-tokenizer-js";
 import { renderChat, renderChatPieces } from "../../../src/prompt/templates.js";
+import type { LlamaCApi } from "../../../src/engines/llamacpp/c-api.js";
 
 const folder = resolve(import.meta.dirname, "../../../wasm/llamacpp");
 
@@ -163,32 +164,8 @@ describe("the llama.cpp build", () => {
   });
 });
 
-interface Module {
-  HEAPU8: Uint8Array;
-  HEAP32: Int32Array;
+interface Module extends LlamaCApi {
   FS: { mkdir(path: string): void; writeFile(path: string, data: Uint8Array): void };
-  UTF8ToString(pointer: number): string;
-  stringToUTF8(text: string, pointer: number, capacity: number): void;
-  lengthBytesUTF8(text: string): number;
-  _malloc(bytes: number): number;
-  _wi_error(): number;
-  _wi_system_info(): number;
-  _wi_load(paths: number, context: number, batch: number, threads: number): number;
-  _wi_decode(tokens: number, count: number, first: number): number;
-  _wi_sampler(...args: number[]): number;
-  _wi_sample(alternatives: number, ids: number, logprobs: number, budgetMs: number): number;
-  abortRequested?: () => number;
-  _wi_piece(token: number, out: number, capacity: number): number;
-  _wi_forget(keep: number): number;
-  _wi_tiles(on: number): number;
-  _wi_tokenize(
-    text: number,
-    length: number,
-    addSpecial: number,
-    parseSpecial: number,
-    out: number,
-    capacity: number,
-  ): number;
 }
 
 /** `value` as a C string in the module's memory. */
