@@ -199,9 +199,8 @@ async function sampleVariant(page, model, variant, threads) {
   const direct = (offset) => page.call("llamaDirect", { model: id, messages: chat(offset), maxTokens: tokens });
   // Load, and warm both paths with a whole sample each, unmeasured: the first request also
   // compiles, and V8 moves hot WebAssembly to its optimising tier, on threads of its own, only
-  // once it has run a while; each prompt length runs tiles of its own shapes. With a short
-  // warm-up, V8's worker threads took 210–460 ms of CPU during each of the first four samples of
-  // a run, whichever path ran them, and 0–50 ms from the fifth on.
+  // once it has run a while; each prompt length runs tiles of its own shapes. A whole sample
+  // on each path keeps that compilation out of the measured ones.
   await ours(90);
   await direct(91);
   for (let iteration = 0; iteration < iterations; iteration++) {

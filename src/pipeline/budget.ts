@@ -70,8 +70,8 @@ function refuseCertainlyTooLong(
   // only longer ones are counted in pieces first, so a prompt is not tokenized twice on the way.
   if (text.length <= Math.max(pieceCharacters, model.contextWindow * 4)) return;
   let lowerBound = 0;
-  // Repeated text gives repeated pieces, and a run without spaces is the slowest to encode
-  // (about 25 ms a piece here): a piece seen before is counted once.
+  // Repeated text gives repeated pieces, and a run without spaces is the slowest to encode:
+  // a piece seen before is counted once.
   const counted = new Map<string, number>();
   for (let start = 0, cuts = 0; start < text.length; cuts++) {
     let end = Math.min(text.length, start + pieceCharacters);

@@ -10,12 +10,9 @@
  *
  * Memory: the library keeps each merge as an array of two strings, a map keyed by its JSON, and
  * the parsed file's merge list: several million small objects for Llama 3 (280,147 merges) or
- * Gemma (514,906), which every full garbage collection of the worker must trace. Measured in
- * Chromium with the Llama 3 tokenizer loaded, the service worker's heap held 57 MB and each of
- * the collections V8 starts when a worker falls idle took 270–310 ms of its thread, in the
- * middle of other requests' streams. Here the merges are one open-addressed table in four
- * typed arrays, which a collection does not look inside: the heap held 13 MB, and a collection
- * took about 50 ms.
+ * Gemma (514,906), which every full garbage collection of the worker must trace, in the middle
+ * of other requests' streams. Here the merges are one open-addressed table in four typed arrays,
+ * which a collection does not look inside.
  */
 
 /** The fields of the library's BPE model this reads or replaces. */

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 test("the benchmark's quick mode runs every section and writes its table, chart and samples", async () => {
-  // Measured at about 260 s here.
+  // Quick mode loads the model on SwiftShader and runs every section once.
   test.setTimeout(600_000);
   const out = test.info().outputPath("bench");
   const output: string[] = [];

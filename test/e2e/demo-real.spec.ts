@@ -12,7 +12,7 @@ async function server(path: string, body?: string): Promise<Response> {
 test("real-engine smoke: a model too big, a failed download resumed, a streamed reply, and Delete", async ({
   page,
 }) => {
-  // Measured at about 75 s here.
+  // Two downloads of the model, and a streamed reply on SwiftShader.
   test.setTimeout(240_000);
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));

@@ -261,7 +261,7 @@ const recipes: { recipe: Recipe; workerUrl: (mode: "dev" | "preview") => string 
 
 for (const { recipe, workerUrl, built } of recipes) {
   test(`${recipe}: a fresh Vite app from the README chats in vite dev, with nothing copied by hand`, async () => {
-    // Measured at about 15 s here (a Vite server started, a chat in a fresh profile).
+    // A Vite server started, and a chat in a fresh profile.
     test.setTimeout(120_000);
     const directory = makeApp(recipe);
     const files = appFiles(directory);
@@ -284,7 +284,7 @@ for (const { recipe, workerUrl, built } of recipes) {
   });
 
   test(`${recipe}: the same app chats after vite build + vite preview`, async () => {
-    // Measured at about 15 s here (a Vite server started, a chat in a fresh profile).
+    // A Vite server started, and a chat in a fresh profile.
     test.setTimeout(120_000);
     const directory = makeApp(recipe);
     run("node node_modules/vite/bin/vite.js build", directory);

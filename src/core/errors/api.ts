@@ -110,7 +110,7 @@ export class InternalServerError extends ApiError {
 
 /**
  * A finished reply that breaks its schema where the grammar enforces a keyword only in part
- * (README: the keyword table). Never returned as a success; its tokens are billed, as generated.
+ * (docs/structured-outputs.md: the keyword table). Never returned as a success; its tokens are billed, as generated.
  */
 export class InvalidOutputError extends ApiError {
   constructor(message: string, param: string) {

@@ -25,7 +25,7 @@ interface Finding extends Breach {
 }
 
 const partialAdvice =
-  "The grammar enforces this keyword only in part and the finished value is checked (see the README's keyword table); " +
+  "The grammar enforces this keyword only in part and the finished value is checked (see the keyword table in docs/structured-outputs.md); " +
   "retry the request, or state the rule in a form the grammar enforces whole.";
 const depthAdvice =
   "A recursive schema lets a grammar nest without end; retry the request, or bound the recursion " +

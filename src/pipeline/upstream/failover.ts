@@ -44,7 +44,7 @@ export async function firstAnswering(
       // origin out and a redirect (not followed) look the same from inside the browser.
       const upstreamOrigin = new URL(upstream.baseUrl).origin;
       failures.push(
-        `${upstream.name}: could not reach ${upstreamOrigin} (${failureText(error)}); if it is running, it must allow cross-origin requests from ${request.origin} (see the README for vLLM's, llama-server's and Ollama's CORS settings), a Content Security Policy the app serves must name ${upstreamOrigin} in connect-src, and a redirect is not followed (give the address it leads to as the upstream's baseUrl)`,
+        `${upstream.name}: could not reach ${upstreamOrigin} (${failureText(error)}); if it is running, it must allow cross-origin requests from ${request.origin} (docs/remote-models.md has vLLM's, llama-server's and Ollama's CORS settings), a Content Security Policy the app serves must name ${upstreamOrigin} in connect-src, and a redirect is not followed (give the address it leads to as the upstream's baseUrl)`,
       );
       continue;
     }

@@ -15,7 +15,7 @@ export interface AssetOptions {
   serviceWorker?: boolean;
   /** The model families whose tokenizers to serve: those of the models the app uses. Default: every family. */
   families?: readonly ModelFamily[];
-  /** Serve the library's llama.cpp build (`llamacpp/`, about 7 MB) for the `llamacpp` engine. Default true. */
+  /** Serve the library's llama.cpp build (`llamacpp/`) for the `llamacpp` engine. Default true. */
   llamacpp?: boolean;
 }
 

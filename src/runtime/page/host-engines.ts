@@ -19,7 +19,7 @@ export interface PageEngineOptions {
   llamacpp?: boolean;
   /** The folder of the llama.cpp build. Default: `llamacpp/` beside the worker script, where the Vite plugin and `copy-assets` put it. */
   llamacppUrl?: string;
-  /** llama.cpp's threads. Default: a thread per core (less one for the page past two cores) when the page is cross-origin isolated, else 1 (see the README). */
+  /** llama.cpp's threads. Default: a thread per core (less one for the page past two cores) when the page is cross-origin isolated, else 1 (docs/engines.md, Threads). */
   threads?: number;
   /** The longest one token's grammar step may take on llama.cpp, in ms (default 2,000); past it the request fails. */
   tokenBudgetMs?: number;

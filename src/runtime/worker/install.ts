@@ -179,7 +179,7 @@ export interface InferenceWorker {
    */
   handles(url: URL): boolean;
   /**
-   * Fetches every family's tokenizer into Cache Storage (about 3.3 MB), so prompts of any model
+   * Fetches every family's tokenizer into Cache Storage, so prompts of any model
    * can be counted offline; an offline app calls it from its `install` handler. Without it, a
    * family's tokenizer is fetched (and then kept) the first time one of its models is asked for.
    */

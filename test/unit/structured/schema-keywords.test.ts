@@ -375,7 +375,7 @@ describe("refusals name the keyword and where it is", () => {
   });
 
   it("a sample checks each anyOf's branches once, however many items visit it", () => {
-    // Checking a branch reads its whole enum: 256 items each checking 16,000 values took 3 s.
+    // Checking a branch reads its whole enum, so checking it once per item would multiply the two.
     const values = Array.from({ length: 16_000 }, (_, index) => `v${index}`);
     const items = { anyOf: [{ type: "string", enum: values }, { type: "null" }] };
     const schema: JsonSchema = { type: "array", minItems: 256, maxItems: 256, items };
