@@ -10,9 +10,9 @@
  * the page. No record outside the page is read, however many the account has.
  */
 import { jsonBytes } from "../json-bytes.js";
-import { countStored, type AccountStorage } from "../storage.js";
-import { listingFilters, listingKeys, type AccountsDatabase, type StoredCompletionRecord } from "../database.js";
-import { committed, deleteExpired, keptMs, removeKept, visible } from "./kept-records.js";
+import { countStored } from "../storage.js";
+import { listingFilters, listingKeys, type StoredCompletionRecord } from "../database.js";
+import { committed, deleteExpired, keptMs, KeptRecordStore, removeKept, visible } from "./kept-records.js";
 
 /** Which of an account's completions a page holds: those after `after`, in `order`, that match. */
 export interface CompletionsQuery {
@@ -32,27 +32,13 @@ function sized(record: Omit<StoredCompletionRecord, "listing" | "bytes">): Store
   return stored;
 }
 
-export class StoredCompletions {
-  readonly #database: Promise<AccountsDatabase>;
-  readonly #clock: () => number;
-  readonly #storage: AccountStorage;
-
-  constructor(options: {
-    database: AccountsDatabase | Promise<AccountsDatabase>;
-    clock: () => number;
-    storage: AccountStorage;
-  }) {
-    this.#database = Promise.resolve(options.database);
-    this.#clock = options.clock;
-    this.#storage = options.storage;
-  }
-
+export class StoredCompletions extends KeptRecordStore {
   /** Stores a completion, counted against its account's quota, in one transaction with the expired ones' deletion. */
   async save(record: NewCompletion): Promise<void> {
-    const now = this.#clock();
+    const now = this.clock();
     const stored = sized({ ...record, createdAt: now });
-    await this.#storage.ensureOriginRoom(stored.bytes);
-    const transaction = (await this.#database).transaction(["completions", "storage"], "readwrite");
+    await this.storage.ensureOriginRoom(stored.bytes);
+    const transaction = (await this.database).transaction(["completions", "storage"], "readwrite");
     await committed(transaction, async () => {
       const usage = transaction.objectStore("storage");
       await countStored(usage, record.accountId, "completions", { bytes: stored.bytes, items: 1 });
@@ -63,7 +49,7 @@ export class StoredCompletions {
 
   /** The account's completion `id`, unexpired; undefined otherwise. */
   async completion(accountId: string, id: string): Promise<StoredCompletionRecord | undefined> {
-    return this.#visible(await (await this.#database).get("completions", id), accountId);
+    return this.#visible(await (await this.database).get("completions", id), accountId);
   }
 
   /**
@@ -74,7 +60,7 @@ export class StoredCompletions {
     accountId: string,
     query: CompletionsQuery,
   ): Promise<{ records: StoredCompletionRecord[]; hasMore: boolean } | undefined> {
-    const transaction = (await this.#database).transaction("completions");
+    const transaction = (await this.database).transaction("completions");
     const listing = transaction.store.index("listing");
     const filters = listingFilters(query.model, query.metadata);
     const bound = (filter: string) => IDBKeyRange.bound([accountId, filter], [accountId, filter, Infinity]);
@@ -84,7 +70,7 @@ export class StoredCompletions {
     const [lead = "", ...rest] = order.map((entry) => entry.filter);
     let range: IDBKeyRange;
     // Unexpired only: made after the keeping period began (times are whole milliseconds).
-    const lower = [accountId, lead, Math.floor(this.#clock() - keptMs) + 1];
+    const lower = [accountId, lead, Math.floor(this.clock() - keptMs) + 1];
     const upper = [accountId, lead, Infinity];
     if (query.after !== undefined) {
       const after = this.#visible(await transaction.store.get(query.after), accountId);
@@ -109,7 +95,7 @@ export class StoredCompletions {
     id: string,
     metadata: Record<string, string>,
   ): Promise<StoredCompletionRecord | undefined> {
-    const transaction = (await this.#database).transaction(["completions", "storage"], "readwrite");
+    const transaction = (await this.database).transaction(["completions", "storage"], "readwrite");
     return committed(transaction, async () => {
       const record = this.#visible(await transaction.objectStore("completions").get(id), accountId);
       if (!record) return undefined;
@@ -125,10 +111,10 @@ export class StoredCompletions {
 
   /** Deletes the account's completion `id`; whether there was one. */
   async remove(accountId: string, id: string): Promise<boolean> {
-    return removeKept(await this.#database, "completions", accountId, id, this.#clock());
+    return removeKept(await this.database, "completions", accountId, id, this.clock());
   }
 
   #visible(record: StoredCompletionRecord | undefined, accountId: string): StoredCompletionRecord | undefined {
-    return visible(record, accountId, this.#clock());
+    return visible(record, accountId, this.clock());
   }
 }

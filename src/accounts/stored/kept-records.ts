@@ -3,10 +3,30 @@
  * against its storage quota, and kept 30 days, as OpenAI keeps them; each save deletes a few of
  * the expired ones (giving their space back to their accounts), so the work per request stays bounded.
  */
-import { countStored } from "../storage.js";
+import { countStored, type AccountStorage } from "../storage.js";
 import type { AccountsDatabase, StorageUsageRecord } from "../database.js";
 
 export const keptMs = 30 * 24 * 60 * 60 * 1000;
+
+/**
+ * A store of records kept for `keptMs`: the database, the clock their age is read by, and the
+ * quota each write and deletion is counted against.
+ */
+export abstract class KeptRecordStore {
+  protected readonly database: Promise<AccountsDatabase>;
+  protected readonly clock: () => number;
+  protected readonly storage: AccountStorage;
+
+  constructor(options: {
+    database: AccountsDatabase | Promise<AccountsDatabase>;
+    clock: () => number;
+    storage: AccountStorage;
+  }) {
+    this.database = Promise.resolve(options.database);
+    this.clock = options.clock;
+    this.storage = options.storage;
+  }
+}
 /** Expired records deleted per save: enough to keep up with any rate of saves. */
 const expiredPerSave = 4;
 

@@ -10,36 +10,22 @@
  * as the reader needs (a context window's worth).
  */
 import { jsonBytes } from "../json-bytes.js";
-import { countStored, type AccountStorage } from "../storage.js";
-import type { AccountsDatabase, StoredResponseRecord } from "../database.js";
-import { committed, deleteExpired, removeKept, visible } from "./kept-records.js";
+import { countStored } from "../storage.js";
+import type { StoredResponseRecord } from "../database.js";
+import { committed, deleteExpired, KeptRecordStore, removeKept, visible } from "./kept-records.js";
 
-export class StoredResponses {
-  readonly #database: Promise<AccountsDatabase>;
-  readonly #clock: () => number;
-  readonly #storage: AccountStorage;
-
-  constructor(options: {
-    database: AccountsDatabase | Promise<AccountsDatabase>;
-    clock: () => number;
-    storage: AccountStorage;
-  }) {
-    this.#database = Promise.resolve(options.database);
-    this.#clock = options.clock;
-    this.#storage = options.storage;
-  }
-
+export class StoredResponses extends KeptRecordStore {
   /**
    * Stores a response, counted against its account's quota (403 past it, 507 when the origin
    * is nearly full), in one transaction with the expired ones' deletion.
    */
   async save(record: Omit<StoredResponseRecord, "createdAt" | "itemIds" | "bytes">): Promise<void> {
-    const database = await this.#database;
-    const now = this.#clock();
+    const database = await this.database;
+    const now = this.clock();
     const itemIds = record.output.map((item) => (item as { id: string }).id);
     const stored: StoredResponseRecord = { ...record, createdAt: now, itemIds, bytes: 0 };
     stored.bytes = jsonBytes(stored);
-    await this.#storage.ensureOriginRoom(stored.bytes);
+    await this.storage.ensureOriginRoom(stored.bytes);
     const transaction = database.transaction(["responses", "storage"], "readwrite");
     await committed(transaction, async () => {
       const usage = transaction.objectStore("storage");
@@ -51,7 +37,7 @@ export class StoredResponses {
 
   /** The account's response `id`, unexpired; undefined otherwise. */
   async response(accountId: string, id: string): Promise<StoredResponseRecord | undefined> {
-    const record = await (await this.#database).get("responses", id);
+    const record = await (await this.database).get("responses", id);
     return this.#visible(record, accountId);
   }
 
@@ -84,7 +70,7 @@ export class StoredResponses {
 
   /** The account's output items of these ids, from unexpired responses, read in one transaction; one not found is absent. */
   async items(accountId: string, ids: ReadonlySet<string>): Promise<Map<string, unknown>> {
-    const index = (await this.#database).transaction("responses").store.index("itemIds");
+    const index = (await this.database).transaction("responses").store.index("itemIds");
     const found = new Map<string, unknown>();
     await Promise.all(
       [...ids].map(async (id) => {
@@ -98,10 +84,10 @@ export class StoredResponses {
 
   /** Deletes the account's response `id`; whether there was one. */
   async remove(accountId: string, id: string): Promise<boolean> {
-    return removeKept(await this.#database, "responses", accountId, id, this.#clock());
+    return removeKept(await this.database, "responses", accountId, id, this.clock());
   }
 
   #visible(record: StoredResponseRecord | undefined, accountId: string): StoredResponseRecord | undefined {
-    return visible(record, accountId, this.#clock());
+    return visible(record, accountId, this.clock());
   }
 }
