@@ -2,7 +2,7 @@
  * Engines that run in an open page of the app, for the worker: web-llm for browsers that have
  * WebGPU in pages but not in service workers, and llama.cpp (our WebAssembly build), which needs a Worker that
  * a service worker cannot start. The worker forwards generations to the page over a
- * MessageChannel; everything above the engine (routing, validation, policy, queueing, SSE) still
+ * MessageChannel; everything above the engine (routing, validation, accounts, queueing, SSE) still
  * runs in the worker.
  *
  * Protocol: the worker posts `{type, engine, …}` to a host page with a port; the page answers on

@@ -59,7 +59,7 @@ export async function placementOf(engine: Engine, model: ModelEntry): Promise<Pl
 }
 
 /** The chosen engine as a generation plan names it: one of the local engines, or none to pin. */
-export function chosenEngine(route: Placement): LocalEngine | undefined {
-  const name = route.engine?.name;
+export function chosenEngine(placement: Placement): LocalEngine | undefined {
+  const name = placement.engine?.name;
   return localEngines.find((engine) => engine === name);
 }
