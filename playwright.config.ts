@@ -5,7 +5,7 @@ import { chromiumArgs, chromiumPath } from "./scripts/chromium.mjs";
 
 /**
  * The specs of the full run (`npm run test:full`): web-llm on SwiftShader, where a forward pass
- * takes about a minute, the benchmark's quick mode, and fresh Vite apps built from the packed
+ * is slow, the benchmark's quick mode, and fresh Vite apps built from the packed
  * package. Every other spec is the gate (`npm test`): the deterministic engine and llama.cpp.
  */
 const fullRun = /(real-engine|demo-real|bench|fresh-app)\.spec\.ts$/;
