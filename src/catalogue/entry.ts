@@ -148,8 +148,20 @@ export type LocalEngine = (typeof localEngines)[number];
 const routingPolicies = ["local", "remote", "auto"] as const;
 export type RoutingPolicy = (typeof routingPolicies)[number];
 
+/** `chat`: a model that generates (every generation endpoint); `embedding`: one that embeds (`/v1/embeddings`) only. */
+const modelKinds = ["chat", "embedding"] as const;
+export type ModelKind = (typeof modelKinds)[number];
+
 const modelEntrySchema = z.strictObject({
   id: z.string().min(1),
+  kind: z.enum(modelKinds).default("chat"),
+  /** An embedding model's vector size. */
+  dimensions: z.number().int().positive().optional(),
+  /**
+   * The sizes an embedding model was trained to be cut to (Matryoshka), which `dimensions` may ask
+   * for: its vector truncated and normalised again. Without them `dimensions` is refused.
+   */
+  matryoshkaDimensions: z.array(z.number().int().positive()).optional(),
   ownedBy: z.string().default("webgpu-inference"),
   created: z.number().int().default(1_714_000_000),
   family: z.enum(modelFamilies),
@@ -182,6 +194,7 @@ export const modelOverrideSchema = z.strictObject({
 
 /** An entry that can serve: a build unless it is remote-only, an upstream unless it is local-only. */
 export const servableModelSchema = modelEntrySchema.superRefine((model, context) => {
+  checkKind(model, context);
   if (model.routing !== "remote" && model.builds.length === 0 && model.gguf.length === 0) {
     context.addIssue({
       code: "custom",
@@ -204,6 +217,23 @@ export const servableModelSchema = modelEntrySchema.superRefine((model, context)
     }
   });
 });
+
+/** What each kind asks of its entry: an embedding model says its size, and is priced per input token only. */
+function checkKind(model: z.infer<typeof modelEntrySchema>, context: z.RefinementCtx): void {
+  const issue = (path: string, message: string) => context.addIssue({ code: "custom", path: [path], message });
+  if (model.kind === "chat") {
+    if (model.dimensions !== undefined || model.matryoshkaDimensions !== undefined)
+      issue("dimensions", `${model.id} is a chat model: dimensions belong to an embedding model (kind 'embedding')`);
+    return;
+  }
+  if (model.dimensions === undefined)
+    issue("dimensions", `${model.id} is an embedding model: give its vector size (dimensions)`);
+  if (model.price.outputNanoUsdPerToken !== 0)
+    issue("price", `${model.id} is an embedding model, priced per input token only: set outputNanoUsdPerToken to 0`);
+  const past = model.matryoshkaDimensions?.find((size) => size > (model.dimensions ?? 0));
+  if (past !== undefined)
+    issue("matryoshkaDimensions", `${model.id} cannot be cut to ${past} dimensions: it has ${model.dimensions}`);
+}
 
 export type MlcBuild = z.infer<typeof mlcBuildSchema>;
 export type GgufBuild = z.infer<typeof ggufBuildSchema>;

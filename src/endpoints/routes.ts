@@ -8,6 +8,7 @@ import { endsInRoute } from "../http/router.js";
 import { chatPath, chatRoute } from "./chat/chat.js";
 import { completionsPath, completionsRoute } from "./completions/completions.js";
 import type { EndpointDependencies } from "./dependencies.js";
+import { embeddingsPath, embeddingsRoute } from "./embeddings/embeddings.js";
 import { modelPaths, modelRoutes } from "./models/models.js";
 import { compactPath, compactRoute } from "./responses/compact.js";
 import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses/responses.js";
@@ -18,6 +19,7 @@ import { conversationPaths, conversationRoutes } from "./stored/conversations.js
 const endpointPaths = [
   chatPath,
   completionsPath,
+  embeddingsPath,
   ...Object.values(responsesPaths),
   compactPath,
   ...Object.values(storedCompletionPaths),
@@ -29,6 +31,7 @@ function endpointRoutes(dependencies: EndpointDependencies): InferenceRoute[] {
   return [
     chatRoute(dependencies),
     completionsRoute(dependencies),
+    embeddingsRoute(dependencies),
     responsesRoute(dependencies),
     compactRoute(dependencies),
     ...modelRoutes(dependencies),

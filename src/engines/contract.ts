@@ -117,6 +117,23 @@ export type GenerationPart =
   | { type: "text-delta"; text: string; logprobs?: TokenLogprob[] }
   | { type: "finish"; reason: FinishReason; usage: TokenUsage };
 
+/** An input to embed: text, or token ids of the model's own vocabulary. */
+export type EmbeddingInput = { kind: "text"; text: string } | { kind: "tokens"; tokens: number[] };
+
+export interface EmbeddingRequest {
+  model: ModelEntry;
+  inputs: EmbeddingInput[];
+  /** The engine chosen for this request when it was routed, as for a generation. */
+  engine?: LocalEngine;
+}
+
+/** One vector per input, in order (not yet normalised), and the tokens each input was as embedded. */
+export interface Embeddings {
+  vectors: Float32Array[];
+  /** Per input, the tokens the model embedded: its tokenizer's, with the special tokens it adds. */
+  tokens: number[];
+}
+
 export interface LoadProgress {
   /** 0..1 */
   progress: number;
@@ -150,6 +167,8 @@ export interface Engine {
   dispose?(): Promise<void>;
   /** Which engine serves `model` here and why, for engines that choose per model (src/engines/choice.ts). */
   choice?(model: ModelEntry): Promise<{ name: string; reason: string; threads?: number }>;
+  /** Embeds every input of an embedding model (`kind: "embedding"`); rejects when `signal` aborts first. */
+  embed?(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings>;
   /** Ends with a `finish` part even when `signal` aborts; then the reason is `abort`. */
   generate(request: GenerationRequest, signal: AbortSignal): AsyncIterable<GenerationPart>;
   /**

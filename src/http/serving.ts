@@ -27,7 +27,8 @@ export function checkStreamOptions(request: { stream?: boolean | null | undefine
   }
 }
 
-function serveRequest(context: RequestContext, signal: AbortSignal): ServeRequest {
+/** What serving needs of the request (src/pipeline/request.ts), with the abort it follows. */
+export function serveRequest(context: RequestContext, signal: AbortSignal): ServeRequest {
   return {
     requestId: context.requestId,
     receivedAt: context.receivedAt,

@@ -101,6 +101,12 @@ export function countPromptTokens(tokenizer: Tokenizer, text: string, model: Mod
   return tokenizer.encode(text).length;
 }
 
+/** Text's exact token count as text (an embedding's input: special-token strings in it stay text), refused as soon as it certainly cannot fit. */
+export function countTextTokens(tokenizer: Tokenizer, text: string, model: ModelEntry, param: string): number {
+  refuseCertainlyTooLong(text, (piece) => tokenizer.encodeText(piece), tokenizer, model, param);
+  return tokenizer.encodeText(text).length;
+}
+
 /** A client's token-id prompt's count, refused before anything is decoded when the window cannot hold it. */
 export function countPromptIds(ids: readonly number[], model: ModelEntry, param: string): number {
   if (ids.length > model.contextWindow) throw contextExceeded(model.contextWindow, param, String(ids.length));

@@ -3,6 +3,7 @@
  * into a page, on the deterministic engine.
  */
 import { chatCompletionChunkSchema, chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { embeddingListSchema } from "../../src/core/wire/embeddings.js";
 import { errorBodySchema } from "../../src/core/wire/error.js";
 import { modelInfoSchema, modelListSchema, modelSchema } from "../../src/core/wire/models.js";
 import { responseSchema } from "../../src/core/wire/response.js";
@@ -493,4 +494,54 @@ test("two tabs share one engine: requests run one at a time, first come first se
   expect(eventsA.filter((event) => event.event === "token").length).toBeGreaterThan(0);
   expect(firstTokenB).toBeGreaterThanOrEqual(doneA);
   expect(first.context().serviceWorkers().length).toBe(1);
+});
+
+test("embeddings through the openai SDK in the page: base64 by default, floats, dimensions, refusals, the ledger", async ({
+  page,
+}) => {
+  const embedder = {
+    id: "page-embed",
+    kind: "embedding" as const,
+    family: "llama3" as const,
+    contextWindow: 512,
+    dimensions: 128,
+    matryoshkaDimensions: [32],
+    price: { inputNanoUsdPerToken: 2, outputNanoUsdPerToken: 0 },
+    gguf: [
+      {
+        modelId: "page-embed-q8_0",
+        file: "https://models.example/page-embed-q8_0.gguf",
+        quantization: "Q8_0",
+        sizeMB: 30,
+        kvCache: { layers: 6, kvHeads: 12, headDim: 32 },
+      },
+    ],
+  };
+  await openHarness(page, { engine: "deterministic", models: [embedder] });
+  const result = await page.evaluate(async (id) => {
+    const client = window.harness.client();
+    const input = ["tide tables for the harbour", "ships at sea"];
+    const byDefault = await client.embeddings.create({ model: id, input });
+    const floats = await client.embeddings.create({ model: id, input, encoding_format: "float" });
+    const cut = await client.embeddings.create({ model: id, input: input[0]!, dimensions: 32 });
+    const refused = await client.embeddings
+      .create({ model: "alpha3:8b-instruct-q8_0", input: "x" })
+      .catch((error: { status: number; message: string }) => ({ status: error.status, message: error.message }));
+    const ledger = await window.harness.handle!.admin.ledger({ accountId: window.harness.accountId });
+    return { byDefault, floats, cut, refused, ledger };
+  }, embedder.id);
+  const floats = embeddingListSchema.parse(result.floats);
+  const decoded = result.byDefault.data.map((item) => (item.embedding as number[]).map((value) => value.toFixed(6)));
+  expect(decoded).toEqual(floats.data.map((item) => (item.embedding as number[]).map((value) => value.toFixed(6))));
+  expect(floats.data[0]!.embedding).toHaveLength(128);
+  expect(result.cut.data[0]!.embedding).toHaveLength(32);
+  expect(result.refused).toMatchObject({
+    status: 400,
+    message: expect.stringContaining("not allowed to generate embeddings"),
+  });
+  const charges = result.ledger.filter((entry) => entry.kind === "charge" && entry.model === embedder.id);
+  expect(charges).toHaveLength(3);
+  expect(
+    charges.every((entry) => entry.amountNanoUsd === entry.promptTokens! * 2 && entry.completionTokens === 0),
+  ).toBe(true);
 });

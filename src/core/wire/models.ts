@@ -15,8 +15,13 @@ export const modelListSchema = z.strictObject({ object: z.literal("list"), data:
 export const modelInfoSchema = z.strictObject({
   id: z.string(),
   object: z.literal("model.info"),
+  /** `chat` (the generation endpoints) or `embedding` (`/v1/embeddings`). */
+  kind: z.enum(["chat", "embedding"]),
   family: z.string(),
   context_window: z.number().int(),
+  /** An embedding model's vector size, and the sizes `dimensions` may cut it to; null for a chat model. */
+  dimensions: z.number().int().nullable(),
+  matryoshka_dimensions: z.array(z.number().int()).nullable(),
   pricing: z.strictObject({
     currency: z.literal("USD"),
     input_per_1m_tokens: z.number(),

@@ -84,7 +84,7 @@ function checkedChat(dependencies: EndpointDependencies, json: unknown, legacy: 
   const strictMaps = checkStrictSchemas(parsed);
   const { request, json: sent } = narrowedToAllowedTools(parsed, json as Record<string, unknown>);
   checkStreamOptions(request);
-  const model = findModel(dependencies, request.model);
+  const model = findModel(dependencies, request.model, "model", { kind: "chat", endpoint: "v1/chat/completions" });
   refuseCapabilities(request, model.id);
   if (!legacy) checkToolReplies(request.messages);
   return { request, json: sent, model, strictMaps };

@@ -193,7 +193,7 @@ async function parseCompletion(dependencies: EndpointDependencies, body: Promise
   const request = parseWith(completionRequestSchema, json);
   checkStreamOptions(request);
   const bestOf = checkCandidates(request);
-  const model = findModel(dependencies, request.model);
+  const model = findModel(dependencies, request.model, "model", { kind: "chat", endpoint: "v1/completions" });
   const sent = promptsSent(request.prompt);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const counted = sent.map((prompt) => countPrompt(prompt, tokenizer, model));

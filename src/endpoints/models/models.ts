@@ -78,8 +78,11 @@ async function modelInfo(dependencies: EndpointDependencies, model: ModelEntry):
   const info: ModelInfo = {
     id: model.id,
     object: "model.info",
+    kind: model.kind,
     family: model.family,
     context_window: model.contextWindow,
+    dimensions: model.dimensions ?? null,
+    matryoshka_dimensions: model.matryoshkaDimensions ?? null,
     pricing: {
       currency: "USD",
       input_per_1m_tokens: usdPerMillion(model.price.inputNanoUsdPerToken),

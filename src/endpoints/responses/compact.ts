@@ -83,7 +83,9 @@ async function compact(dependencies: EndpointDependencies, context: RequestConte
   const asked = { model: request.model, input, instructions: request.instructions };
   const chat = chatRequestOf(asked, [...conversation, summaryRequest]);
   // The summary's room: what the window leaves beside the conversation, at most `summaryTokens`.
-  const room = findModel(dependencies, request.model).contextWindow - (await countChatPrompt(dependencies, chat));
+  const room =
+    findModel(dependencies, request.model, "model", { kind: "chat", endpoint: "v1/responses/compact" }).contextWindow -
+    (await countChatPrompt(dependencies, chat));
   const bounded = room > 0 ? { ...chat, max_completion_tokens: Math.min(summaryTokens, room) } : chat;
   return serveChat(dependencies, context, bounded, {
     legacy: false,

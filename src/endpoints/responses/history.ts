@@ -41,7 +41,7 @@ export async function itemsOf(
 ): Promise<RequestItems> {
   const input = typeof request.input === "string" ? [{ role: "user" as const, content: request.input }] : request.input;
   const own = await resolvedItems(input, accountId, dependencies.responses, "input");
-  const model = findModel(dependencies, request.model);
+  const model = findModel(dependencies, request.model, "model", { kind: "chat", endpoint: "v1/responses" });
   const bound = new WindowBound(model.contextWindow, await dependencies.tokenizers.forFamily(model.family));
   if (request.instructions) bound.add(request.instructions);
   for (const item of own) bound.add(item);

@@ -14,7 +14,11 @@ import type { JsonSchema } from "../../structured/schema.js";
 import { toolSyntax } from "../../prompt/templates.js";
 import type { Tokenizer, Tokenizers } from "../../prompt/tokenizer.js";
 import { EngineError } from "../../core/errors/engine.js";
+import { rawPromptPrefixTokens } from "../../catalogue/families.js";
+import { defaultDimensions, hashedBagOfTokens } from "./embedding.js";
 import type {
+  EmbeddingRequest,
+  Embeddings,
   Engine,
   FinishReason,
   GenerationInput,
@@ -170,6 +174,24 @@ export class DeterministicEngine implements Engine {
         );
       }
     }
+  }
+
+  /**
+   * Each input's hashed bag of tokens (./embedding.ts). Text is counted as the model's tokenizer
+   * embeds it: text as text, after the family's BOS where it has one, as llama-server counts.
+   */
+  async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
+    const tokenizer = await this.#tokenizers.forFamily(request.model.family);
+    signal.throwIfAborted();
+    const dimensions = request.model.dimensions ?? defaultDimensions;
+    const vectors: Float32Array[] = [];
+    const tokens: number[] = [];
+    for (const input of request.inputs) {
+      const ids = input.kind === "text" ? tokenizer.encodeText(input.text) : input.tokens;
+      vectors.push(hashedBagOfTokens(ids, dimensions));
+      tokens.push(ids.length + (input.kind === "text" ? rawPromptPrefixTokens[request.model.family] : 0));
+    }
+    return { vectors, tokens };
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {

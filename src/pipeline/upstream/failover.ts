@@ -8,7 +8,7 @@ import { BadRequestError, ServiceUnavailableError } from "../../core/errors/api.
 import type { Upstream } from "../../catalogue/entry.js";
 import type { Accounts } from "../../accounts/accounts.js";
 import type { ServeRequest } from "../request.js";
-import type { ForwardPlan } from "./plan.js";
+import type { UpstreamCall } from "./plan.js";
 import { authorise, safeReason, send } from "./send.js";
 
 /** Client errors: every upstream would refuse the request alike, so there is no failing over. */
@@ -23,7 +23,7 @@ export interface Answering {
 export async function firstAnswering(
   services: { accounts: Accounts; fetch: typeof fetch },
   request: ServeRequest,
-  plan: ForwardPlan,
+  plan: UpstreamCall,
 ): Promise<Answering> {
   const failures: string[] = [];
   let retryLater = false;
@@ -82,7 +82,7 @@ export async function firstAnswering(
 async function* oneAfterAnother(
   first: Response,
   upstream: Upstream,
-  plan: ForwardPlan,
+  plan: UpstreamCall,
   call: (index: number) => Promise<Response>,
   secret: string | undefined,
   signal: AbortSignal,

@@ -5,7 +5,7 @@ import type { PlacementDecision } from "../placement.js";
 export interface ForwardPlan {
   model: ModelEntry;
   decision: PlacementDecision;
-  endpoint: "chat/completions" | "completions";
+  endpoint: "chat/completions" | "completions" | "embeddings";
   /** The client's request as validated; forwarded with the upstream's model name. */
   body: Record<string, unknown>;
   /**
@@ -26,3 +26,9 @@ export interface ForwardPlan {
   maxCompletionTokens: number;
   countTokens(text: string): number;
 }
+
+/** What one call to an upstream needs of a plan: where it goes and what it sends. */
+export type UpstreamCall = Pick<
+  ForwardPlan,
+  "model" | "decision" | "endpoint" | "body" | "stream" | "prompts" | "echo"
+>;

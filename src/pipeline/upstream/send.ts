@@ -5,7 +5,7 @@
 import type { Upstream } from "../../catalogue/entry.js";
 import type { Accounts } from "../../accounts/accounts.js";
 import { readBounded } from "../read-bounded.js";
-import type { ForwardPlan } from "./plan.js";
+import type { UpstreamCall } from "./plan.js";
 
 /** How to call an upstream: the headers (with its credential) and the secret, to keep out of reasons. */
 export interface Authorised {
@@ -58,7 +58,7 @@ function upstreamSeed(seed: unknown): { seed: number } | object {
 export function send(
   fetcher: typeof fetch,
   upstream: Upstream,
-  plan: ForwardPlan,
+  plan: UpstreamCall,
   authorised: Authorised,
   prompt: string | number[] | undefined,
   signal: AbortSignal,

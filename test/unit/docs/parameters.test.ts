@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { chatCompletionRequestSchema } from "../../../src/core/wire/chat-request.js";
 import { completionRequestSchema } from "../../../src/core/wire/completion-request.js";
+import { embeddingRequestSchema } from "../../../src/core/wire/embeddings.js";
 import {
   compactRequestSchema,
   inputTokensRequestSchema,
@@ -63,6 +64,7 @@ function schemaParameters(schema: z.ZodObject): string[] {
 const tables: [string, string[]][] = [
   ["chat", [...schemaParameters(chatCompletionRequestSchema), ...legacyFunctionParameters]],
   ["completions", schemaParameters(completionRequestSchema)],
+  ["embeddings", schemaParameters(embeddingRequestSchema)],
   ["responses", schemaParameters(responseRequestSchema)],
   ["compact", schemaParameters(compactRequestSchema)],
   ["input_tokens", schemaParameters(inputTokensRequestSchema)],

@@ -1,14 +1,16 @@
 /**
- * The Vercel AI SDK and LangChain.js, unchanged but for `baseURL` and `apiKey`, against the API
+ * The Vercel AI SDK, LangChain.js and openai-node, unchanged but for `baseURL` and `apiKey`, against the API
  * (their `fetch` is the app's handler): each call's answer is checked against what the same
  * request gets over plain HTTP, on the deterministic engine.
  */
 import { createOpenAI } from "@ai-sdk/openai";
-import { ChatOpenAI } from "@langchain/openai";
-import { generateObject, generateText, stepCountIs, streamText, tool } from "ai";
+import { ChatOpenAI, OpenAIEmbeddings } from "@langchain/openai";
+import { embed, embedMany, generateObject, generateText, stepCountIs, streamText, tool } from "ai";
+import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { chatCompletionSchema } from "../../../src/core/wire/chat-completion.js";
+import { embeddingListSchema } from "../../../src/core/wire/embeddings.js";
 import { makeApp, type TestApp } from "../../support/unit-app.js";
 
 const model = "alpha3:8b-instruct-q8_0";
@@ -167,5 +169,73 @@ describe("LangChain.js", () => {
     expect(viaResponses.text).toBe(expected);
     expect(network.answered.filter((line) => !line.startsWith("200 "))).toEqual([]);
     expect(network.answered.at(-1)).toBe("200 /openai/v1/responses");
+  });
+});
+
+/** An embedding model on the deterministic engine, for the clients' embedding calls. */
+const embedder = {
+  id: "test-embed",
+  kind: "embedding" as const,
+  family: "llama3" as const,
+  contextWindow: 512,
+  dimensions: 256,
+  matryoshkaDimensions: [64],
+  price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 0 },
+  gguf: [
+    {
+      modelId: "test-embed-q8_0",
+      file: "https://models.example/test-embed-q8_0.gguf",
+      quantization: "Q8_0",
+      sizeMB: 30,
+      kvCache: { layers: 6, kvHeads: 12, headDim: 32 },
+    },
+  ],
+};
+
+/** What a plain float request answers for `input`: the reference the clients' vectors are checked against. */
+async function plainVectors(test: TestApp, input: string[], dimensions?: number): Promise<number[][]> {
+  const body = { model: embedder.id, input, ...(dimensions ? { dimensions } : {}) };
+  const response = await test.app.handle(test.post("/v1/embeddings", body));
+  return embeddingListSchema.parse(await response.json()).data.map((item) => item.embedding as number[]);
+}
+
+/** Float32 values as JSON numbers carry them, for comparing a decoded base64 vector with a float one. */
+const close = (vectors: number[][]) => vectors.map((vector) => vector.map((value) => Number(value.toFixed(6))));
+
+describe("embedding clients", () => {
+  const input = ["tide tables for the harbour", "ships at sea"];
+
+  it("openai-node: base64 by default, decoded; floats when asked; dimensions", async () => {
+    const test = await makeApp({ models: [embedder] });
+    const network = through(test);
+    const client = new OpenAI({ baseURL, apiKey: test.key, fetch: network.fetch });
+    const expected = await plainVectors(test, input);
+    const byDefault = await client.embeddings.create({ model: embedder.id, input });
+    expect(close(byDefault.data.map((item) => item.embedding))).toEqual(close(expected));
+    const floats = await client.embeddings.create({ model: embedder.id, input, encoding_format: "float" });
+    expect(floats.data.map((item) => item.embedding)).toEqual(expected);
+    const cut = await client.embeddings.create({ model: embedder.id, input: input[0]!, dimensions: 64 });
+    expect(close([cut.data[0]!.embedding])).toEqual(close(await plainVectors(test, [input[0]!], 64)));
+    expect(byDefault.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(network.answered).toEqual(Array(3).fill("200 /openai/v1/embeddings"));
+  });
+
+  it("the AI SDK's embed and embedMany, and LangChain.js's OpenAIEmbeddings", async () => {
+    const test = await makeApp({ models: [embedder] });
+    const network = through(test);
+    const expected = close(await plainVectors(test, input));
+    const provider = createOpenAI({ baseURL, apiKey: test.key, fetch: network.fetch });
+    const one = await embed({ model: provider.embedding(embedder.id), value: input[0]! });
+    expect(close([one.embedding])).toEqual([expected[0]]);
+    const many = await embedMany({ model: provider.embedding(embedder.id), values: input });
+    expect(close(many.embeddings)).toEqual(expected);
+    const langchain = new OpenAIEmbeddings({
+      model: embedder.id,
+      apiKey: test.key,
+      configuration: { baseURL, fetch: network.fetch },
+    });
+    expect(close(await langchain.embedDocuments(input))).toEqual(expected);
+    expect(close([await langchain.embedQuery(input[1]!)])).toEqual([expected[1]]);
+    expect(network.answered.filter((line) => line !== "200 /openai/v1/embeddings")).toEqual([]);
   });
 });

@@ -1,0 +1,76 @@
+/**
+ * The embeddings request (`POST /v1/embeddings`) and its reply, strict as the chat request is,
+ * and an upstream's reply as it is read.
+ */
+import { z } from "zod";
+import { list } from "./collections.js";
+
+/** OpenAI's bound on the inputs of one request. */
+const maxEmbeddingInputs = 2048;
+
+/** An input as token ids of the model's tokenizer (checked against its vocabulary by the handler). */
+const tokenIds = list(z.number().int());
+
+export const embeddingRequestSchema = z.strictObject({
+  model: z.string().min(1),
+  // OpenAI's four forms: a string, a list of strings, token ids, or a list of token-id lists.
+  input: z.union([
+    z.string(),
+    list(z.string(), { min: 1, max: maxEmbeddingInputs }),
+    list(z.number().int(), { min: 1 }),
+    list(tokenIds, { min: 1, max: maxEmbeddingInputs }),
+  ]),
+  encoding_format: z.enum(["float", "base64"]).nullish(),
+  dimensions: z.number().int().min(1).nullish(),
+  user: z.string().nullish(),
+});
+
+export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
+
+const embeddingSchema = z.strictObject({
+  object: z.literal("embedding"),
+  index: z.number().int(),
+  /** Floats, or (`encoding_format: "base64"`) their little-endian float32 bytes in base64. */
+  embedding: z.union([z.array(z.number()), z.string()]),
+});
+
+export const embeddingListSchema = z.strictObject({
+  object: z.literal("list"),
+  data: z.array(embeddingSchema),
+  model: z.string(),
+  usage: z.strictObject({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }),
+});
+
+export type Embedding = z.infer<typeof embeddingSchema>;
+export type EmbeddingList = z.infer<typeof embeddingListSchema>;
+
+/** An upstream's reply, loose as servers write it (llama-server, vLLM, Ollama, the hosted API): only what is used is checked. */
+export const upstreamEmbeddingsSchema = z.object({
+  data: z.array(
+    z.object({
+      index: z.number().int().min(0).optional(),
+      embedding: z.union([z.array(z.number()), z.string()]),
+    }),
+  ),
+  usage: z.object({ prompt_tokens: z.number().int().min(0) }).nullish(),
+});
+
+/** Little-endian float32 bytes in base64, what the OpenAI SDKs ask for by default and decode. */
+export function base64OfFloats(vector: Float32Array): string {
+  const bytes = new Uint8Array(vector.length * 4);
+  const view = new DataView(bytes.buffer);
+  vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
+  let binary = "";
+  // In pieces: String.fromCharCode takes a bounded number of arguments.
+  for (let start = 0; start < bytes.length; start += 8_192)
+    binary += String.fromCharCode(...bytes.subarray(start, start + 8_192));
+  return btoa(binary);
+}
+
+/** Little-endian float32 bytes in base64, as OpenAI writes them, read back. */
+export function floatsOfBase64(text: string): Float32Array {
+  const bytes = Uint8Array.from(atob(text), (character) => character.charCodeAt(0));
+  if (bytes.byteLength % 4 !== 0) throw new Error("a base64 embedding is not a whole number of float32 values");
+  const view = new DataView(bytes.buffer);
+  return Float32Array.from({ length: bytes.byteLength / 4 }, (_, index) => view.getFloat32(index * 4, true));
+}

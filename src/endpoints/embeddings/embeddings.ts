@@ -1,0 +1,188 @@
+/**
+ * `POST /v1/embeddings`: parse, count, place, then embed on this device or forward to the
+ * model's upstreams; either way admitted and settled by the one meter, and answered in OpenAI's
+ * list of vectors, as floats or base64.
+ */
+import { BadRequestError } from "../../core/errors/api.js";
+import type { ModelEntry } from "../../catalogue/entry.js";
+import { rawPromptPrefixTokens } from "../../catalogue/families.js";
+import { embeddingRequestSchema, type EmbeddingList, type EmbeddingRequest } from "../../core/wire/embeddings.js";
+import type { EmbeddingInput } from "../../engines/contract.js";
+import type { Tokenizer } from "../../prompt/tokenizer.js";
+import { contextExceeded, countTextTokens } from "../../pipeline/budget.js";
+import { runEmbedding } from "../../pipeline/embedding.js";
+import { admit } from "../../pipeline/metering.js";
+import { chosenEngine, placementOf, type Placement } from "../../pipeline/placement.js";
+import { forwardEmbeddings } from "../../pipeline/upstream/embeddings.js";
+import type { InferenceRoute, RequestContext } from "../../http/context.js";
+import { jsonResponse } from "../../http/json-response.js";
+import { admitted, placed, type Outcome } from "../../http/outcome.js";
+import { abortWith } from "../../http/respond.js";
+import { serveRequest } from "../../http/serving.js";
+import { parseWith, readJson } from "../../http/validate.js";
+import { findModel, type EndpointDependencies } from "../dependencies.js";
+import { embeddingItems } from "./vectors.js";
+
+export const embeddingsPath = /^\/embeddings\/?$/;
+
+/** OpenAI's bound on the tokens of one request, all inputs together. */
+const maxEmbeddingTokens = 300_000;
+
+/** A parsed embedding request: its inputs as the engines take them, counted, and how the vectors are written. */
+interface EmbeddingCall {
+  json: Record<string, unknown>;
+  model: ModelEntry;
+  inputs: EmbeddingInput[];
+  promptTokens: number;
+  format: "float" | "base64";
+  /** The size asked for (`dimensions`), where it cuts the model's vectors. */
+  size: number | undefined;
+}
+
+/** OpenAI's words for an input it cannot embed (an empty one). */
+function invalidInput(): BadRequestError {
+  return new BadRequestError(
+    "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+    { param: "input", code: "invalid_value" },
+  );
+}
+
+/** The inputs of any of OpenAI's four forms: a string, strings, token ids, or lists of token ids. */
+function inputsSent(input: EmbeddingRequest["input"]): EmbeddingInput[] {
+  const sent: (string | number[])[] =
+    typeof input === "string"
+      ? [input]
+      : typeof input[0] === "number"
+        ? [input as number[]]
+        : (input as string[] | number[][]);
+  return sent.map((item) => {
+    if (item.length === 0) throw invalidInput();
+    return typeof item === "string" ? { kind: "text", text: item } : { kind: "tokens", tokens: item };
+  });
+}
+
+/** One input's tokens as the model embeds it: text as text after the family's BOS, token ids as they are. */
+function countInput(input: EmbeddingInput, tokenizer: Tokenizer, model: ModelEntry, param: string): number {
+  if (input.kind === "text")
+    return rawPromptPrefixTokens[model.family] + countTextTokens(tokenizer, input.text, model, param);
+  if (input.tokens.length > model.contextWindow)
+    throw contextExceeded(model.contextWindow, param, String(input.tokens.length));
+  const outside = input.tokens.find((id) => id < 0 || id >= tokenizer.size);
+  if (outside !== undefined)
+    throw new BadRequestError(
+      `Invalid token in '${param}': ${outside}. Token ids of this model's tokenizer run from 0 to ${tokenizer.size - 1}.`,
+      { param, code: "invalid_value" },
+    );
+  return input.tokens.length;
+}
+
+/** Every input counted, stopping at the first one past the window or once the request is past its bound. */
+function countInputs(inputs: EmbeddingInput[], tokenizer: Tokenizer, model: ModelEntry, single: boolean): number {
+  let total = 0;
+  inputs.forEach((input, index) => {
+    const tokens = countInput(input, tokenizer, model, single ? "input" : `input[${index}]`);
+    if (tokens > model.contextWindow) throw contextExceeded(model.contextWindow, "input", String(tokens));
+    total += tokens;
+    if (total > maxEmbeddingTokens)
+      throw new BadRequestError(
+        `Requested ${inputs.length > index + 1 ? "more than " : ""}${total} tokens, max ${maxEmbeddingTokens} tokens per request`,
+        { param: "input", code: "max_tokens_per_request" },
+      );
+  });
+  return total;
+}
+
+/** The size `dimensions` asks for: refused, in OpenAI's words, for a model not trained to be cut, or to that size. */
+function sizeAsked(model: ModelEntry, dimensions: number | null | undefined): number | undefined {
+  if (dimensions == null) return undefined;
+  const sizes = model.matryoshkaDimensions;
+  if (!sizes) throw new BadRequestError("This model does not support specifying dimensions.", { param: "dimensions" });
+  if (dimensions !== model.dimensions && !sizes.includes(dimensions))
+    throw new BadRequestError(
+      `This model does not support ${dimensions} dimensions: it can be cut to ${sizes.join(", ")} dimensions, or be given whole (${model.dimensions}).`,
+      { param: "dimensions", code: "invalid_value" },
+    );
+  return dimensions;
+}
+
+async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise<string>): Promise<EmbeddingCall> {
+  const json = await readJson(body);
+  const request = parseWith(embeddingRequestSchema, json);
+  const model = findModel(dependencies, request.model, "model", { kind: "embedding", endpoint: "v1/embeddings" });
+  const size = sizeAsked(model, request.dimensions);
+  const inputs = inputsSent(request.input);
+  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  const promptTokens = countInputs(
+    inputs,
+    tokenizer,
+    model,
+    typeof request.input === "string" || typeof request.input[0] === "number",
+  );
+  return {
+    json: json as Record<string, unknown>,
+    model,
+    inputs,
+    promptTokens,
+    format: request.encoding_format ?? "float",
+    size,
+  };
+}
+
+function reply(call: EmbeddingCall, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
+  return {
+    object: "list",
+    data: embeddingItems(vectors, call.size, call.format),
+    model: call.model.id,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+  };
+}
+
+export function embeddingsRoute(dependencies: EndpointDependencies): InferenceRoute {
+  return {
+    method: "POST",
+    path: embeddingsPath,
+    handler: async (context) => {
+      const call = await parseEmbeddings(dependencies, context.body);
+      const placement = await placementOf(dependencies.engine, call.model);
+      return placed(placement, () => embed(dependencies, context, placement, call));
+    },
+  };
+}
+
+async function embed(
+  dependencies: EndpointDependencies,
+  context: RequestContext,
+  placement: Placement,
+  call: EmbeddingCall,
+): Promise<Outcome> {
+  const controller = abortWith(context.request);
+  const request = serveRequest(context, controller.signal);
+  const meter = await admit(dependencies, request, call.model, {
+    promptTokens: call.promptTokens,
+    maxCompletionTokens: 0,
+  });
+  return admitted(meter, placement, async () => {
+    if (placement.decision.target === "remote") {
+      const { json, model } = call;
+      // Floats whole from every upstream: the size is cut and the encoding written here, alike for all.
+      const { dimensions: _dimensions, ...asked } = json;
+      const body = { ...asked, encoding_format: "float" };
+      const plan = { model, decision: placement.decision, endpoint: "embeddings" as const, body, stream: false };
+      const counts = { promptTokens: call.promptTokens, inputs: call.inputs.length };
+      const forwarded = await forwardEmbeddings(dependencies, request, { ...plan, ...counts }, meter);
+      return {
+        response: jsonResponse(reply(call, forwarded.vectors, forwarded.promptTokens)),
+        upstream: forwarded.upstream,
+      };
+    }
+    const engine = chosenEngine(placement);
+    const embedded = await runEmbedding(
+      dependencies,
+      meter,
+      { model: call.model, inputs: call.inputs, ...(engine ? { engine } : {}) },
+      controller.signal,
+    );
+    const tokens = embedded.tokens.reduce((sum, count) => sum + count, 0);
+    return { response: jsonResponse(reply(call, embedded.vectors, tokens)) };
+  });
+}

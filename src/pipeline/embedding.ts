@@ -1,0 +1,49 @@
+/**
+ * Embedding on the one engine: queueing for it as a generation does, running every input, and
+ * settling the meter with the tokens the model embedded. Vectors leave as the engine gave them;
+ * the endpoint normalises and encodes them.
+ */
+import { EngineError } from "../core/errors/engine.js";
+import type { Engine, EmbeddingRequest, Embeddings } from "../engines/contract.js";
+import { nothingUsed, type Meter } from "./metering.js";
+import type { Scheduler } from "./scheduler.js";
+
+/** What the engine embedded, with the tokens billed: the engine's own count of each input. */
+export async function runEmbedding(
+  services: { engine: Engine; scheduler: Scheduler },
+  meter: Meter,
+  request: EmbeddingRequest,
+  signal: AbortSignal,
+): Promise<Embeddings> {
+  const { engine, scheduler } = services;
+  const inputs = request.inputs.length;
+  if (!engine.embed) {
+    await meter.settle("failed", nothingUsed);
+    throw new EngineError(
+      "unsupported",
+      `The ${engine.name} engine cannot embed yet: serve ${request.model.id} from an upstream (routing 'remote', docs/remote-models.md), or with the deterministic engine.`,
+    );
+  }
+  let release: () => void;
+  try {
+    release = await scheduler.acquire(signal);
+  } catch (error) {
+    await meter.settle(signal.aborted ? "aborted" : "failed", nothingUsed);
+    throw error;
+  }
+  try {
+    const embedded = await engine.embed(request, signal);
+    if (embedded.vectors.length !== inputs || embedded.tokens.length !== inputs)
+      throw new Error(`the ${engine.name} engine gave ${embedded.vectors.length} vectors for ${inputs} inputs`);
+    meter.firstToken();
+    const promptTokens = embedded.tokens.reduce((sum, count) => sum + count, 0);
+    await meter.settle("completed", { promptTokens, completionTokens: 0 });
+    return embedded;
+  } catch (error) {
+    // Nothing was delivered: an embedding is all or nothing, so a failed or abandoned one costs nothing.
+    await meter.settle(signal.aborted ? "aborted" : "failed", nothingUsed);
+    throw error;
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,294 @@
+/**
+ * `POST /v1/embeddings` on the deterministic engine and through upstreams: every input form, both
+ * encodings, `dimensions`, OpenAI's refusals, and the bill.
+ */
+import { describe, expect, it } from "vitest";
+import { embeddingListSchema, floatsOfBase64 } from "../../../../src/core/wire/embeddings.js";
+import { errorBodySchema } from "../../../../src/core/wire/error.js";
+import { modelInfoSchema } from "../../../../src/core/wire/models.js";
+import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "../../../support/unit-app.js";
+
+const gguf = {
+  modelId: "embed-test-q8_0",
+  file: "https://models.example/embed-test-q8_0.gguf",
+  quantization: "Q8_0",
+  sizeMB: 30,
+  kvCache: { layers: 6, kvHeads: 12, headDim: 32 },
+};
+/** Llama 3's tokenizer (a BOS before text), Matryoshka sizes, 3 nano-USD per input token. */
+const nested = {
+  id: "nested-embed",
+  kind: "embedding" as const,
+  family: "llama3" as const,
+  contextWindow: 512,
+  dimensions: 256,
+  matryoshkaDimensions: [64, 128],
+  price: { inputNanoUsdPerToken: 3, outputNanoUsdPerToken: 0 },
+  gguf: [gguf],
+};
+const plain = { ...nested, id: "plain-embed", matryoshkaDimensions: undefined, dimensions: 384 };
+const remote = {
+  ...plain,
+  id: "remote-embed",
+  routing: "remote" as const,
+  gguf: [],
+  upstreams: [
+    { name: "first", baseUrl: "https://first.example/v1", model: "up-embed" },
+    { name: "second", baseUrl: "https://second.example/v1", model: "up-embed" },
+  ],
+};
+const models = [nested, plain, remote];
+
+async function embed(test: TestApp, body: Record<string, unknown>, path = "/v1/embeddings") {
+  const response = await test.app.handle(test.post(path, body));
+  const json: unknown = await response.json();
+  return { response, json };
+}
+
+async function refusal(test: TestApp, body: Record<string, unknown>, path = "/v1/embeddings") {
+  const { response, json } = await embed(test, body, path);
+  return { status: response.status, ...errorBodySchema.parse(json).error };
+}
+
+const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
+const length = (vector: number[]) => Math.sqrt(cosine(vector, vector));
+
+async function llamaTokens(text: string): Promise<number> {
+  return 1 + (await tokenizers.forFamily("llama3")).encodeText(text).length;
+}
+
+describe("POST /v1/embeddings", () => {
+  it("takes OpenAI's four input forms and answers one unit vector per input, in order, with the tokens embedded", async () => {
+    const test = await makeApp({ models });
+    const texts = ["the tide comes in", "ships at sea", "weather and navigation"];
+    const forms: [unknown, number][] = [
+      [texts[0], await llamaTokens(texts[0]!)],
+      [texts, (await Promise.all(texts.map(llamaTokens))).reduce((a, b) => a + b)],
+      [[1, 2, 3, 4], 4],
+      [
+        [
+          [5, 6],
+          [7, 8, 9],
+        ],
+        5,
+      ],
+    ];
+    for (const [input, tokens] of forms) {
+      const { response, json } = await embed(test, { model: "plain-embed", input });
+      expect(response.status).toBe(200);
+      const list = embeddingListSchema.parse(json);
+      const count =
+        typeof input === "string" || typeof (input as unknown[])[0] === "number" ? 1 : (input as unknown[]).length;
+      expect(list.data.map((item) => item.index)).toEqual([...Array(count).keys()]);
+      expect(list).toMatchObject({
+        object: "list",
+        model: "plain-embed",
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      });
+      for (const item of list.data) {
+        expect((item.embedding as number[]).length).toBe(384);
+        expect(length(item.embedding as number[])).toBeCloseTo(1, 5);
+      }
+    }
+    // Also without /v1.
+    expect((await embed(test, { model: "plain-embed", input: "x" }, "/embeddings")).response.status).toBe(200);
+  });
+
+  it("writes base64 as little-endian float32, the same vectors as floats", async () => {
+    const test = await makeApp({ models });
+    const input = ["a local model", "on this device"];
+    const floats = embeddingListSchema.parse((await embed(test, { model: "plain-embed", input })).json);
+    const base64 = embeddingListSchema.parse(
+      (await embed(test, { model: "plain-embed", input, encoding_format: "base64" })).json,
+    );
+    base64.data.forEach((item, index) => {
+      expect(typeof item.embedding).toBe("string");
+      expect(Array.from(floatsOfBase64(item.embedding as string))).toEqual(floats.data[index]!.embedding);
+    });
+  });
+
+  it("gives the same text the same vector, and texts that share words nearer vectors than texts that share none", async () => {
+    const test = await makeApp({ models });
+    const input = [
+      "the harbour master checks the tide tables",
+      "the harbour master checks the tide tables",
+      "tide tables for the harbour",
+      "quantum chromodynamics lecture notes",
+    ];
+    const list = embeddingListSchema.parse((await embed(test, { model: "plain-embed", input, user: "u-1" })).json);
+    const [a, same, near, far] = list.data.map((item) => item.embedding as number[]);
+    expect(same).toEqual(a);
+    expect(cosine(a!, near!)).toBeGreaterThan(cosine(a!, far!) + 0.2);
+  });
+
+  it("cuts a Matryoshka model's vectors to `dimensions` and normalises them again; refuses other sizes and other models", async () => {
+    const test = await makeApp({ models });
+    const input = "search_query: tides";
+    const whole = embeddingListSchema.parse((await embed(test, { model: "nested-embed", input })).json).data[0]!;
+    const cut = embeddingListSchema.parse((await embed(test, { model: "nested-embed", input, dimensions: 64 })).json)
+      .data[0]!.embedding as number[];
+    const prefix = (whole.embedding as number[]).slice(0, 64);
+    expect(cut.length).toBe(64);
+    expect(length(cut)).toBeCloseTo(1, 5);
+    cut.forEach((value, index) => expect(value).toBeCloseTo(prefix[index]! / length(prefix), 6));
+    expect(await refusal(test, { model: "nested-embed", input, dimensions: 100 })).toMatchObject({
+      status: 400,
+      param: "dimensions",
+      message: expect.stringContaining("64, 128"),
+    });
+    expect(await refusal(test, { model: "plain-embed", input, dimensions: 64 })).toMatchObject({
+      status: 400,
+      param: "dimensions",
+      message: "This model does not support specifying dimensions.",
+    });
+  });
+
+  it("refuses, in OpenAI's words, empty inputs, too many, one past the window, too many tokens in all and unknown token ids", async () => {
+    const test = await makeApp({ models });
+    const model = "plain-embed";
+    for (const input of ["", [""], [[]], []])
+      expect(await refusal(test, { model, input })).toMatchObject({ status: 400, type: "invalid_request_error" });
+    expect(await refusal(test, { model, input: "" })).toMatchObject({
+      message: expect.stringContaining("'$.input' is invalid"),
+    });
+    expect(await refusal(test, { model, input: Array(2049).fill("x") })).toMatchObject({
+      status: 400,
+      message: expect.stringContaining("maximum length 2048"),
+    });
+    expect(await refusal(test, { model, input: ["short", "word ".repeat(600)] })).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+      param: "input[1]",
+    });
+    const wide = await makeApp({ models: [{ ...plain, contextWindow: 8_192 }] });
+    expect(await refusal(wide, { model, input: Array(40).fill(Array(8_000).fill(7)) })).toMatchObject({
+      status: 400,
+      code: "max_tokens_per_request",
+      message: expect.stringMatching(/^Requested more than 30\d{4} tokens, max 300000 tokens per request$/),
+    });
+    expect(await refusal(test, { model, input: [1, 2, 999_999] })).toMatchObject({
+      status: 400,
+      param: "input",
+      message: expect.stringContaining("Invalid token in 'input': 999999"),
+    });
+    expect(await refusal(test, { model, input: "x", encoding_format: "int8" })).toMatchObject({ status: 400 });
+    expect(await refusal(test, { model, input: "x", bogus: 1 })).toMatchObject({ status: 400 });
+    // Nothing of it was billed.
+    expect((await test.admin.ledger()).filter((entry) => entry.kind === "charge")).toEqual([]);
+  });
+
+  it("refuses a chat model asked to embed, and an embedding model asked to generate on every generation endpoint", async () => {
+    const test = await makeApp({ models });
+    expect(await refusal(test, { model: "alpha3:8b-instruct-q8_0", input: "x" })).toMatchObject({
+      status: 400,
+      param: "model",
+      message: "You are not allowed to generate embeddings from this model",
+    });
+    const asked: [string, Record<string, unknown>][] = [
+      ["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }] }],
+      ["/v1/completions", { prompt: "Hi" }],
+      ["/v1/responses", { input: "Hi" }],
+    ];
+    for (const [path, body] of asked)
+      expect(await refusal(test, { model: "plain-embed", ...body }, path)).toMatchObject({
+        status: 400,
+        param: "model",
+        message: expect.stringContaining("This is not a chat model"),
+      });
+  });
+
+  it("bills each request once: its input tokens at the input price, with the rate-limit headers; 403 past the balance", async () => {
+    const test = await makeApp({ models });
+    const input = ["one small text", "and another"];
+    const { response, json } = await embed(test, { model: "plain-embed", input });
+    const tokens = embeddingListSchema.parse(json).usage.prompt_tokens;
+    expect(response.headers.get("x-ratelimit-limit-requests")).toBe("60");
+    expect(Number(response.headers.get("x-ratelimit-remaining-tokens"))).toBe(150_000 - tokens);
+    const charges = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(charges).toMatchObject([
+      {
+        model: "plain-embed",
+        promptTokens: tokens,
+        completionTokens: 0,
+        amountNanoUsd: tokens * 3,
+        status: "completed",
+      },
+    ]);
+    await checkLedgerInvariant(test.database);
+    const poor = await makeApp({ models, creditUsd: 0 });
+    expect(await refusal(poor, { model: "plain-embed", input })).toMatchObject({ status: 403 });
+    const info = modelInfoSchema.parse(
+      await (await test.app.handle(test.get("/v1/model/info?model=nested-embed"))).json(),
+    );
+    expect(info).toMatchObject({
+      kind: "embedding",
+      dimensions: 256,
+      matryoshka_dimensions: [64, 128],
+      engine: "deterministic",
+    });
+    const list = (await (await test.app.handle(test.get("/v1/models"))).json()) as { data: { id: string }[] };
+    expect(list.data.map((model) => model.id)).toContain("nested-embed");
+  });
+});
+
+describe("POST /v1/embeddings through upstreams", () => {
+  /** An upstream that answers `vectors` (unnormalised) with `usage`, after the first upstream's 503. */
+  function network(answer: (body: Record<string, unknown>) => unknown) {
+    const calls: { url: string; body: Record<string, unknown> }[] = [];
+    const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input);
+      const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      calls.push({ url, body });
+      if (url.startsWith("https://first.example")) return new Response("overloaded", { status: 503 });
+      return new Response(JSON.stringify(answer(body)), { headers: { "content-type": "application/json" } });
+    }) as typeof globalThis.fetch;
+    return { fetch, calls };
+  }
+
+  it("fails over, asks for floats whole, normalises and encodes here, and bills the upstream's count", async () => {
+    const net = network((body) => ({
+      object: "list",
+      data: (body.input as string[]).map((_, index) => ({
+        object: "embedding",
+        index,
+        embedding: Array(384).fill(index + 1),
+      })),
+      usage: { prompt_tokens: body.user === "over" ? 11 : 3, total_tokens: 0 },
+    }));
+    const test = await makeApp({ models, fetch: net.fetch });
+    const { response, json } = await embed(test, {
+      model: "remote-embed",
+      input: ["a", "b"],
+      encoding_format: "base64",
+    });
+    expect(response.status).toBe(200);
+    const list = embeddingListSchema.parse(json);
+    const first = Array.from(floatsOfBase64(list.data[0]!.embedding as string));
+    expect(first.length).toBe(384);
+    expect(first[0]).toBeCloseTo(1 / Math.sqrt(384), 6);
+    expect(list.usage.prompt_tokens).toBe(3);
+    expect(net.calls.map((call) => call.url)).toEqual([
+      "https://first.example/v1/embeddings",
+      "https://second.example/v1/embeddings",
+    ]);
+    expect(net.calls[1]!.body).toMatchObject({ model: "up-embed", encoding_format: "float", input: ["a", "b"] });
+    const [charge] = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(charge).toMatchObject({ upstream: "second", promptTokens: 3, amountNanoUsd: 9 });
+    // A count past what was admitted (2 × (BOS + 1) tokens) is recorded, and charged the admission.
+    await embed(test, { model: "remote-embed", input: ["a", "b"], user: "over" });
+    const [capped] = (await test.admin.ledger()).filter((entry) => entry.kind === "charge" && entry.upstream);
+    expect(capped).toMatchObject({ promptTokens: 11, amountNanoUsd: 12, chargeCapped: true });
+    await checkLedgerInvariant(test.database);
+  });
+
+  it("refuses an upstream's vectors of the wrong size or number as its fault (503), charging nothing", async () => {
+    for (const data of [[{ embedding: Array(10).fill(1) }], []]) {
+      const test = await makeApp({ models, fetch: network(() => ({ data })).fetch });
+      const error = await refusal(test, { model: "remote-embed", input: "a" });
+      expect(error).toMatchObject({ status: 503, code: "upstream_invalid_response" });
+      const [charge] = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+      expect(charge).toMatchObject({ amountNanoUsd: 0, status: "failed" });
+      await checkLedgerInvariant(test.database);
+    }
+  });
+});
