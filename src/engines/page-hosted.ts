@@ -15,7 +15,14 @@
 import type { DeviceFeatures } from "../catalogue/builds.js";
 import type { ModelEntry } from "../catalogue/entry.js";
 import { EngineError } from "../core/errors/engine.js";
-import type { Engine, GenerationPart, GenerationRequest, ModelStatus } from "./contract.js";
+import type {
+  EmbeddingRequest,
+  Embeddings,
+  Engine,
+  GenerationPart,
+  GenerationRequest,
+  ModelStatus,
+} from "./contract.js";
 import { noHostMessage } from "./choice.js";
 import {
   fromWireError,
@@ -52,6 +59,7 @@ type Call = { engine: string } & (
   | { type: `${typeof prefix}load`; model: ModelEntry }
   | { type: `${typeof prefix}delete`; model: ModelEntry }
   | { type: `${typeof prefix}generate`; request: GenerationRequest }
+  | { type: `${typeof prefix}embed`; request: EmbeddingRequest }
 );
 
 /** What a host page posts to the worker: the engines it runs. */
@@ -170,9 +178,12 @@ export class PageHostedEngine implements Engine {
     throw new EngineError("device", noHostMessage(this.#engine));
   }
 
-  async #call(call: Call): Promise<unknown> {
+  /** A call answered on its port; `signal`'s abort is posted there too, for a call that heeds it (`embed`). */
+  async #call(call: Call, signal?: AbortSignal): Promise<unknown> {
     const host = await this.#host();
     const channel = new MessageChannel();
+    const abort = () => channel.port1.postMessage({ abort: true } satisfies AbortMessage);
+    signal?.addEventListener("abort", abort, { once: true });
     let stopWatching = () => {};
     const reply = new Promise<Reply>((resolve) => {
       channel.port1.onmessage = (event: MessageEvent<Reply>) => resolve(event.data);
@@ -183,6 +194,7 @@ export class PageHostedEngine implements Engine {
     host.postMessage(call, [channel.port2]);
     const answer = await reply;
     stopWatching();
+    signal?.removeEventListener("abort", abort);
     channel.port1.close();
     if (!answer.ok) throw fromWireError(answer.error);
     return answer.value;
@@ -216,6 +228,10 @@ export class PageHostedEngine implements Engine {
 
   async deleteCached(model: ModelEntry): Promise<void> {
     await this.#call({ type: `${prefix}delete`, engine: this.#engine, model });
+  }
+
+  async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
+    return (await this.#call({ type: `${prefix}embed`, engine: this.#engine, request }, signal)) as Embeddings;
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
@@ -255,7 +271,7 @@ function engineFor(engines: Readonly<Record<string, Engine>>, name: string): Eng
   );
 }
 
-async function answerCall(engine: Engine, call: Call): Promise<unknown> {
+async function answerCall(engine: Engine, call: Call, signal: AbortSignal): Promise<unknown> {
   switch (call.type) {
     case `${prefix}device`: {
       const device = await engine.device();
@@ -267,6 +283,9 @@ async function answerCall(engine: Engine, call: Call): Promise<unknown> {
       return engine.load(call.model);
     case `${prefix}delete`:
       return engine.deleteCached?.(call.model);
+    case `${prefix}embed`:
+      if (!engine.embed) throw new EngineError("unsupported", `The ${engine.name} engine cannot embed yet.`);
+      return engine.embed(call.request, signal);
     default:
       throw new Error(`unknown call ${call.type}`);
   }
@@ -297,9 +316,14 @@ export function hostEngine(
       void serveGeneration(engines, call, port, event.ports[1]);
       return;
     }
+    const controller = new AbortController();
+    port.onmessage = (message: MessageEvent<AbortMessage | null>) => {
+      if (message.data?.abort) controller.abort();
+    };
     void (async () => {
       try {
-        port.postMessage({ ok: true, value: await answerCall(engineFor(engines, call.engine), call) } satisfies Reply);
+        const value = await answerCall(engineFor(engines, call.engine), call, controller.signal);
+        port.postMessage({ ok: true, value } satisfies Reply);
       } catch (error) {
         port.postMessage({ ok: false, error: toWireError(error) } satisfies Reply);
       } finally {

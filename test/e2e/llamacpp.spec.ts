@@ -117,6 +117,24 @@ function catalogue() {
         },
       ],
     })),
+    // An embedding model: BERT with a WordPiece vocabulary of its own, mean pooling.
+    {
+      id: "bert-embed-test",
+      kind: "embedding" as const,
+      family: "llama3" as const,
+      contextWindow: 512,
+      dimensions: 128,
+      price: { inputNanoUsdPerToken: 2, outputNanoUsdPerToken: 0 },
+      gguf: [
+        {
+          modelId: "embed-bert-mean-q8_0",
+          file: `${origin()}/test-gguf/embed-bert-mean-q8_0.gguf`,
+          quantization: "Q8_0",
+          sizeMB: 1.7,
+          kvCache: { layers: 2, kvHeads: 4, headDim: 32 },
+        },
+      ],
+    },
     // The other families' templates and tool-call grammars over the same weights: the prompt and
     // the grammar are ours (the HTTP layer's), so llama.cpp enforces each family's call format.
     ...otherFamilies.map((family) => ({ ...gguf, id: `family-${family}`, family })),
@@ -1212,4 +1230,40 @@ test("llama.cpp keeps its pace while the hosting page's thread is busy: its part
   expect(result.blocked.tokens).toBe(200);
   // The tokens skip the page's thread, so a busy page delays the stream by a fraction, never a multiple.
   expect(result.blocked.ms).toBeLessThan(2 * result.idle.ms);
+});
+
+test("an embedding model on llama.cpp through /v1: the GGUF's own tokens, billed whole, batched as alone", async () => {
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const input = ["The harbour master checks the tide tables.", "Ships at sea", "a"];
+    const batch = await client.embeddings.create({ model: "bert-embed-test", input, encoding_format: "float" });
+    const alone = await client.embeddings.create({
+      model: "bert-embed-test",
+      input: input[1]!,
+      encoding_format: "float",
+    });
+    const base64 = await client.embeddings.create({ model: "bert-embed-test", input });
+    const ledger = await window.harness.handle!.admin.ledger({ accountId: window.harness.accountId });
+    return { batch, alone, base64, ledger: ledger.filter((entry) => entry.model === "bert-embed-test") };
+  });
+  const vectors = result.batch.data.map((item) => item.embedding);
+  expect(vectors.map((vector) => vector.length)).toEqual([128, 128, 128]);
+  const dot = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
+  for (const vector of vectors) expect(dot(vector, vector)).toBeCloseTo(1, 5);
+  expect(dot(vectors[1]!, result.alone.data[0]!.embedding)).toBeGreaterThan(0.99999);
+  expect(dot(vectors[0]!, vectors[1]!)).toBeLessThan(0.999);
+  result.base64.data.forEach((item, index) =>
+    item.embedding.forEach((value, at) => expect(value).toBeCloseTo(vectors[index]![at]!, 6)),
+  );
+  // "a" is [CLS] a [SEP] in the WordPiece vocabulary: the engine's count, not the family tokenizer's.
+  expect(result.alone.usage.prompt_tokens).toBeGreaterThanOrEqual(4);
+  expect(result.ledger).toHaveLength(3);
+  const [first] = result.ledger.slice(-1);
+  expect(first).toMatchObject({
+    promptTokens: result.batch.usage.prompt_tokens,
+    completionTokens: 0,
+    status: "completed",
+  });
+  expect(first!.amountNanoUsd).toBe(result.batch.usage.prompt_tokens * 2);
+  expect(result.ledger.some((entry) => entry.chargeCapped)).toBe(false);
 });

@@ -31,6 +31,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
   await buildTestModel(resolve(root, ".cache/test-model"));
   buildTestGguf(resolve(root, ".cache/test-gguf"));
+  buildTestGguf(resolve(root, ".cache/test-gguf"), "embed-bert-mean");
   const server = await startStaticServer(
     [
       { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },

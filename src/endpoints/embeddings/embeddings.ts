@@ -33,11 +33,20 @@ interface EmbeddingCall {
   json: Record<string, unknown>;
   model: ModelEntry;
   inputs: EmbeddingInput[];
+  /** Counted with the family's tokenizer: exact for the deterministic engine, an estimate for an engine or upstream with a vocabulary of its own. */
   promptTokens: number;
+  /**
+   * The most tokens the inputs can be in any vocabulary: a text no more than its UTF-8 bytes and
+   * two special tokens (a BPE token, a WordPiece and a byte are each a byte at least), token ids
+   * as they are. What an engine with its own vocabulary is admitted for, so its count is billed whole.
+   */
+  mostTokens: number;
   format: "float" | "base64";
   /** The size asked for (`dimensions`), where it cuts the model's vectors. */
   size: number | undefined;
 }
+
+const utf8 = new TextEncoder();
 
 /** OpenAI's words for an input it cannot embed (an empty one). */
 function invalidInput(): BadRequestError {
@@ -118,14 +127,12 @@ async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise
     model,
     typeof request.input === "string" || typeof request.input[0] === "number",
   );
-  return {
-    json: json as Record<string, unknown>,
-    model,
-    inputs,
-    promptTokens,
-    format: request.encoding_format ?? "float",
-    size,
-  };
+  const mostTokens = inputs.reduce(
+    (sum, input) => sum + (input.kind === "text" ? utf8.encode(input.text).length + 2 : input.tokens.length),
+    0,
+  );
+  const format = request.encoding_format ?? "float";
+  return { json: json as Record<string, unknown>, model, inputs, promptTokens, mostTokens, format, size };
 }
 
 function reply(call: EmbeddingCall, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
@@ -157,10 +164,12 @@ async function embed(
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);
-  const meter = await admit(dependencies, request, call.model, {
-    promptTokens: call.promptTokens,
-    maxCompletionTokens: 0,
-  });
+  // The deterministic engine counts with the family's tokenizer, as here; another local engine
+  // with its own, so it is admitted for the most the inputs can be. An upstream is billed as a
+  // forwarded chat is: its count, at most what was counted here.
+  const counted = placement.decision.target === "remote" || placement.engine?.name === "deterministic";
+  const promptTokens = counted ? call.promptTokens : Math.max(call.promptTokens, call.mostTokens);
+  const meter = await admit(dependencies, request, call.model, { promptTokens, maxCompletionTokens: 0 });
   return admitted(meter, placement, async () => {
     if (placement.decision.target === "remote") {
       const { json, model } = call;

@@ -13,7 +13,8 @@ export interface LlamaCApi {
   _free(pointer: number): void;
   _wi_error(): number;
   _wi_system_info(): number;
-  _wi_load(paths: number, contextWindow: number, batchSize: number, threads: number): number;
+  /** `embeddings` 1: a context that pools each input into one vector (`_wi_embed`). */
+  _wi_load(paths: number, contextWindow: number, batchSize: number, threads: number, embeddings: number): number;
   _wi_free(): void;
   _wi_info(what: number): number;
   _wi_tokenize(
@@ -28,6 +29,8 @@ export interface LlamaCApi {
   _wi_is_end(token: number): number;
   _wi_forget(keep: number): number;
   _wi_decode(tokens: number, count: number, first: number): number;
+  /** Embeds `count` inputs in one decode: their ids one after another, each one's length, vectors out. */
+  _wi_embed(tokens: number, lengths: number, count: number, out: number): number;
   _wi_sampler(
     temperature: number,
     topP: number,

@@ -18,10 +18,18 @@ import { EngineError } from "../../core/errors/engine.js";
 import { toGbnf } from "../../structured/gbnf.js";
 import { grammarFor } from "../../structured/schema-grammar.js";
 import { resolveUrl } from "../urls.js";
-import type { Engine, GenerationPart, GenerationRequest, LoadProgress, ModelStatus } from "../contract.js";
+import type {
+  EmbeddingRequest,
+  Embeddings,
+  Engine,
+  GenerationPart,
+  GenerationRequest,
+  LoadProgress,
+  ModelStatus,
+} from "../contract.js";
 import { PartInbox, type AbortMessage, type PartMessage } from "../part-stream.js";
 import { deleteDownload, download, isDownloaded } from "./download.js";
-import type { LoadResult, SamplerSettings, WorkerCall } from "./protocol.js";
+import type { EmbedResult, LoadResult, SamplerSettings, WorkerCall } from "./protocol.js";
 import { LlamaWorker, usableThreads } from "./runtime.js";
 
 export interface LlamaCppEngineOptions {
@@ -57,6 +65,12 @@ export interface LlamaCppEngineOptions {
 function anyObject(): string {
   return toGbnf(grammarFor({ type: "object" }));
 }
+
+/**
+ * The most tokens an embedding model takes in one decode, and so the longest input it embeds:
+ * an encoder attends over a whole decode at once, and its scores grow with the square of it.
+ */
+const embeddingBatchTokens = 2_048;
 
 /** What a wasm32 build of llama.cpp can address (scripts/build-llamacpp.mjs: MAXIMUM_MEMORY=4GB). */
 const addressSpaceMB = 4_096;
@@ -172,12 +186,16 @@ export class LlamaCppEngine implements Engine {
     const worker = await this.#runtime();
     const files = await this.#files(build, url, report);
     try {
+      const embeddings = model.kind === "embedding";
+      // An embedding model's window is one decode's: every input is embedded in one piece.
+      const embeddingTokens = Math.min(model.contextWindow, embeddingBatchTokens);
       const info = await worker.call<LoadResult>({
         call: "load",
         files,
-        contextWindow: model.contextWindow,
-        batchSize: this.#options.batchSize ?? 32,
+        contextWindow: embeddings ? embeddingTokens : model.contextWindow,
+        batchSize: embeddings ? embeddingTokens : (this.#options.batchSize ?? 32),
         threads: worker.threads,
+        embeddings,
       });
       this.#loaded = { url, contextWindow: model.contextWindow, info };
     } catch (error) {
@@ -300,11 +318,42 @@ export class LlamaCppEngine implements Engine {
   }
 
   /**
+   * Every input embedded by llama.cpp's Worker, as many to a decode as fit, pooled as the GGUF
+   * says. An abort lands between decodes (where the page is cross-origin isolated), else as for
+   * a generation, by stopping the Worker past the grace period.
+   */
+  async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
+    let release = () => {};
+    const previous = this.#turn;
+    this.#turn = new Promise((resolve) => (release = resolve));
+    try {
+      await previous;
+      signal.throwIfAborted();
+      await this.load(request.model);
+      const worker = await this.#runtime();
+      const inputs = request.inputs.map((input) =>
+        input.kind === "text" ? { text: input.text } : { tokens: input.tokens },
+      );
+      const abortFlag = globalThis.crossOriginIsolated === true ? new Int32Array(new SharedArrayBuffer(4)) : null;
+      const embedded = await this.#stoppable(
+        worker.call<EmbedResult | null>({ call: "embed", inputs, abortFlag }),
+        signal,
+        abortFlag,
+      );
+      signal.throwIfAborted();
+      if (!embedded) throw new EngineError("unsupported", "llama.cpp stopped embedding without an abort");
+      return embedded;
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * The generation, ended by stopping the Worker when an abort does not stop it within the
    * grace period: a step that cannot be interrupted must not hold the engine. The next request
    * starts a new Worker and loads the model again.
    */
-  async #stoppable(running: Promise<unknown>, signal: AbortSignal | undefined, flag: Int32Array | null) {
+  async #stoppable<T>(running: Promise<T>, signal: AbortSignal | undefined, flag: Int32Array | null): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => {
       if (flag) Atomics.store(flag, 0, 1);
@@ -313,7 +362,7 @@ export class LlamaCppEngine implements Engine {
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      await running;
+      return await running;
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);

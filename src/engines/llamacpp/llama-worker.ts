@@ -10,7 +10,7 @@ import { EngineError } from "../../core/errors/engine.js";
 import { toWireError, type AbortMessage, type PartMessage } from "../part-stream.js";
 import { StopScanner } from "../stop-text.js";
 import { prefillBatches, sharedPrefix } from "./prefill.js";
-import type { LoadResult, SamplerSettings, WorkerCall, WorkerReply } from "./protocol.js";
+import type { EmbedResult, LoadResult, SamplerSettings, WorkerCall, WorkerReply } from "./protocol.js";
 import type { LlamaCApi } from "./c-api.js";
 
 /** The Emscripten module of `native/llamacpp/engine.cpp`: its C API, and the file system it reads models from. */
@@ -147,7 +147,7 @@ function load(call: Extract<WorkerCall, { call: "load" }>): LoadResult {
   mounted = true;
   const paths = blobs.map((blob) => `/models/${blob.name}`).join("\n");
   const status = withText(paths, (pointer) =>
-    llama._wi_load(pointer, call.contextWindow, call.batchSize, call.threads),
+    llama._wi_load(pointer, call.contextWindow, call.batchSize, call.threads, call.embeddings ? 1 : 0),
   );
   // llama.cpp has read every tensor (it loads without mmap): the read-ahead's 8 MiB can go.
   llama.WORKERFS.stream_ops.read = readingAhead();
@@ -160,6 +160,8 @@ function load(call: Extract<WorkerCall, { call: "load" }>): LoadResult {
     contextWindow: llama._wi_info(1),
     threads: llama._wi_info(4),
     batchSize: llama._wi_info(5),
+    dimensions: call.embeddings ? llama._wi_info(6) : 0,
+    sequences: call.embeddings ? llama._wi_info(8) : 0,
     systemInfo: llama.UTF8ToString(llama._wi_system_info()),
   };
 }
@@ -174,6 +176,66 @@ function tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): num
     if (count < 0) throw new Error("llama.cpp could not tokenize the prompt");
     return Array.from(llama.HEAP32.subarray(out / 4, out / 4 + count));
   });
+}
+
+/**
+ * The inputs in groups that one decode holds: at most `sequences` inputs and `batchSize` tokens,
+ * each input whole (an encoder sees an input in one piece).
+ */
+function groups(lengths: number[], sequences: number, batchSize: number): [number, number][] {
+  const found: [number, number][] = [];
+  let start = 0;
+  let tokens = 0;
+  lengths.forEach((length, index) => {
+    if (index > start && (index - start === sequences || tokens + length > batchSize)) {
+      found.push([start, index]);
+      start = index;
+      tokens = 0;
+    }
+    tokens += length;
+  });
+  if (lengths.length > start) found.push([start, lengths.length]);
+  return found;
+}
+
+/** The ids of an input to embed, checked against the vocabulary and the batch an input must fit in whole. */
+function embeddingIds(input: { text: string } | { tokens: number[] }, index: number): number[] {
+  const ids = "text" in input ? tokenize(input.text, true, false) : input.tokens;
+  const vocabulary = loaded()._wi_info(0);
+  if (ids.some((id) => id < 0 || id >= vocabulary))
+    throw new EngineError(
+      "unsupported",
+      `Input ${index} has a token id outside this model's vocabulary (0 to ${vocabulary - 1}).`,
+    );
+  if (ids.length > shape.batchSize)
+    throw new EngineError(
+      "context_length",
+      `Input ${index} is ${ids.length} tokens in this model's own vocabulary; llama.cpp embeds at most ${shape.batchSize} at once.`,
+    );
+  return ids;
+}
+
+/** Every input embedded, as many to a decode as fit; null when the page set the abort flag. */
+async function embed(call: Extract<WorkerCall, { call: "embed" }>): Promise<EmbedResult | null> {
+  const llama = loaded();
+  const dimensions = llama._wi_info(6);
+  const ids = call.inputs.map(embeddingIds);
+  const lengths = ids.map((list) => list.length);
+  const vectors: Float32Array[] = [];
+  for (const [start, end] of groups(lengths, llama._wi_info(8), shape.batchSize)) {
+    await nextTask();
+    if (flagged(call.abortFlag)) return null;
+    const flat = ids.slice(start, end).flat();
+    const tokens = memory((flat.length + (end - start) + (end - start) * dimensions) * 4);
+    const counts = tokens + flat.length * 4;
+    const out = counts + (end - start) * 4;
+    llama.HEAP32.set(flat, tokens / 4);
+    llama.HEAP32.set(lengths.slice(start, end), counts / 4);
+    if (llama._wi_embed(tokens, counts, end - start, out) !== 0) throw failure();
+    for (let input = 0; input < end - start; input++)
+      vectors.push(llama.HEAPF32.slice(out / 4 + input * dimensions, out / 4 + (input + 1) * dimensions));
+  }
+  return { vectors, tokens: lengths };
 }
 
 function decode(tokens: number[], first: number): void {
@@ -376,6 +438,8 @@ async function answer(call: WorkerCall): Promise<unknown> {
       return call.pieces.flatMap((piece) => tokenize(piece.text, false, piece.control));
     case "generate":
       return generate(call);
+    case "embed":
+      return embed(call);
     case "free":
       cached = [];
       return module?._wi_free();

@@ -22,6 +22,8 @@ interface LoadCall {
   contextWindow: number;
   batchSize: number;
   threads: number;
+  /** An embedding model: a context that pools each input into one vector (`embed`). */
+  embeddings: boolean;
 }
 
 export interface SamplerSettings {
@@ -57,10 +59,28 @@ interface GenerateCall {
   abortFlag: Int32Array | null;
 }
 
+/**
+ * Inputs to embed with the loaded embedding model: text (tokenized by the GGUF's own vocabulary,
+ * with the special tokens it adds, a control-token string in it staying text) or token ids.
+ * Answers an `EmbedResult`, or null when the page set `abortFlag`.
+ */
+interface EmbedCall {
+  call: "embed";
+  inputs: ({ text: string } | { tokens: number[] })[];
+  abortFlag: Int32Array | null;
+}
+
+export interface EmbedResult {
+  vectors: Float32Array[];
+  /** Per input, the tokens embedded. */
+  tokens: number[];
+}
+
 export type WorkerCall =
   | StartCall
   | LoadCall
   | GenerateCall
+  | EmbedCall
   /**
    * The prompt in the model's own vocabulary: a client's raw prompt (BOS first, control tokens
    * parsed), or our template's pieces (control tokens only where the template wrote them).
@@ -75,6 +95,9 @@ export interface LoadResult {
   threads: number;
   contextWindow: number;
   batchSize: number;
+  /** An embedding model's vector size, and the inputs one decode holds; 0 for a chat model. */
+  dimensions: number;
+  sequences: number;
   /** llama.cpp's system line: the kernels it was built with (`WASM_SIMD = 1`). */
   systemInfo: string;
 }

@@ -249,9 +249,9 @@ describe("the one-thread build in Node, through our C API", () => {
   });
 
   it("names a file it cannot load, and the module lives on", () => {
-    expect(llama._wi_load(text("/models/broken.gguf"), 512, 32, 1)).toBe(-1);
+    expect(llama._wi_load(text("/models/broken.gguf"), 512, 32, 1, 0)).toBe(-1);
     expect(error()).toContain("could not load the model");
-    expect(llama._wi_load(text("/models/test.gguf"), 512, 32, 1)).toBe(0);
+    expect(llama._wi_load(text("/models/test.gguf"), 512, 32, 1, 0)).toBe(0);
     expect(llama.UTF8ToString(llama._wi_system_info())).toContain("WASM_SIMD = 1");
   });
 
@@ -354,7 +354,7 @@ describe("the one-thread build in Node, through our C API", () => {
     (variant) => {
       const models = mkdtempSync(join(tmpdir(), "gguf-"));
       llama.FS.writeFile(`/models/${variant}.gguf`, readFileSync(buildTestGguf(models, variant)));
-      expect(llama._wi_load(text(`/models/${variant}.gguf`), 512, 32, 1), error()).toBe(0);
+      expect(llama._wi_load(text(`/models/${variant}.gguf`), 512, 32, 1, 0), error()).toBe(0);
       const words = tokenize("The tide turns twice a day, and the harbour fills with boats once more.", true, false);
       const prompt = words.slice(0, 15);
       expect(prompt).toHaveLength(15);
@@ -386,7 +386,7 @@ describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
   function topTens(llama: Module, file: string, tiles: boolean) {
     const path = `/${basename(file)}`;
     llama.FS.writeFile(path, readFileSync(file));
-    expect(llama._wi_load(cString(llama, path), 512, 32, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
+    expect(llama._wi_load(cString(llama, path), 512, 32, 1, 0), llama.UTF8ToString(llama._wi_error())).toBe(0);
     llama._wi_tiles(tiles ? 1 : 0);
     const steps = greedyTopTens(
       llama,
@@ -400,5 +400,100 @@ describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
   it.each(["test-q4_0", "test"] as const)("computes %s exactly as the plain build's ggml kernels do", (variant) => {
     const file = buildTestGguf(models, variant);
     expect(topTens(relaxed, file, true)).toEqual(topTens(plain, file, false));
+  });
+});
+
+/** Cosine similarity: the measure that llama.cpp's own embedding tests compare vectors by. */
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let left = 0;
+  let right = 0;
+  for (let index = 0; index < a.length; index++) {
+    dot += a[index]! * b[index]!;
+    left += a[index]! ** 2;
+    right += b[index]! ** 2;
+  }
+  return dot / Math.sqrt(left * right);
+}
+
+describe("embeddings from the one-thread build, against native llama.cpp on the same GGUF", () => {
+  let llama: Module;
+  const models = mkdtempSync(join(tmpdir(), "gguf-"));
+  const texts = [
+    "The harbour master checks the tide tables.",
+    "Ships at sea",
+    "a",
+    "Weather, tides and navigation: 1, 2, 3!",
+  ];
+
+  beforeAll(async () => {
+    llama = await oneThreadBuild("llamacpp-st");
+    llama.FS.mkdir("/embed");
+  });
+
+  /** The texts' ids (the GGUF's vocabulary, with the special tokens it adds) and vectors, `perDecode` inputs a decode. */
+  function ours(variant: string, perDecode: number): { ids: number[][]; vectors: Float32Array[] } {
+    const path = `/embed/${variant}.gguf`;
+    llama.FS.writeFile(path, readFileSync(buildTestGguf(models, variant)));
+    expect(llama._wi_load(cString(llama, path), 512, 512, 1, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
+    const size = llama._wi_info(6);
+    const ids = texts.map((value) => {
+      const out = llama._malloc(4096);
+      const count = llama._wi_tokenize(cString(llama, value), llama.lengthBytesUTF8(value), 1, 0, out, 1024);
+      return Array.from(llama.HEAP32.subarray(out / 4, out / 4 + count));
+    });
+    const vectors: Float32Array[] = [];
+    for (let start = 0; start < ids.length; start += perDecode) {
+      const group = ids.slice(start, start + perDecode);
+      const tokens = llama._malloc(4096);
+      const lengths = llama._malloc(64);
+      const out = llama._malloc(group.length * size * 4);
+      llama.HEAP32.set(group.flat(), tokens / 4);
+      llama.HEAP32.set(
+        group.map((list) => list.length),
+        lengths / 4,
+      );
+      expect(llama._wi_embed(tokens, lengths, group.length, out), llama.UTF8ToString(llama._wi_error())).toBe(0);
+      group.forEach((_, index) =>
+        vectors.push(llama.HEAPF32.slice(out / 4 + index * size, out / 4 + (index + 1) * size)),
+      );
+    }
+    return { ids, vectors };
+  }
+
+  it.each([
+    ["embed-bert-mean", 1],
+    ["embed-bert-cls", 2],
+    ["embed-llama-mean", 1],
+    ["embed-llama-last", 3],
+  ] as const)(
+    "%s (pooling %i): the same ids, and vectors within cosine 0.9999, batched and one at a time",
+    async (variant, pooling) => {
+      const batched = ours(variant, texts.length);
+      expect(llama._wi_info(7)).toBe(pooling);
+      const single = ours(variant, 1);
+      const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+      const native = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+      const model = await native.loadModel({ modelPath: buildTestGguf(models, variant) });
+      const context = await model.createEmbeddingContext({ contextSize: 512, threads: 1 });
+      try {
+        for (const [index, text] of texts.entries()) {
+          const reference = (await context.getEmbeddingFor(text)).vector;
+          expect(context.calculateInputLength(text)).toBe(batched.ids[index]!.length);
+          expect(cosine(batched.vectors[index]!, reference), `${text}, batched`).toBeGreaterThanOrEqual(0.9999);
+          expect(cosine(single.vectors[index]!, reference), `${text}, alone`).toBeGreaterThanOrEqual(0.9999);
+        }
+      } finally {
+        await context.dispose();
+        await model.dispose();
+      }
+    },
+    60_000,
+  );
+
+  it("refuses to embed with a GGUF that says no pooling, naming the fix", () => {
+    llama.FS.writeFile("/embed/chat.gguf", readFileSync(buildTestGguf(models, "test")));
+    expect(llama._wi_load(cString(llama, "/embed/chat.gguf"), 512, 512, 1, 1)).toBe(-1);
+    expect(llama.UTF8ToString(llama._wi_error())).toContain("says no pooling");
   });
 });
