@@ -11,45 +11,22 @@
  * Run by `npm run test:peer`, not by `npm test`: building the server takes about ten minutes on
  * two cores, once.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
-// @ts-expect-error: a plain JavaScript module
-import { nativeTool } from "../../scripts/llama-native.mjs";
 import { expect, openHarness, test } from "../support/browser.js";
+import { startLlamaServer, type LlamaServer } from "../support/llama-server.js";
 
 const price = { inputNanoUsdPerToken: 10, outputNanoUsdPerToken: 20 };
-let server: ChildProcess;
-let log = "";
+let server: LlamaServer | undefined;
 let origin = "";
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((done) => probe.listen(0, "127.0.0.1", done));
-  const { port } = probe.address() as { port: number };
-  await new Promise((done) => probe.close(done));
-  return port;
-}
 
 test.beforeAll(async () => {
   test.setTimeout(20 * 60_000);
-  const tool = nativeTool("llama-server") as string;
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
   const model = resolve(import.meta.dirname, "../../.cache/test-gguf/llama3-test-q8_0.gguf");
-  server = spawn(tool, ["-m", model, "--port", String(port), "-c", "4096", "-np", "2", "--jinja"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  server.stderr!.on("data", (data: Buffer) => (log += data.toString()));
-  for (let tries = 0; tries < 150; tries++) {
-    const health = await fetch(`${origin}/health`).catch(() => null);
-    if (health?.ok) return;
-    await new Promise((done) => setTimeout(done, 200));
-  }
-  throw new Error(`llama-server did not start:\n${log.slice(-2000)}`);
+  server = await startLlamaServer(model, ["-c", "4096", "-np", "2", "--jinja"]);
+  origin = server.origin;
 });
-test.afterAll(() => server?.kill());
+test.afterAll(() => server?.stop());
 
 async function open(page: Page) {
   await openHarness(page, {
@@ -250,7 +227,7 @@ test("legacy completions: two prompts one bill, the BOS the server puts before a
 
 test("a client's abort mid-stream stops the server's generation, and what streamed is billed", async ({ page }) => {
   await open(page);
-  const before = log.length;
+  const before = server!.log().length;
   const streamed = await page.evaluate(async () => {
     const controller = new AbortController();
     const response = await window.harness.fetch("/chat/completions", {
@@ -272,7 +249,7 @@ test("a client's abort mid-stream stops the server's generation, and what stream
     return text;
   });
   expect(streamed).toContain('"role":"assistant"');
-  await expect.poll(() => log.slice(before)).toContain("cancel task");
+  await expect.poll(() => server!.log().slice(before)).toContain("cancel task");
   await expect.poll(async () => (await ledger(page))[0]?.status).toBe("aborted");
   const [entry] = await ledger(page);
   expect(entry!.completionTokens).toBeGreaterThan(0);
