@@ -127,11 +127,11 @@ export interface EmbeddingRequest {
   engine?: LocalEngine;
 }
 
-/** One vector per input, in order (not yet normalised), and the tokens each input was as embedded. */
+/** One vector per input, in order (not yet normalised), and the tokens the model embedded. */
 export interface Embeddings {
   vectors: Float32Array[];
-  /** Per input, the tokens the model embedded: its tokenizer's, with the special tokens it adds. */
-  tokens: number[];
+  /** Every input's tokens together, in the model's tokenizer, with the special tokens it adds. */
+  promptTokens: number;
 }
 
 export interface LoadProgress {

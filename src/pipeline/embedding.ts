@@ -33,11 +33,10 @@ export async function runEmbedding(
   }
   try {
     const embedded = await engine.embed(request, signal);
-    if (embedded.vectors.length !== inputs || embedded.tokens.length !== inputs)
+    if (embedded.vectors.length !== inputs)
       throw new Error(`the ${engine.name} engine gave ${embedded.vectors.length} vectors for ${inputs} inputs`);
     meter.firstToken();
-    const promptTokens = embedded.tokens.reduce((sum, count) => sum + count, 0);
-    await meter.settle("completed", { promptTokens, completionTokens: 0 });
+    await meter.settle("completed", { promptTokens: embedded.promptTokens, completionTokens: 0 });
     return embedded;
   } catch (error) {
     // Nothing was delivered: an embedding is all or nothing, so a failed or abandoned one costs nothing.

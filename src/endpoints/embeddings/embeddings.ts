@@ -191,7 +191,6 @@ async function embed(
       { model: call.model, inputs: call.inputs, ...(engine ? { engine } : {}) },
       controller.signal,
     );
-    const tokens = embedded.tokens.reduce((sum, count) => sum + count, 0);
-    return { response: jsonResponse(reply(call, embedded.vectors, tokens)) };
+    return { response: jsonResponse(reply(call, embedded.vectors, embedded.promptTokens)) };
   });
 }

@@ -185,13 +185,13 @@ export class DeterministicEngine implements Engine {
     signal.throwIfAborted();
     const dimensions = request.model.dimensions ?? defaultDimensions;
     const vectors: Float32Array[] = [];
-    const tokens: number[] = [];
+    let promptTokens = 0;
     for (const input of request.inputs) {
       const ids = input.kind === "text" ? tokenizer.encodeText(input.text) : input.tokens;
       vectors.push(hashedBagOfTokens(ids, dimensions));
-      tokens.push(ids.length + (input.kind === "text" ? rawPromptPrefixTokens[request.model.family] : 0));
+      promptTokens += ids.length + (input.kind === "text" ? rawPromptPrefixTokens[request.model.family] : 0);
     }
-    return { vectors, tokens };
+    return { vectors, promptTokens };
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {

@@ -235,7 +235,7 @@ async function embed(call: Extract<WorkerCall, { call: "embed" }>): Promise<Embe
     for (let input = 0; input < end - start; input++)
       vectors.push(llama.HEAPF32.slice(out / 4 + input * dimensions, out / 4 + (input + 1) * dimensions));
   }
-  return { vectors, tokens: lengths };
+  return { vectors, promptTokens: lengths.reduce((sum, length) => sum + length, 0) };
 }
 
 function decode(tokens: number[], first: number): void {

@@ -72,8 +72,8 @@ interface EmbedCall {
 
 export interface EmbedResult {
   vectors: Float32Array[];
-  /** Per input, the tokens embedded. */
-  tokens: number[];
+  /** The tokens embedded, every input's together. */
+  promptTokens: number;
 }
 
 export type WorkerCall =

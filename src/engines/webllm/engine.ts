@@ -8,6 +8,8 @@ import { EngineError, fetchAsset, networkRetrySeconds } from "../../core/errors/
 import { resolveUrl } from "../urls.js";
 import { isSoftwareAdapter } from "./software-adapter.js";
 import type {
+  EmbeddingRequest,
+  Embeddings,
   Engine,
   PromptSegment,
   FinishReason,
@@ -56,6 +58,13 @@ export interface WebLlmEngineInstance {
   // Typed loosely on purpose: the request shapes differ slightly between web-llm versions.
   chat: { completions: { create(request: never): Promise<unknown> } };
   completions: { create(request: never): Promise<unknown> };
+  /** An embedding model's (`model_type` embedding) vectors: floats only, without `dimensions` or `user`. */
+  embeddings: {
+    create(request: { input: string[] | number[][] }): Promise<{
+      data: { index: number; embedding: number[] }[];
+      usage: { prompt_tokens: number };
+    }>;
+  };
   /** Public in web-llm's declarations; the streaming paths of both create() methods end here. */
   asyncGenerate(
     request: unknown,
@@ -315,6 +324,8 @@ export class WebLlmEngine implements Engine {
       required_features: build.requiredFeatures,
       vram_required_MB: memoryEstimateMB(model, build),
       overrides: { ...build.overrides, context_window_size: model.contextWindow },
+      // web-llm's ModelType: 1 is an embedding model, run by engine.embeddings.create.
+      ...(model.kind === "embedding" ? { model_type: 1 } : {}),
       ...(build.integrity ? { integrity: webllmIntegrity(build.integrity) } : {}),
     };
   }
@@ -439,6 +450,24 @@ export class WebLlmEngine implements Engine {
       }
       await this.#options.webllm.deleteModelAllInfoInCache(candidate.modelId, this.#appConfig(model, candidate));
     }
+  }
+
+  /**
+   * web-llm's `engine.embeddings.create`, asked for floats alone: it refuses `encoding_format`,
+   * `dimensions` and `user`, which the endpoint applies itself. It cannot stop midway: an abort
+   * is seen before and after.
+   */
+  async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
+    signal.throwIfAborted();
+    await this.load(request.model);
+    const engine = this.#engine;
+    if (!engine) throw new Error("engine missing after load");
+    const texts = request.inputs.flatMap((input) => (input.kind === "text" ? [input.text] : []));
+    const ids = request.inputs.flatMap((input) => (input.kind === "tokens" ? [input.tokens] : []));
+    const reply = await engine.embeddings.create({ input: texts.length > 0 ? texts : ids });
+    signal.throwIfAborted();
+    const vectors = [...reply.data].sort((a, b) => a.index - b.index).map((item) => Float32Array.from(item.embedding));
+    return { vectors, promptTokens: reply.usage.prompt_tokens };
   }
 
   async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {

@@ -343,3 +343,55 @@ describe("a device web-llm cannot serve", () => {
     );
   });
 });
+
+describe("web-llm's embeddings", () => {
+  const gpu = {
+    requestAdapter: async () => ({
+      features: new Set(["shader-f16"]),
+      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
+    }),
+  };
+
+  it("loads an embedding model as one (model_type 1), and asks engine.embeddings.create for the inputs alone", async () => {
+    const configs: { model_list: { model_type?: number }[] }[] = [];
+    const asked: unknown[] = [];
+    class MLCEngine {
+      setAppConfig(config: (typeof configs)[number]) {
+        configs.push(config);
+      }
+      setInitProgressCallback() {}
+      async reload() {}
+      async unload() {}
+      interruptGenerate() {}
+      async resetChat() {}
+      embeddings = {
+        create: async (request: { input: string[] }) => {
+          asked.push(request);
+          // Out of order, as a batch may come back: the engine puts them in input order.
+          return {
+            data: request.input.map((_, index) => ({ index, embedding: [index + 1, 0] })).reverse(),
+            usage: { prompt_tokens: 9 },
+          };
+        },
+      };
+    }
+    const engine = new WebLlmEngine({ webllm: webllmModule(MLCEngine), gpu: gpu as never, memoryBudgetMB: 64_000 });
+    const chat = Catalogue.create()
+      .list()
+      .find((entry) => entry.builds.length > 0)!;
+    const model = { ...chat, id: "arctic", kind: "embedding" as const, dimensions: 2 };
+    const inputs = [
+      { kind: "text" as const, text: "a" },
+      { kind: "text" as const, text: "b" },
+    ];
+    const embedded = await engine.embed({ model, inputs }, new AbortController().signal);
+    expect(configs.at(-1)!.model_list[0]!.model_type).toBe(1);
+    expect(asked).toEqual([{ input: ["a", "b"] }]);
+    expect(embedded.vectors.map((vector) => Array.from(vector))).toEqual([
+      [1, 0],
+      [2, 0],
+    ]);
+    expect(embedded.promptTokens).toBe(9);
+    await expect(engine.embed({ model, inputs }, AbortSignal.abort())).rejects.toThrow();
+  });
+});
