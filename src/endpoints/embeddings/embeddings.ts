@@ -4,6 +4,7 @@
  * list of vectors, as floats or base64.
  */
 import { BadRequestError } from "../../core/errors/api.js";
+import { EngineError } from "../../core/errors/engine.js";
 import type { ModelEntry } from "../../catalogue/entry.js";
 import { rawPromptPrefixTokens } from "../../catalogue/families.js";
 import { embeddingRequestSchema, type EmbeddingList, type EmbeddingRequest } from "../../core/wire/embeddings.js";
@@ -190,7 +191,12 @@ async function embed(
       meter,
       { model: call.model, inputs: call.inputs, ...(engine ? { engine } : {}) },
       controller.signal,
-    );
+    ).catch((error: unknown) => {
+      // An input past what the engine embeds at once, counted in its own vocabulary: the client's input to shorten.
+      if (error instanceof EngineError && error.kind === "context_length")
+        throw new BadRequestError(error.message, { code: "context_length_exceeded", param: "input" });
+      throw error;
+    });
     return { response: jsonResponse(reply(call, embedded.vectors, embedded.promptTokens)) };
   });
 }

@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import { embeddingListSchema, floatsOfBase64 } from "../../../../src/core/wire/embeddings.js";
 import { errorBodySchema } from "../../../../src/core/wire/error.js";
 import { modelInfoSchema } from "../../../../src/core/wire/models.js";
+import { EngineError } from "../../../../src/core/errors/engine.js";
+import { DeterministicEngine } from "../../../../src/engines/deterministic/engine.js";
 import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "../../../support/unit-app.js";
 
 const gguf = {
@@ -228,6 +230,35 @@ describe("POST /v1/embeddings", () => {
     });
     const list = (await (await test.app.handle(test.get("/v1/models"))).json()) as { data: { id: string }[] };
     expect(list.data.map((model) => model.id)).toContain("nested-embed");
+  });
+});
+
+describe("POST /v1/embeddings on an engine with a vocabulary of its own", () => {
+  it("is admitted for the most the text can be, billed the engine's count, and an input too long for it is the client's 400", async () => {
+    class OwnVocabulary extends DeterministicEngine {
+      override async embed(request: Parameters<DeterministicEngine["embed"]>[0], signal: AbortSignal) {
+        if (request.inputs.some((input) => input.kind === "text" && input.text.length > 100))
+          throw new EngineError("context_length", "Input 0 is 900 tokens in this model's own vocabulary.");
+        return { ...(await super.embed(request, signal)), promptTokens: 30 };
+      }
+    }
+    const engine = new OwnVocabulary({ tokenizers, tokenDelayMs: 0 });
+    Object.defineProperty(engine, "name", { value: "llamacpp" });
+    const test = await makeApp({ models, engine });
+    // Admitted for 12 + 2 and 21 + 2 bytes: the family tokenizer's count (about 10) would have capped the engine's 30.
+    const { json } = await embed(test, { model: "plain-embed", input: ["tide tables!", "ships at sea and more"] });
+    expect(embeddingListSchema.parse(json).usage.prompt_tokens).toBe(30);
+    expect(await refusal(test, { model: "plain-embed", input: "word ".repeat(40) })).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+      param: "input",
+    });
+    const charges = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(charges.map((entry) => [entry.status, entry.amountNanoUsd, entry.chargeCapped ?? false])).toEqual([
+      ["failed", 0, false],
+      ["completed", 30 * 3, false],
+    ]);
+    await checkLedgerInvariant(test.database);
   });
 });
 
