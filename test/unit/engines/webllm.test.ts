@@ -140,14 +140,15 @@ function tokenizingWebLlm(prefilled: number[][]): WebLlmModule {
   return webllmModule(MLCEngine);
 }
 
-describe("web-llm is fed our token ids", () => {
-  const gpu = {
-    requestAdapter: async () => ({
-      features: new Set(["shader-f16"]),
-      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
-    }),
-  };
+/** A real GPU's adapter, with shader-f16: every build runs. */
+const gpu = {
+  requestAdapter: async () => ({
+    features: new Set(["shader-f16"]),
+    info: { vendor: "nvidia", architecture: "", device: "", description: "" },
+  }),
+};
 
+describe("web-llm is fed our token ids", () => {
   it("a legacy prompt of token ids is fed as those ids, a control token among them", async () => {
     const prefilled: number[][] = [];
     const engine = new WebLlmEngine({ webllm: tokenizingWebLlm(prefilled), gpu: gpu as never, memoryBudgetMB: 64_000 });
@@ -245,12 +246,6 @@ describe("web-llm is fed our token ids", () => {
 });
 
 describe("pinned MLC files", () => {
-  const gpu = {
-    requestAdapter: async () => ({
-      features: new Set(["shader-f16"]),
-      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
-    }),
-  };
   const modelLib = "sha256-" + "A".repeat(43) + "=";
   const config = "sha384-" + "B".repeat(64);
 
@@ -345,13 +340,6 @@ describe("a device web-llm cannot serve", () => {
 });
 
 describe("web-llm's embeddings", () => {
-  const gpu = {
-    requestAdapter: async () => ({
-      features: new Set(["shader-f16"]),
-      info: { vendor: "nvidia", architecture: "", device: "", description: "" },
-    }),
-  };
-
   it("loads an embedding model as one (model_type 1), and asks engine.embeddings.create for the inputs alone", async () => {
     const configs: { model_list: { model_type?: number }[] }[] = [];
     const asked: unknown[] = [];
