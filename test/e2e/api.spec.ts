@@ -358,7 +358,7 @@ test("every error has OpenAI's body, the right status and a request id", async (
         "/chat/completions",
         body({ model: modelId, messages: [{ role: "tool", content: "42", tool_call_id: "call_1" }] }),
       ),
-      badUrl: await call("/v1/embeddings", body({})),
+      badUrl: await call("/v1/audio/speech", body({})),
       wrongMethod: await window.harness.fetch("/completions").then(async (response) => ({
         status: response.status,
         body: await response.json(),
