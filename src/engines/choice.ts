@@ -13,7 +13,7 @@
  */
 import { chooseBuild, chooseGgufBuild, type DeviceFeatures } from "../catalogue/builds.js";
 import { type LocalEngine, type ModelEntry } from "../catalogue/entry.js";
-import { EngineError } from "../core/errors/engine.js";
+import { cannotEmbed, EngineError } from "../core/errors/engine.js";
 import type {
   EmbeddingRequest,
   Embeddings,
@@ -175,11 +175,7 @@ export class ChoosingEngine implements Engine {
 
   async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
     const chosen = (request.engine ? this.#engines[request.engine] : undefined) ?? (await this.#chosen(request.model));
-    if (!chosen.embed)
-      throw new EngineError(
-        "unsupported",
-        `The ${chosen.name} engine cannot embed yet: serve ${request.model.id} from an upstream (routing 'remote', docs/remote-models.md).`,
-      );
+    if (!chosen.embed) throw cannotEmbed(chosen.name, request.model.id);
     return chosen.embed(request, signal);
   }
 }

@@ -14,7 +14,7 @@
  */
 import type { DeviceFeatures } from "../catalogue/builds.js";
 import type { ModelEntry } from "../catalogue/entry.js";
-import { EngineError } from "../core/errors/engine.js";
+import { cannotEmbed, EngineError } from "../core/errors/engine.js";
 import type {
   EmbeddingRequest,
   Embeddings,
@@ -284,7 +284,7 @@ async function answerCall(engine: Engine, call: Call, signal: AbortSignal): Prom
     case `${prefix}delete`:
       return engine.deleteCached?.(call.model);
     case `${prefix}embed`:
-      if (!engine.embed) throw new EngineError("unsupported", `The ${engine.name} engine cannot embed yet.`);
+      if (!engine.embed) throw cannotEmbed(engine.name, call.request.model.id);
       return engine.embed(call.request, signal);
     default:
       throw new Error(`unknown call ${call.type}`);

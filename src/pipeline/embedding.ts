@@ -3,7 +3,7 @@
  * settling the meter with the tokens the model embedded. Vectors leave as the engine gave them;
  * the endpoint normalises and encodes them.
  */
-import { EngineError } from "../core/errors/engine.js";
+import { cannotEmbed } from "../core/errors/engine.js";
 import type { Engine, EmbeddingRequest, Embeddings } from "../engines/contract.js";
 import { nothingUsed, type Meter } from "./metering.js";
 import type { Scheduler } from "./scheduler.js";
@@ -19,10 +19,7 @@ export async function runEmbedding(
   const inputs = request.inputs.length;
   if (!engine.embed) {
     await meter.settle("failed", nothingUsed);
-    throw new EngineError(
-      "unsupported",
-      `The ${engine.name} engine cannot embed yet: serve ${request.model.id} from an upstream (routing 'remote', docs/remote-models.md), or with the deterministic engine.`,
-    );
+    throw cannotEmbed(engine.name, request.model.id);
   }
   let release: () => void;
   try {

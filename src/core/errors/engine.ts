@@ -71,3 +71,11 @@ export async function fetchAsset(
     );
   return response;
 }
+
+/** An embedding asked of an engine that has no way to embed. */
+export function cannotEmbed(engine: string, model: string): EngineError {
+  return new EngineError(
+    "unsupported",
+    `The ${engine} engine cannot embed: serve ${model} from an upstream (routing 'remote', docs/remote-models.md), on llama.cpp from a GGUF build, or with the deterministic engine.`,
+  );
+}

@@ -25,8 +25,6 @@ export const embeddingRequestSchema = z.strictObject({
   user: z.string().nullish(),
 });
 
-export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
-
 const embeddingSchema = z.strictObject({
   object: z.literal("embedding"),
   index: z.number().int(),

@@ -204,3 +204,17 @@ export const envelope = {
 export type Usage = z.infer<typeof usageSchema>;
 export type TokenLogprobWire = z.infer<typeof tokenLogprobSchema>;
 export type LegacyLogprobs = z.infer<typeof legacyLogprobsSchema>;
+
+/**
+ * The items of OpenAI's four forms of a prompt or an input (a string, strings, token ids, or
+ * lists of token ids), one per prompt, and whether it was one item sent bare (a string, or ids).
+ */
+export function itemsOfFourForms(value: string | string[] | number[] | number[][]): {
+  items: (string | number[])[];
+  single: boolean;
+} {
+  if (typeof value === "string") return { items: [value], single: true };
+  return typeof value[0] === "number"
+    ? { items: [value as number[]], single: true }
+    : { items: value as string[] | number[][], single: false };
+}

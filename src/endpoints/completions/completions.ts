@@ -12,7 +12,7 @@ import type { Generation } from "../../pipeline/generation.js";
 import { placementOf, type Placement } from "../../pipeline/placement.js";
 import { completionRequestSchema, type CompletionRequest } from "../../core/wire/completion-request.js";
 import { type TextCompletion } from "../../core/wire/text-completion.js";
-import { legacyLogprobsOf } from "../../core/wire/shared.js";
+import { itemsOfFourForms, legacyLogprobsOf } from "../../core/wire/shared.js";
 import type { InferenceRoute, RequestContext } from "../../http/context.js";
 import { collect, samplingOf, toWireFinishReason, wireUsage } from "../chat/convert.js";
 import { findModel, type EndpointDependencies } from "../dependencies.js";
@@ -133,12 +133,6 @@ interface CompletionCall {
   maxTokens: number;
 }
 
-/** The prompts of any of OpenAI's four forms: a string, strings, token ids, or lists of token ids. */
-function promptsSent(prompt: CompletionRequest["prompt"]): (string | number[])[] {
-  if (typeof prompt === "string") return [prompt];
-  return typeof prompt[0] === "number" ? [prompt as number[]] : (prompt as string[] | number[][]);
-}
-
 /**
  * A prompt counted. Text is the client's own raw prompt (special-token strings in it are its to
  * write). Token ids are fed as they are, each checked against the vocabulary, and decoded for
@@ -194,7 +188,7 @@ async function parseCompletion(dependencies: EndpointDependencies, body: Promise
   checkStreamOptions(request);
   const bestOf = checkCandidates(request);
   const model = findModel(dependencies, request.model, "model", { kind: "chat", endpoint: "v1/completions" });
-  const sent = promptsSent(request.prompt);
+  const sent = itemsOfFourForms(request.prompt).items;
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const counted = sent.map((prompt) => countPrompt(prompt, tokenizer, model));
   const prompts = counted.map((prompt) => prompt.input.prompt);

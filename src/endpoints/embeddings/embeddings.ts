@@ -7,7 +7,8 @@ import { BadRequestError } from "../../core/errors/api.js";
 import { EngineError } from "../../core/errors/engine.js";
 import type { ModelEntry } from "../../catalogue/entry.js";
 import { rawPromptPrefixTokens } from "../../catalogue/families.js";
-import { embeddingRequestSchema, type EmbeddingList, type EmbeddingRequest } from "../../core/wire/embeddings.js";
+import { embeddingRequestSchema, type EmbeddingList } from "../../core/wire/embeddings.js";
+import { itemsOfFourForms } from "../../core/wire/shared.js";
 import type { EmbeddingInput } from "../../engines/contract.js";
 import type { Tokenizer } from "../../prompt/tokenizer.js";
 import { contextExceeded, countTextTokens } from "../../pipeline/budget.js";
@@ -57,15 +58,9 @@ function invalidInput(): BadRequestError {
   );
 }
 
-/** The inputs of any of OpenAI's four forms: a string, strings, token ids, or lists of token ids. */
-function inputsSent(input: EmbeddingRequest["input"]): EmbeddingInput[] {
-  const sent: (string | number[])[] =
-    typeof input === "string"
-      ? [input]
-      : typeof input[0] === "number"
-        ? [input as number[]]
-        : (input as string[] | number[][]);
-  return sent.map((item) => {
+/** The inputs, one per item of OpenAI's four forms; an empty one is refused. */
+function inputsSent(items: (string | number[])[]): EmbeddingInput[] {
+  return items.map((item) => {
     if (item.length === 0) throw invalidInput();
     return typeof item === "string" ? { kind: "text", text: item } : { kind: "tokens", tokens: item };
   });
@@ -120,14 +115,10 @@ async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise
   const request = parseWith(embeddingRequestSchema, json);
   const model = findModel(dependencies, request.model, "model", { kind: "embedding", endpoint: "v1/embeddings" });
   const size = sizeAsked(model, request.dimensions);
-  const inputs = inputsSent(request.input);
+  const { items, single } = itemsOfFourForms(request.input);
+  const inputs = inputsSent(items);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const promptTokens = countInputs(
-    inputs,
-    tokenizer,
-    model,
-    typeof request.input === "string" || typeof request.input[0] === "number",
-  );
+  const promptTokens = countInputs(inputs, tokenizer, model, single);
   const mostTokens = inputs.reduce(
     (sum, input) => sum + (input.kind === "text" ? utf8.encode(input.text).length + 2 : input.tokens.length),
     0,

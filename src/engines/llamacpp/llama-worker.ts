@@ -199,9 +199,8 @@ function groups(lengths: number[], sequences: number, batchSize: number): [numbe
 }
 
 /** The ids of an input to embed, checked against the vocabulary and the batch an input must fit in whole. */
-function embeddingIds(input: { text: string } | { tokens: number[] }, index: number): number[] {
+function embeddingIds(input: { text: string } | { tokens: number[] }, index: number, vocabulary: number): number[] {
   const ids = "text" in input ? tokenize(input.text, true, false) : input.tokens;
-  const vocabulary = loaded()._wi_info(0);
   if (ids.some((id) => id < 0 || id >= vocabulary))
     throw new EngineError(
       "unsupported",
@@ -219,7 +218,8 @@ function embeddingIds(input: { text: string } | { tokens: number[] }, index: num
 async function embed(call: Extract<WorkerCall, { call: "embed" }>): Promise<EmbedResult | null> {
   const llama = loaded();
   const dimensions = llama._wi_info(6);
-  const ids = call.inputs.map(embeddingIds);
+  const vocabulary = llama._wi_info(0);
+  const ids = call.inputs.map((input, index) => embeddingIds(input, index, vocabulary));
   const lengths = ids.map((list) => list.length);
   const vectors: Float32Array[] = [];
   for (const [start, end] of groups(lengths, llama._wi_info(8), shape.batchSize)) {
