@@ -28,9 +28,34 @@ const cpuModel: ModelEntryInput = {
   ],
 };
 
-const seedIds = ["alpha3:8b-instruct-q8_0", "alpha-3-70b-instruct", "beta-2-9b-it", "gamma-7b-instruct-v0.3"];
+const seedIds = [
+  "alpha3:8b-instruct-q8_0",
+  "alpha-3-70b-instruct",
+  "beta-2-9b-it",
+  "gamma-7b-instruct-v0.3",
+  "snowflake-arctic-embed-s",
+];
+
+/**
+ * The Matryoshka embedding model has a GGUF build only: the demo takes Nomic's own file from
+ * Hugging Face. It names the repository's main branch: no revision or hash of it could be read
+ * where this demo was written, so a deployment that needs it pinned overrides it with `?config=`.
+ */
+const nomicEmbedText: NonNullable<StartInferenceOptions["models"]>[number] = {
+  id: "nomic-embed-text-v1.5",
+  gguf: [
+    {
+      modelId: "nomic-embed-text-v1.5-Q8_0",
+      file: "https://huggingface.co/nomic-ai/nomic-embed-text-v1.5-GGUF/resolve/main/nomic-embed-text-v1.5.Q8_0.gguf",
+      quantization: "Q8_0",
+      sizeMB: 139,
+      kvCache: { layers: 12, kvHeads: 12, headDim: 64 },
+    },
+  ],
+};
 
 export const demoModels: NonNullable<StartInferenceOptions["models"]> = [
   ...seedIds.map((id) => ({ id, gguf: [] })),
+  nomicEmbedText,
   cpuModel,
 ];

@@ -46,8 +46,15 @@ export async function chatKey(
   };
 }
 
+/**
+ * The requests per minute of the demo's own chat key. Its views read `/v1/model/info` once per
+ * model on every refresh (a reload, a key or engine change), so the default would run out after a
+ * few reloads; a key created under Keys & usage keeps the default.
+ */
+const chatKeyRpm = 600;
+
 async function newChatKey(handle: InferenceHandle, accountId: string): Promise<string> {
-  const created = await handle.admin.createKey({ accountId, name: "demo chat" });
+  const created = await handle.admin.createKey({ accountId, name: "demo chat", rpm: chatKeyRpm });
   keepKey({ id: created.id, key: created.key, prefix: created.prefix });
   localStorage.setItem(storageKeys.chatKey, created.id);
   return created.key;

@@ -12,7 +12,7 @@ import { button, describeError, element } from "./dom.js";
 import { chatKey, setupKeys } from "./keys.js";
 import { preferredModel, progressText, readModels, setupModels } from "./models.js";
 import { connectRelay } from "./relay.js";
-import { announce, createState, type Engine } from "./state.js";
+import { announce, createState, type Engine, type ModelRow } from "./state.js";
 
 const query = new URLSearchParams(location.search);
 const engineNames: Record<Engine, string> = { auto: "automatic", webllm: "WebLLM", deterministic: "deterministic" };
@@ -159,26 +159,26 @@ async function refreshModels(): Promise<void> {
   const key = state.client.apiKey ?? "";
   await readModels(state, state.client, key);
   const previous = modelSelect.value;
+  const chatModels = state.models.filter((model) => model.kind === "chat");
   modelSelect.replaceChildren(
-    ...state.models.map((model) => {
+    ...chatModels.map((model) => {
       const option = new Option(model.runnable.ok ? model.id : `${model.id} (cannot run here)`, model.id);
       option.disabled = !model.runnable.ok;
       return option;
     }),
   );
-  modelSelect.value = preferredModel(state.models, previous);
-  explainDevice();
+  modelSelect.value = preferredModel(chatModels, previous);
+  explainDevice(chatModels);
 }
 
-/** Under `auto`, says plainly when no model runs on the GPU here, and why. */
-function explainDevice(): void {
-  if (state.engine !== "auto" || state.models.length === 0 || state.models.some((model) => model.engine === "webllm"))
-    return;
+/** Under `auto`, says plainly when no chat model runs on the GPU here, and why. */
+function explainDevice(models: readonly ModelRow[]): void {
+  if (state.engine !== "auto" || models.length === 0 || models.some((model) => model.engine === "webllm")) return;
   const reason =
     "gpu" in navigator
-      ? state.models.find((model) => model.builds.length > 0)?.engine_reason.match(/web-llm: ([^;]+)/)?.[1]
+      ? models.find((model) => model.builds.length > 0)?.engine_reason.match(/web-llm: ([^;]+)/)?.[1]
       : "this browser has no WebGPU";
-  const cpu = state.models.some((model) => model.engine === "llamacpp" && model.runnable.ok);
+  const cpu = models.some((model) => model.engine === "llamacpp" && model.runnable.ok);
   const browsers =
     "For the GPU, use Chrome or Edge 113 or later on desktop, or Chrome 121 or later on Android; on Linux, enable chrome://flags/#enable-unsafe-webgpu.";
   showBanner(

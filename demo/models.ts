@@ -90,6 +90,9 @@ export function setupModels(state: DemoState, refresh: () => Promise<void>): { r
 function modelCells(model: ModelRow): HTMLTableCellElement[] {
   const name = document.createElement("span");
   name.append(Object.assign(document.createElement("strong"), { textContent: model.id }));
+  // An embedding model serves /v1/embeddings, not the chat: the chat's model list leaves it out.
+  if (model.kind === "embedding")
+    name.append(Object.assign(document.createElement("small"), { className: "kind", textContent: "embeddings" }));
   if (model.build)
     name.append(
       Object.assign(document.createElement("small"), { className: "build", textContent: model.build.model_id }),

@@ -21,6 +21,7 @@ export interface Message {
 
 export interface ModelRow {
   id: string;
+  kind: "chat" | "embedding";
   context_window: number;
   pricing: { input_per_1m_tokens: number; output_per_1m_tokens: number };
   build: { format: "mlc" | "gguf"; model_id: string; estimated_memory_mb: number; download_mb: number | null } | null;

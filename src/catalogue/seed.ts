@@ -12,6 +12,8 @@ const llama3_8b = { layers: 32, kvHeads: 8, headDim: 128 };
 const llama3_70b = { layers: 80, kvHeads: 8, headDim: 128 };
 const gemma2_9b = { layers: 42, kvHeads: 8, headDim: 256 };
 const mistral_7b = { layers: 32, kvHeads: 8, headDim: 128 };
+const arcticEmbedS = { layers: 12, kvHeads: 12, headDim: 32 };
+const nomicEmbedText = { layers: 12, kvHeads: 12, headDim: 64 };
 
 /** Model libraries are named relative to the web-llm module's own library folder by default. */
 function build(
@@ -138,6 +140,58 @@ export const seedCatalogue: readonly ModelEntryInput[] = [
     gguf: [
       gguf("Mistral-7B-Instruct-v0.3-Q8_0", "Q8_0", 7.7, 4, mistral_7b),
       gguf("Mistral-7B-Instruct-v0.3-Q4_K_M", "Q4_K_M", 4.37, 3, mistral_7b),
+    ],
+  },
+  // Embedding models. Their family is only the tokenizer that bounds an input before admission:
+  // llama.cpp and web-llm count and bill with the model's own vocabulary.
+  {
+    id: "snowflake-arctic-embed-s",
+    kind: "embedding",
+    created: 1_713_225_600,
+    family: "llama3",
+    contextWindow: 512,
+    dimensions: 384,
+    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 0 },
+    // Runs on both engines: MLC's prebuilt build (batch 4) on WebGPU, a Q8_0 GGUF on the CPU (Q8_0,
+    // not F16: our WebAssembly build's Q8_0 products are the fast ones, bench/results/embeddings.md).
+    builds: [
+      build(
+        "snowflake-arctic-embed-s-q0f32-MLC-b4",
+        "snowflake-arctic-embed-s-q0f32-ctx512_cs512_batch4-webgpu.wasm",
+        "q0f32",
+        239,
+        { model: "snowflake-arctic-embed-s-q0f32-MLC", downloadMB: 127 },
+      ),
+    ],
+    gguf: [
+      {
+        modelId: "snowflake-arctic-embed-s-Q8_0",
+        file: "snowflake-arctic-embed-s-Q8_0.gguf",
+        quantization: "Q8_0",
+        sizeMB: 35,
+        kvCache: arcticEmbedS,
+      },
+    ],
+  },
+  {
+    id: "nomic-embed-text-v1.5",
+    kind: "embedding",
+    created: 1_707_955_200,
+    family: "llama3",
+    // The GGUF's nomic-bert.context_length.
+    contextWindow: 2_048,
+    dimensions: 768,
+    matryoshkaDimensions: [64, 128, 256, 512],
+    price: { inputNanoUsdPerToken: 2, outputNanoUsdPerToken: 0 },
+    // llama.cpp only: MLC publishes no build of it.
+    gguf: [
+      {
+        modelId: "nomic-embed-text-v1.5-Q8_0",
+        file: "nomic-embed-text-v1.5.Q8_0.gguf",
+        quantization: "Q8_0",
+        sizeMB: 139,
+        kvCache: nomicEmbedText,
+      },
     ],
   },
 ];

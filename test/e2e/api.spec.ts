@@ -22,15 +22,32 @@ test("models, one model and model info, with and without the /v1 prefix", async 
     const authorization = `Bearer ${window.harness.key}`;
     const bare = await fetch(`${base}/models`, { headers: { authorization } }).then((response) => response.json());
     const info = await fetch(`${base}/v1/model/info?model=beta-2-9b-it`, { headers: { authorization } });
-    return { list: list.data, one, bare, info: await info.json(), requestId: info.headers.get("x-request-id") };
+    const embedding = await fetch(`${base}/v1/model/info?model=nomic-embed-text-v1.5`, { headers: { authorization } });
+    return {
+      list: list.data,
+      one,
+      bare,
+      info: await info.json(),
+      embedding: await embedding.json(),
+      requestId: info.headers.get("x-request-id"),
+    };
   });
   expect(result.list.map((entry) => entry.id)).toEqual([
     "alpha3:8b-instruct-q8_0",
     "alpha-3-70b-instruct",
     "beta-2-9b-it",
     "gamma-7b-instruct-v0.3",
+    "snowflake-arctic-embed-s",
+    "nomic-embed-text-v1.5",
   ]);
   for (const entry of result.list) modelSchema.parse(entry);
+  expect(result.embedding).toMatchObject({
+    id: "nomic-embed-text-v1.5",
+    kind: "embedding",
+    dimensions: 768,
+    matryoshka_dimensions: [64, 128, 256, 512],
+    engine: "deterministic",
+  });
   modelListSchema.parse(result.bare);
   expect(result.one).toMatchObject({ id: "gamma-7b-instruct-v0.3", object: "model", owned_by: "webgpu-inference" });
   const info = modelInfoSchema.parse(result.info);

@@ -129,9 +129,13 @@ test("the models view lists the catalogue with windows, prices and what this dev
   await openDemo(page);
   await page.getByRole("tab", { name: "Models" }).click();
   const rows = page.locator("#models-table tbody tr");
-  // The four seed models, and the demo's own small model for the CPU.
-  await expect(rows).toHaveCount(5);
+  // The four seed chat models, the two seed embedding models, and the demo's own small model for the CPU.
+  await expect(rows).toHaveCount(7);
   await expect(rows.first()).toContainText("alpha3:8b-instruct-q8_0");
+  await expect(rows.filter({ hasText: "nomic-embed-text-v1.5" })).toContainText("embeddings");
+  // The chat offers chat models only.
+  await expect(page.locator("#model option")).toHaveCount(5);
+  await expect(page.locator("#model option[value='snowflake-arctic-embed-s']")).toHaveCount(0);
   await expect(rows.last()).toContainText("qwen2.5-0.5b-instruct");
   await expect(rows.first()).toContainText("8,192");
   await expect(rows.first()).toContainText("0.01 / 0.02");

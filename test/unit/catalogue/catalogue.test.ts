@@ -9,6 +9,7 @@ describe("catalogue", () => {
   it("keeps the seed contract exactly: ids, context windows and prices", () => {
     const rows = catalogue
       .list()
+      .filter((model) => model.kind === "chat")
       .map((model) => [
         model.id,
         model.contextWindow,
@@ -25,6 +26,35 @@ describe("catalogue", () => {
       expect(Number.isInteger(model.price.inputNanoUsdPerToken)).toBe(true);
       expect(Number.isInteger(model.price.outputNanoUsdPerToken)).toBe(true);
     }
+  });
+
+  it("seeds two embedding models: snowflake-arctic-embed-s on both engines, nomic-embed-text-v1.5 on llama.cpp", () => {
+    const embedding = catalogue.list().filter((model) => model.kind === "embedding");
+    expect(
+      embedding.map((model) => [
+        model.id,
+        model.dimensions,
+        model.matryoshkaDimensions,
+        model.builds.map((build) => build.modelId),
+        model.gguf.map((build) => build.file),
+        model.price.outputNanoUsdPerToken,
+      ]),
+    ).toEqual([
+      [
+        "snowflake-arctic-embed-s",
+        384,
+        undefined,
+        ["snowflake-arctic-embed-s-q0f32-MLC-b4"],
+        ["snowflake-arctic-embed-s-Q8_0.gguf"],
+        0,
+      ],
+      ["nomic-embed-text-v1.5", 768, [64, 128, 256, 512], [], ["nomic-embed-text-v1.5.Q8_0.gguf"], 0],
+    ]);
+    // The MLC build is web-llm's own prebuilt record: its weights folder and library.
+    expect(catalogue.get("snowflake-arctic-embed-s")?.builds[0]).toMatchObject({
+      model: "snowflake-arctic-embed-s-q0f32-MLC",
+      modelLib: "snowflake-arctic-embed-s-q0f32-ctx512_cs512_batch4-webgpu.wasm",
+    });
   });
 
   it("maps each model to its real MLC builds", () => {
@@ -111,6 +141,8 @@ describe("memory estimates", () => {
       "gemma-2-9b-it-q4f32_1-MLC": 8_383 + 2_688,
       "Mistral-7B-Instruct-v0.3-q4f16_1-MLC": 4_573,
       "Mistral-7B-Instruct-v0.3-q4f32_1-MLC": 5_619,
+      // An embedding model's 512-token window is under web-llm's 4,096: nothing is added.
+      "snowflake-arctic-embed-s-q0f32-MLC-b4": 239,
     });
     const gemma = catalogue.get("beta-2-9b-it")!;
     const choice = chooseBuild(gemma, { webgpu: true, features: new Set(), memoryBudgetMB: 10_000 });
