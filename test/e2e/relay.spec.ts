@@ -112,6 +112,21 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     expect(streamed).toMatch(/\S/);
     expect((await client.models.list()).data.map((model) => model.id)).toContain("alpha3:8b-instruct-q8_0");
 
+    // Embeddings from the seed's embedding models: base64 (the SDK's default, decoded by it) and float.
+    const embedded = await client.embeddings.create({
+      model: "nomic-embed-text-v1.5",
+      input: ["search_query: a red apple", "search_document: apples are red"],
+      dimensions: 256,
+    });
+    expect(embedded.data.map((item) => item.embedding.length)).toEqual([256, 256]);
+    const floats = await client.embeddings.create({
+      model: "snowflake-arctic-embed-s",
+      input: "a red apple",
+      encoding_format: "float",
+    });
+    expect(floats.data[0]?.embedding).toHaveLength(384);
+    expect(Math.hypot(...floats.data[0]!.embedding)).toBeCloseTo(1, 5);
+
     // Structured outputs as a server app writes them: zod models through the SDK's own helpers.
     const { Event, Invoice } = zodModels as Record<string, Parameters<typeof zodResponseFormat>[0]>;
     const parsed = await client.chat.completions.parse({
@@ -143,7 +158,7 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     await page.getByRole("tab", { name: "Keys & usage" }).click();
     const rows = page.locator("#ledger-table tbody tr").filter({ hasText: "relay (" });
     await expect(rows.filter({ hasText: "aborted" })).toHaveCount(1, { timeout: 10_000 });
-    await expect(rows.filter({ hasText: "completed" })).toHaveCount(5);
+    await expect(rows.filter({ hasText: "completed" })).toHaveCount(7);
     expect(violations).toEqual([]);
 
     await page.close();
