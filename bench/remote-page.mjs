@@ -19,7 +19,7 @@ import { chromiumArgs, chromiumPath } from "../scripts/chromium.mjs";
 
 const rpcPath = "/__bench/rpc";
 /** Longer than any one call (a model's load, one sample) takes here; a hang fails by name. */
-const callTimeoutMs = 300_000;
+const callTimeoutMs = 600_000;
 /** What Playwright passes too, so a headless page runs at full speed with nothing in front. */
 const headlessArgs = [
   "--headless=new",

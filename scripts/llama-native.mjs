@@ -3,10 +3,11 @@
  * (node-llama-cpp's git bundle, see scripts/llama-source.mjs) with the system's CMake and C++
  * compiler (apt-get install cmake g++), into the temporary folder, one target at a time:
  * `llama-quantize` for the CPU benchmark's K-quant file, `llama-server` as a real peer for the
- * remote-model check (npm run test:peer).
+ * remote-model check (npm run test:peer) and the embedding benchmark's native figures.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { llamaSource, llamaWork } from "./llama-source.mjs";
@@ -39,4 +40,32 @@ export function nativeTool(target) {
     stdio: ["ignore", "ignore", "inherit"],
   });
   return tool;
+}
+
+async function freePort() {
+  const probe = createServer();
+  await new Promise((done) => probe.listen(0, "127.0.0.1", done));
+  const { port } = probe.address();
+  await new Promise((done) => probe.close(done));
+  return port;
+}
+
+/**
+ * llama-server on `model` with `args`, on a free port of 127.0.0.1, once its `/health` answers
+ * (building it first if need be): `{ origin, log(), stop() }`, `log` what it wrote to stderr.
+ */
+export async function startLlamaServer(model, args) {
+  const tool = nativeTool("llama-server");
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const server = spawn(tool, ["-m", model, "--port", String(port), ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  server.stderr.on("data", (data) => (log += data.toString()));
+  for (let tries = 0; tries < 150; tries++) {
+    const health = await fetch(`${origin}/health`).catch(() => null);
+    if (health?.ok) return { origin, log: () => log, stop: () => server.kill() };
+    await new Promise((done) => setTimeout(done, 200));
+  }
+  server.kill();
+  throw new Error(`llama-server did not start:\n${log.slice(-2000)}`);
 }

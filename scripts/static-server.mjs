@@ -17,6 +17,7 @@ const contentTypes = {
   ".wasm": "application/wasm",
   ".bin": "application/octet-stream",
   ".gguf": "application/octet-stream",
+  ".onnx": "application/octet-stream",
   ".map": "application/json",
   ".png": "image/png",
   ".svg": "image/svg+xml",

@@ -77,12 +77,31 @@ for (const [name, architecture, pooling] of [
   ["embed-bert-cls", "bert", 2],
 ])
   ggufVariants[name] = { ...embeddingShape, file: `${name}-q8_0.gguf`, architecture, pooling };
+/**
+ * The embedding benchmark's files (bench/embeddings.mjs): BERT at all-MiniLM-L6-v2's shapes (6
+ * layers × 384, 12 heads, 1,536 feed-forward) and at nomic-embed-text-v1.5's width and depth (12
+ * layers × 768, 12 heads, 3,072 feed-forward; BERT's layers, not nomic-bert's rotary and SwiGLU
+ * ones), mean-pooled, each in Q8_0 and F16.
+ */
+const benchEmbeddingShapes = {
+  minilm: { embedding: 384, layers: 6, heads: 12, kvHeads: 12, feedForward: 1_536, contextLength: 512 },
+  nomic: { embedding: 768, layers: 12, heads: 12, kvHeads: 12, feedForward: 3_072, contextLength: 2_048 },
+};
+for (const [shape, dimensions] of Object.entries(benchEmbeddingShapes))
+  for (const type of ["q8_0", "f16"])
+    ggufVariants[`embed-${shape}-${type}`] = {
+      ...dimensions,
+      file: `embed-${shape}-shape-${type}.gguf`,
+      architecture: "bert",
+      pooling: 1,
+      type,
+    };
 export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
-const tensorType = { f32: 0, q4_0: 2, q8_0: 8 };
-/** ggml's file types for "mostly Q4_0" and "mostly Q8_0". */
-const fileType = { q4_0: 2, q8_0: 7 };
+const tensorType = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
+/** ggml's file types for "mostly F16", "mostly Q4_0" and "mostly Q8_0". */
+const fileType = { f16: 1, q4_0: 2, q8_0: 7 };
 
 /** Little-endian bytes, appended piece by piece. */
 class Writer {
@@ -209,7 +228,18 @@ function q4Weights(count, next) {
   return data;
 }
 
-const quantized = { q4_0: q4Weights, q8_0: q8Weights };
+/** Half-precision weights for `count` weights, uniform in about ±0.035 as `randomFloats`' are. */
+function f16Weights(count, next) {
+  const data = Buffer.alloc(count * 2);
+  for (let index = 0; index < count; index++) {
+    const value = (next() / 2 ** 32 - 0.5) * 0.07;
+    // Below half precision's normal range a weight is 0: too small to matter to a benchmark.
+    data.writeUInt16LE(Math.abs(value) < 2 ** -14 ? 0 : halfBits(value), index * 2);
+  }
+  return data;
+}
+
+const quantized = { q4_0: q4Weights, q8_0: q8Weights, f16: f16Weights };
 
 function filled(count, value) {
   const data = Buffer.alloc(count * 4);
@@ -296,7 +326,7 @@ function bertTensors(shape, vocabularySize, next) {
  * digit and punctuation mark as a first piece and as a continuation, then Llama 3's lower-case
  * words as first pieces and its lower-case fragments as continuations.
  */
-function wordPieceVocabulary() {
+export function wordPieceVocabulary() {
   const tokens = ["[PAD]", ...Array.from({ length: 99 }, (_, index) => `[unused${index}]`)];
   tokens.push("[UNK]", "[CLS]", "[SEP]", "[MASK]");
   const types = tokens.map(() => 3);

@@ -11,6 +11,7 @@ import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
 import { hostEngine } from "../../src/engines/page-hosted.js";
 import type { GenerationRequest } from "../../src/engines/contract.js";
 import { renderChat } from "../../src/prompt/templates.js";
+import { embeddingCalls, type EmbeddingCalls } from "./embeddings.js";
 
 /** One generation as the page saw it. Times are ms from the request's start. */
 export interface Sample {
@@ -26,7 +27,7 @@ export interface Sample {
   threads?: number;
 }
 
-export interface Bench {
+export interface Bench extends EmbeddingCalls {
   /** With `llamacpp`, this page also hosts llama.cpp (the library's WebAssembly build), for the engines' comparison. */
   start(
     options: StartInferenceOptions,
@@ -310,6 +311,12 @@ window.bench = {
     return result;
   },
   llamaDirect,
+  ...embeddingCalls(() => ({
+    baseURL: account.baseURL,
+    key: account.key,
+    options: startOptions,
+    engine: llamaEngine(),
+  })),
 };
 document.getElementById("status")!.textContent = "ready";
 
