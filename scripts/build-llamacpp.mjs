@@ -17,10 +17,11 @@
  * kernels: activations rounded to 8 bits as its other kernels round them, not truncated
  * (`withRoundedActivations`).
  *
- * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0 and Q8_0 weights two rows by up to six
+ * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0, Q8_0 and F16 weights two rows by up to six
  * tokens at a time, for prompts and generation alike (ggml has no WebAssembly matrix kernel, so
- * its products ran a row by a token at a time). `withTiledKernel` appends it to ggml's wasm
- * kernels and has ggml's matrix product call it.
+ * its products ran a row by a token at a time, and its F16 ones widened each half by a scalar
+ * table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
+ * product call it.
  *
  * Why a second compiler: Debian's Emscripten 3.1.6 brings LLVM 14, which has no relaxed dot
  * product. Debian's clang 19 (apt-get install clang-19) compiles the one file our tiles are in,
@@ -213,7 +214,8 @@ function libraries(dir, variant, flags) {
 function kernelsOf(variant, configure) {
   if (!configure.includes("Wasm detected"))
     throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
-  const kernels = "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0 and Q8_0 products in tiles (native/llamacpp/tiles.c)";
+  const kernels =
+    "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0, Q8_0 and F16 products in tiles (native/llamacpp/tiles.c)";
   console.log(`${variant}: CMake selected ${kernels}`);
   return kernels;
 }

@@ -78,6 +78,18 @@ for (const [name, architecture, pooling] of [
 ])
   ggufVariants[name] = { ...embeddingShape, file: `${name}-q8_0.gguf`, architecture, pooling };
 /**
+ * The small BERT shape in F16, its feed-forward 264 wide (16 × 16 + 8: an F16 dot product's last
+ * eight elements take the scalar tail), for the F16 tiles' own check.
+ */
+ggufVariants["embed-bert-f16"] = {
+  ...embeddingShape,
+  feedForward: 264,
+  file: "embed-bert-mean-f16.gguf",
+  architecture: "bert",
+  pooling: 1,
+  type: "f16",
+};
+/**
  * The embedding benchmark's files (bench/embeddings.mjs): BERT at all-MiniLM-L6-v2's shapes (6
  * layers × 384, 12 heads, 1,536 feed-forward) and at nomic-embed-text-v1.5's width and depth (12
  * layers × 768, 12 heads, 3,072 feed-forward; BERT's layers, not nomic-bert's rotary and SwiGLU

@@ -1,8 +1,8 @@
-// Q4_0 and Q8_0 weights × Q8_0 tokens in tiles of two rows by up to six tokens, for ggml's
-// WebAssembly CPU backend: the project's own matrix kernel, for prompts and for generation.
-// scripts/build-llamacpp.mjs appends this file to ggml's `arch/wasm/quants.c` and has ggml's
-// matrix product pass its chunk plan to `wi_mul_mat_plan` and hand each chunk of a Q4_0 or Q8_0
-// product to `wi_mul_mat_tiled` before its own code.
+// Q4_0 and Q8_0 weights × Q8_0 tokens, and F16 weights × F16 tokens, in tiles of two rows by up
+// to six tokens, for ggml's WebAssembly CPU backend: the project's own matrix kernel, for prompts
+// and for generation. scripts/build-llamacpp.mjs appends this file to ggml's `arch/wasm/quants.c`
+// and has ggml's matrix product pass its chunk plan to `wi_mul_mat_plan` and hand each chunk of a
+// Q4_0, Q8_0 or F16 product to `wi_mul_mat_tiled` before its own code (F16: see its section).
 //
 // Why: ggml has no WebAssembly matrix kernel. Its dot product takes one weight row and one token,
 // so every weight block was unpacked again for every token and every token block widened again
@@ -276,10 +276,136 @@ typedef void (*wi_tile_shape)(int, const char *, size_t, const char *, const flo
       wi_tile_##TYPE##_2_5, wi_tile_##TYPE##_2_6}}
 static const wi_tile_shape wi_tile_shapes[2][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q8_0)};
 
-// Whether the tiles take a product: Q4_0 or Q8_0 weights by F32 tokens, in two dimensions.
+// ------------------------------------------------------------------ F16 weights
+//
+// ggml's F16 product converts the tokens to F16 (its `vec_dot_type`), then its dot product
+// widens both operands to floats four at a time through a lookup table, scalar: two table loads
+// a product, for every row and every token again. Here a chunk's tokens are widened once, and
+// each weight row's halves once per tile of up to six tokens, by SIMD integer arithmetic.
+//
+// Invariant: each (row, token) sum is `ggml_vec_dot_f16`'s bit for bit. ggml keeps four vectors
+// of sums, vector j taking elements 16i + 4j to 16i + 4j + 3, each product added as ggml adds it
+// (no fused multiply-add in WebAssembly SIMD, nor with contraction off); the four reduced as its
+// GGML_F16_VEC_REDUCE reduces them; the elements past the last multiple of 16 added in double
+// precision (its `ggml_float`) afterwards, as its scalar tail adds them. Each of the four vectors depends on its own
+// elements only, so a tile computes them one after another: one vector of sums per (row, token)
+// is live at a time, not four, and the sums stay in registers.
+
+// Four halves, zero-extended into 32-bit lanes, as floats: the same floats as ggml's table for
+// every finite half and both infinities (checked for all 65,536), and a NaN for each NaN.
+// Finite ones (normal and subnormal) move into a float's place and are rescaled by 2^112, which
+// changes the exponent's bias from 15 to 127 exactly; infinities and NaNs keep their mantissa
+// under a float's all-ones exponent.
+static inline __attribute__((always_inline)) v128_t wi_halves_to_floats(const v128_t halves) {
+    const v128_t magnitude = wasm_v128_and(halves, wasm_i32x4_splat(0x7FFF));
+    const v128_t sign = wasm_i32x4_shl(wasm_v128_and(halves, wasm_i32x4_splat(0x8000)), 16);
+    const v128_t moved = wasm_i32x4_shl(magnitude, 13);
+    const v128_t finite = wasm_f32x4_mul(moved, wasm_f32x4_splat(0x1p112f));
+    const v128_t special = wasm_v128_or(moved, wasm_i32x4_splat(0x7F800000));
+    const v128_t is_special = wasm_i32x4_gt(magnitude, wasm_i32x4_splat(0x7BFF));
+    return wasm_v128_or(sign, wasm_v128_bitselect(special, finite, is_special));
+}
+
+static inline __attribute__((always_inline)) v128_t wi_load_halves(const ggml_fp16_t * halves) {
+    return wi_halves_to_floats(wasm_u32x4_load16x4(halves));
+}
+
+// One F16 tile: `rows` weight rows (`row_bytes` apart) by `tokens` tokens of `n` elements, the
+// tokens as floats in `floats` (token t from t * n) and as ggml's halves in `halves` (for the
+// scalar tail), into s[token * bs + row].
+static inline __attribute__((always_inline)) void wi_tile_f16(const int rows, const int tokens, const int n,
+                                                              const char * GGML_RESTRICT weights,
+                                                              const size_t row_bytes,
+                                                              const float * GGML_RESTRICT floats,
+                                                              const ggml_fp16_t * const * GGML_RESTRICT halves,
+                                                              float * GGML_RESTRICT s, const size_t bs) {
+    const int whole = n & ~15;
+    v128_t vectors[4][2][WI_TILE_TOKENS];
+    for (int j = 0; j < 4; j++) {
+        v128_t sums[2][WI_TILE_TOKENS];
+        for (int r = 0; r < rows; r++)
+            for (int t = 0; t < tokens; t++) sums[r][t] = wasm_f32x4_splat(0.0f);
+        for (int i = 4 * j; i < whole; i += 16) {
+            v128_t x[2];
+            for (int r = 0; r < rows; r++) x[r] = wi_load_halves((const ggml_fp16_t *) (weights + r * row_bytes) + i);
+            for (int t = 0; t < tokens; t++) {
+                const v128_t y = wasm_v128_load(floats + t * n + i);
+                for (int r = 0; r < rows; r++) sums[r][t] = wasm_f32x4_add(wasm_f32x4_mul(x[r], y), sums[r][t]);
+            }
+        }
+        for (int r = 0; r < rows; r++)
+            for (int t = 0; t < tokens; t++) vectors[j][r][t] = sums[r][t];
+    }
+    for (int t = 0; t < tokens; t++) {
+        for (int r = 0; r < rows; r++) {
+            const v128_t half = wasm_f32x4_add(wasm_f32x4_add(vectors[0][r][t], vectors[2][r][t]),
+                                               wasm_f32x4_add(vectors[1][r][t], vectors[3][r][t]));
+            double sum = (double) (wasm_f32x4_extract_lane(half, 0) + wasm_f32x4_extract_lane(half, 1) +
+                                           wasm_f32x4_extract_lane(half, 2) + wasm_f32x4_extract_lane(half, 3));
+            const ggml_fp16_t * row = (const ggml_fp16_t *) (weights + r * row_bytes);
+            for (int i = whole; i < n; i++)
+                sum += (double) (GGML_CPU_FP16_TO_FP32(row[i]) * GGML_CPU_FP16_TO_FP32(halves[t][i]));
+            s[t * bs + r] = (float) sum;
+        }
+    }
+}
+
+#define WI_F16_SHAPE(ROWS, TOKENS)                                                                          \
+    static __attribute__((noinline)) void wi_tile_F16_##ROWS##_##TOKENS(                                    \
+        const int n, const char * weights, const size_t row_bytes, const float * floats,                   \
+        const ggml_fp16_t * const * halves, float * s, const size_t bs) {                                  \
+        wi_tile_f16(ROWS, TOKENS, n, weights, row_bytes, floats, halves, s, bs);                            \
+    }
+WI_F16_SHAPE(1, 1) WI_F16_SHAPE(1, 2) WI_F16_SHAPE(1, 3) WI_F16_SHAPE(1, 4) WI_F16_SHAPE(1, 5) WI_F16_SHAPE(1, 6)
+WI_F16_SHAPE(2, 1) WI_F16_SHAPE(2, 2) WI_F16_SHAPE(2, 3) WI_F16_SHAPE(2, 4) WI_F16_SHAPE(2, 5) WI_F16_SHAPE(2, 6)
+
+typedef void (*wi_f16_shape)(int, const char *, size_t, const float *, const ggml_fp16_t * const *, float *, size_t);
+
+static const wi_f16_shape wi_f16_shapes[2][WI_TILE_TOKENS] = {
+    {wi_tile_F16_1_1, wi_tile_F16_1_2, wi_tile_F16_1_3, wi_tile_F16_1_4, wi_tile_F16_1_5, wi_tile_F16_1_6},
+    {wi_tile_F16_2_1, wi_tile_F16_2_2, wi_tile_F16_2_3, wi_tile_F16_2_4, wi_tile_F16_2_5, wi_tile_F16_2_6}};
+
+// A chunk of an F16 product: `halves_tokens` holds the tokens as ggml converted them to F16.
+static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml_tensor * result,
+                          const void * halves_tokens, int64_t row_start, int64_t row_end, int64_t token_start,
+                          int64_t token_end) {
+    const int n = (int) weights_tensor->ne[0];
+    const size_t token_bytes = ggml_row_size(GGML_TYPE_F16, n);
+    const size_t row_bytes = weights_tensor->nb[1];
+    const size_t bs = result->nb[1] / sizeof(float);
+    // Each thread's scratch for a tile's tokens as floats, sized for the widest rows seen and kept.
+    static _Thread_local float * floats = NULL;
+    static _Thread_local int floats_width = 0;
+    if (n > floats_width) {
+        float * grown = realloc(floats, (size_t) WI_TILE_TOKENS * n * sizeof(float));
+        if (!grown) return 0;
+        floats = grown;
+        floats_width = n;
+    }
+    wi_tiled_chunks++;
+    for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
+        const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
+        const ggml_fp16_t * halves[WI_TILE_TOKENS];
+        for (int t = 0; t < tokens; t++) {
+            halves[t] = (const ggml_fp16_t *) ((const char *) halves_tokens + (token + t) * token_bytes);
+            int i = 0;
+            for (; i + 4 <= n; i += 4) wasm_v128_store(floats + t * n + i, wi_load_halves(halves[t] + i));
+            for (; i < n; i++) floats[t * n + i] = GGML_CPU_FP16_TO_FP32(halves[t][i]);
+        }
+        for (int64_t row = row_start; row < row_end; row += 2) {
+            const int rows = (int) MIN(2, row_end - row);
+            wi_f16_shapes[rows - 1][tokens - 1](n, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
+                                                floats, halves, (float *) result->data + token * bs + row, bs);
+        }
+    }
+    return 1;
+}
+
+// Whether the tiles take a product: Q4_0, Q8_0 or F16 weights by F32 tokens, in two dimensions.
 static int wi_takes(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor) {
     const enum ggml_type type = weights_tensor->type;
-    return wi_tiles_on && (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q8_0) && tokens_tensor->type == GGML_TYPE_F32 &&
+    return wi_tiles_on && (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q8_0 || type == GGML_TYPE_F16) &&
+           tokens_tensor->type == GGML_TYPE_F32 &&
            weights_tensor->ne[2] == 1 && weights_tensor->ne[3] == 1 && tokens_tensor->ne[2] == 1 &&
            tokens_tensor->ne[3] == 1;
 }
@@ -315,6 +441,8 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
                      int64_t token_start, int64_t token_end) {
     if (!wi_takes(weights_tensor, tokens_tensor)) return 0;
     const enum ggml_type type = weights_tensor->type;
+    if (type == GGML_TYPE_F16)
+        return wi_mul_mat_f16(weights_tensor, result, quantized_tokens, row_start, row_end, token_start, token_end);
     const int blocks = (int) (weights_tensor->ne[0] / QK8_0);
     const size_t token_bytes = ggml_row_size(GGML_TYPE_Q8_0, weights_tensor->ne[0]);
     const size_t row_bytes = weights_tensor->nb[1];

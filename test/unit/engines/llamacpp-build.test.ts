@@ -109,6 +109,8 @@ function occurrences(body: Uint8Array, opcode: readonly [number, number, number]
 
 /** i32x4.dot_i16x8_s (0xFD 186): ggml's wasm kernel for Q4_0 × Q8_0 uses it; its generic C code does not. */
 const dotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0xba, 0x01]);
+/** f32x4.mul (0xFD 230): a product of four floats, as the F16 tiles take them. */
+const floatMultiplies = (body: Uint8Array) => occurrences(body, [0xfd, 0xe6, 0x01]);
 /** i16x8.relaxed_dot_i8x16_i7x16_s (0xFD 274): relaxed SIMD's 8-bit dot product. */
 const relaxedDotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0x92, 0x02]);
 
@@ -148,6 +150,13 @@ describe("the llama.cpp build", () => {
       expect(relaxedDotProducts(functionBody(wasm(file), "wi_tile_Q4_0_2_6")), file).toBe(0);
       expect(validatesWithoutRelaxedSimd(join(folder, file)), file).toBe(true);
     }
+  });
+
+  it("has our F16 tiles beside ggml's kernels: the two-row, six-token tile unrolled", () => {
+    // A multiply a step for each of the tile's twelve (row, token) sums; a tile left in loops
+    // would hold one for the sums and one for widening the halves.
+    for (const file of builds)
+      expect(floatMultiplies(functionBody(wasm(file), "wi_tile_F16_2_6")), file).toBeGreaterThanOrEqual(12);
   });
 
   it("has our Q4_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
@@ -466,6 +475,7 @@ describe("embeddings from the one-thread build, against native llama.cpp on the 
     ["embed-bert-cls", 2],
     ["embed-llama-mean", 1],
     ["embed-llama-last", 3],
+    ["embed-bert-f16", 1],
   ] as const)(
     "%s (pooling %i): the same ids, and vectors within cosine 0.9999, batched and one at a time",
     async (variant, pooling) => {
@@ -490,6 +500,17 @@ describe("embeddings from the one-thread build, against native llama.cpp on the 
     },
     60_000,
   );
+
+  // Our F16 tiles against ggml's own F16 kernel: every value of every vector bit for bit, the
+  // feed-forward's products on the scalar tail too (see the variant).
+  it("computes an F16 file's products in tiles (our kernel) exactly as ggml's kernel does", () => {
+    llama._wi_tiles(1);
+    const tiled = ours("embed-bert-f16", texts.length);
+    expect(llama._wi_tiles(0), "chunks the tiles computed").toBeGreaterThan(0);
+    const ggml = ours("embed-bert-f16", texts.length);
+    expect(llama._wi_tiles(1), "chunks the tiles computed while off").toBe(0);
+    expect(tiled.vectors).toEqual(ggml.vectors);
+  });
 
   it("refuses to embed with a GGUF that says no pooling, naming the fix", () => {
     llama.FS.writeFile("/embed/chat.gguf", readFileSync(buildTestGguf(models, "test")));
