@@ -527,6 +527,8 @@ export class Accounts {
    * Settling twice is a no-op.
    */
   async settle(admission: Admission, settlement: Settlement): Promise<LedgerEntry | null> {
+    // The transaction is opened on this first step, with nothing awaited before it but the open
+    // database: a caller that answers before the commit relies on it (src/pipeline/embedding.ts).
     const database = await this.#database;
     // Relaxed, as in `admit`: all or nothing, if not yet on disk.
     const transaction = database.transaction(["reservations", "accounts", "ledger"], "readwrite", {

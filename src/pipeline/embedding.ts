@@ -33,7 +33,7 @@ export async function runEmbedding(
     if (embedded.vectors.length !== inputs)
       throw new Error(`the ${engine.name} engine gave ${embedded.vectors.length} vectors for ${inputs} inputs`);
     meter.firstToken();
-    await meter.settle("completed", { promptTokens: embedded.promptTokens, completionTokens: 0 });
+    settleBehind(meter, embedded.promptTokens);
     return embedded;
   } catch (error) {
     // Nothing was delivered: an embedding is all or nothing, so a failed or abandoned one costs nothing.
@@ -42,4 +42,18 @@ export async function runEmbedding(
   } finally {
     release();
   }
+}
+
+/**
+ * Settles a completed embedding without holding its reply for the commit: a search box's query
+ * waits for the engine, not for a second transaction. Safe because the settlement's transaction
+ * is created before the reply leaves (`Accounts.settle` opens it on its first step), and IndexedDB
+ * runs transactions on the same stores in the order they were created, in every tab: whatever a
+ * client reads or admits after the reply sees the charge. A settlement that fails keeps its
+ * reservation (never an overspend), and a worker that dies first leaves it to the orphan sweep.
+ */
+function settleBehind(meter: Meter, promptTokens: number): void {
+  meter
+    .settle("completed", { promptTokens, completionTokens: 0 })
+    .catch((error: unknown) => console.error("[webgpu-inference] settling an embedding failed", error));
 }

@@ -2,6 +2,7 @@
  * `POST /v1/embeddings` on the deterministic engine and through upstreams: every input form, both
  * encodings, `dimensions`, OpenAI's refusals, and the bill.
  */
+import { setTimeout as delay } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { embeddingListSchema, floatsOfBase64 } from "../../../../src/core/wire/embeddings.js";
 import { errorBodySchema } from "../../../../src/core/wire/error.js";
@@ -197,6 +198,31 @@ describe("POST /v1/embeddings", () => {
         param: "model",
         message: expect.stringContaining("This is not a chat model"),
       });
+  });
+
+  it("answers without waiting for the settlement to commit, and the next read of the ledger sees the charge", async () => {
+    const test = await makeApp({ models });
+    // Once the tokenizer is loaded, a query takes milliseconds.
+    await embed(test, { model: "plain-embed", input: "a first query" });
+    // The settlement's transaction is opened at once and held: only the reply may go ahead of it.
+    const settle = test.accounts.settle.bind(test.accounts);
+    let commit!: () => void;
+    const held = new Promise<void>((resolve) => (commit = resolve));
+    test.accounts.settle = (...args) => {
+      const settled = settle(...args);
+      return held.then(() => settled);
+    };
+    const answered = embed(test, { model: "plain-embed", input: "one query" });
+    const first = await Promise.race([answered, held.then(() => null), delay(2_000).then(() => "held")]);
+    expect(first, "the reply waited for the settlement").not.toBe("held");
+    commit();
+    const tokens = embeddingListSchema.parse((await answered).json).usage.prompt_tokens;
+    const charges = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(charges).toHaveLength(2);
+    expect(charges).toContainEqual(
+      expect.objectContaining({ model: "plain-embed", promptTokens: tokens, status: "completed" }),
+    );
+    await checkLedgerInvariant(test.database);
   });
 
   it("bills each request once: its input tokens at the input price, with the rate-limit headers; 403 past the balance", async () => {
