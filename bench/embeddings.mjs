@@ -405,7 +405,7 @@ const lines = [
       `| ${row.file} | ${row.threads} | ${row.batches} | ${fixed(row.tokens, 0)} | ${fixed(row.native, 0)} | ${fixed(row.ours, 0)} | ${fixed(row.direct, 0)} | ${fixed(row.transformers.q8, 0)} | ${fixed(row.transformers.fp32, 0)} | ${fixed(row.ours / row.native, 3)} | ${fixed(row.ours / row.transformersBest, 2)} | ${fixed(row.paired, 3)} |`,
   ),
   "",
-  `One query (${fixed(queryTokens, 0)} tokens, ${queryPairs.length} pairs, 1 thread): /v1 ${fixed(queryOurs, 2)} ms, direct ${fixed(queryDirect, 2)} ms, the worker's trivial echo ${fixed(queryEcho, 2)} ms (medians); /v1 − direct ${fixed(queryDifference, 2)} ms, and less the echo beside it ${fixed(queryOverhead, 2)} ms (medians of per-pair differences). /v1 includes the policy's admission and settlement (two IndexedDB transactions) and the hop from the worker to the page that hosts llama.cpp and back.`,
+  `One query (${fixed(queryTokens, 0)} tokens, ${queryPairs.length} pairs, 1 thread): /v1 ${fixed(queryOurs, 2)} ms, direct ${fixed(queryDirect, 2)} ms, the worker's trivial echo ${fixed(queryEcho, 2)} ms (medians); /v1 − direct ${fixed(queryDifference, 2)} ms, and less the echo beside it ${fixed(queryOverhead, 2)} ms (medians of per-pair differences). /v1 includes the key's rate window and the policy's admission (an IndexedDB transaction; the settlement commits behind the reply) and the hop from the worker to the page that hosts llama.cpp and back.`,
   "",
   "## Targets (issue #63)",
   "",
