@@ -29,6 +29,7 @@ import { startStaticServer } from "../scripts/static-server.mjs";
 import { demoHeaders } from "../scripts/demo-headers.mjs";
 import { buildTestGguf, ggufVariants } from "../scripts/test-gguf.mjs";
 import { quantizeGguf } from "../scripts/llama-quantize.mjs";
+import { median } from "./median.mjs";
 import { remotePages } from "./remote-page.mjs";
 
 const root = resolve(import.meta.dirname, "..");
@@ -118,12 +119,6 @@ const rates = (sample) => ({
   prefill: (sample.promptTokens - sample.cachedTokens) / (sample.firstTokenMs / 1000),
   decode: (sample.completionTokens - 1) / ((sample.totalMs - sample.firstTokenMs) / 1000),
 });
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2
-    ? sorted[(sorted.length - 1) / 2]
-    : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-};
 
 /** Chromium with a profile of its own (service workers need a persistent one), and its removal. */
 async function launch() {

@@ -27,6 +27,7 @@ import { parseArgs } from "node:util";
 import { startStaticServer } from "../scripts/static-server.mjs";
 import { buildTestGguf, ggufVariants, wordPieceVocabulary } from "../scripts/test-gguf.mjs";
 import { startLlamaServer } from "../scripts/llama-native.mjs";
+import { median } from "./median.mjs";
 import { remotePages } from "./remote-page.mjs";
 
 const root = resolve(import.meta.dirname, "..");
@@ -203,12 +204,6 @@ async function nativeEmbed(server, input) {
   return { ms, promptTokens: body.usage.prompt_tokens, vectors: body.data.length };
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2
-    ? sorted[(sorted.length - 1) / 2]
-    : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-};
 const rate = (sample) => sample.promptTokens / (sample.ms / 1000);
 
 const remote = remotePages();
