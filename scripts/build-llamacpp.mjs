@@ -151,25 +151,39 @@ const grammarParses = 1024;
  * of an ambiguous grammar at once, each new one compared with all the others, so a grammar that
  * splits a text many ways (a schema's overlapping `anyOf` branches nested deep) froze the matcher
  * for minutes. Past `grammarParses`, advancing throws, and the request fails naming the cause
- * (native/llamacpp/engine.cpp catches it). Idempotent.
+ * (native/llamacpp/engine.cpp catches it). The bound holds twice: within one parse's step (a
+ * long token splits one parse many ways), and on the parses a token leaves in all, which a token
+ * that splits each parse a little grows too, one token after another. Idempotent.
  */
 function withGrammarBound(dir) {
   const marker = "/* webgpu-inference: grammar bound */";
   const file = join(dir, "src/llama-grammar.cpp");
   const text = readFileSync(file, "utf8");
   if (text.includes(marker)) return;
+  const refusal = `throw std::runtime_error("the grammar is ambiguous: following it would keep more than ${grammarParses} parses at once; make its alternatives differ from their first characters (overlapping anyOf branches, nested optional parts)");`;
   // Each parse taken from the work list of `llama_grammar_advance_stack` first checks the bound.
   const taken = "        seen.insert(curr_stack);";
+  const withinStep = replaceOnce(
+    file,
+    text,
+    taken,
+    `${taken} ${marker}
+        if (new_stacks.size() > ${grammarParses}) {
+            ${refusal}
+        }`,
+  );
+  // And each parse a token leaves, kept by `llama_grammar_accept_token`.
+  const kept = "                    stacks_new.emplace_back(surviving_stack);";
   writeFileSync(
     file,
     replaceOnce(
       file,
-      text,
-      taken,
-      `${taken} ${marker}
-        if (new_stacks.size() > ${grammarParses}) {
-            throw std::runtime_error("the grammar is ambiguous: following it would keep more than ${grammarParses} parses at once; make its alternatives differ from their first characters (overlapping anyOf branches, nested optional parts)");
-        }`,
+      withinStep,
+      kept,
+      `${kept}
+                    if (stacks_new.size() > ${grammarParses}) {
+                        ${refusal}
+                    }`,
     ),
   );
 }
