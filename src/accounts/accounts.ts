@@ -452,8 +452,7 @@ export class Accounts {
       const reservation = this.#reservation(request, key, amount, admittedTokens, counted.window.windowStart, now);
       const writes = [accounts.put(account), transaction.objectStore("reservations").add(reservation)];
       if (writeLastUse) writes.push(transaction.objectStore("keys").put(key));
-      await Promise.all(writes);
-      await transaction.done;
+      await committed(transaction, writes);
       this.#admitted(counted.lease, writeLastUse ? key.id : undefined, now);
       return { requestId: request.requestId, key, reservation, rate: stateOf(key, counted.window) };
     } catch (error) {
@@ -571,8 +570,7 @@ export class Accounts {
       account.balanceNanoUsd -= charge;
       writes.push(transaction.objectStore("accounts").put(account));
     }
-    await Promise.all(writes);
-    await transaction.done;
+    await committed(transaction, writes);
     // The tokens admitted but not used go back to the window (the lease stays as stored: an upper bound).
     const used = settlement.promptTokens + settlement.completionTokens;
     this.#uncount(reservation.keyId, reservation.windowStart, Math.max(0, reservation.admittedTokens - used), 0);
@@ -626,6 +624,18 @@ export class Accounts {
     await transaction.done;
     return released;
   }
+}
+
+/**
+ * Commits once `writes` are queued, without a round trip to wait for their results first: a
+ * write that fails still aborts the whole transaction, and its error rejects.
+ */
+async function committed(
+  transaction: { commit(): void; done: Promise<void> },
+  writes: Promise<unknown>[],
+): Promise<void> {
+  transaction.commit();
+  await Promise.all([...writes, transaction.done]);
 }
 
 function abort(transaction: { abort(): void; done: Promise<void> }): void {
