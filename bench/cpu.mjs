@@ -29,7 +29,7 @@ import { startStaticServer } from "../scripts/static-server.mjs";
 import { demoHeaders } from "../scripts/demo-headers.mjs";
 import { buildTestGguf, ggufVariants } from "../scripts/test-gguf.mjs";
 import { quantizeGguf } from "../scripts/llama-quantize.mjs";
-import { median } from "./median.mjs";
+import { median } from "./statistics.mjs";
 import { remotePages } from "./remote-page.mjs";
 
 const root = resolve(import.meta.dirname, "..");

@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { startStaticServer } from "../scripts/static-server.mjs";
 import { buildTestGguf, ggufVariants, wordPieceVocabulary } from "../scripts/test-gguf.mjs";
 import { startLlamaServer } from "../scripts/llama-native.mjs";
-import { median } from "./median.mjs";
+import { median } from "./statistics.mjs";
 import { remotePages } from "./remote-page.mjs";
 
 const root = resolve(import.meta.dirname, "..");

@@ -3,35 +3,10 @@
  * text out, so a run's JSON can be re-reported (`node bench/report.mjs results.json`).
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { medianInterval, percentile } from "./statistics.mjs";
 
-/** The nearest-rank percentile. */
-export function percentile(values, fraction) {
-  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))];
-}
-const median = (values) => percentile(values, 0.5);
-
-/**
- * A distribution-free interval for the median, from order statistics: [x(k), x(n+1−k)] holds the
- * true median with probability 1 − 2·P(Binomial(n, ½) < k). The narrowest with at least 95%
- * coverage, or null when there are too few samples for one (fewer than 6).
- */
-export function medianInterval(values) {
-  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
-  const count = sorted.length;
-  let k = 0;
-  let combinations = 1;
-  let tail = 0;
-  for (let candidate = 1; candidate <= Math.floor(count / 2); candidate++) {
-    // combinations = C(count, candidate − 1); tail = P(Binomial(count, ½) ≤ candidate − 1).
-    tail += combinations / 2 ** count;
-    if (2 * tail > 0.05) break;
-    k = candidate;
-    combinations = (combinations * (count - candidate + 1)) / candidate;
-  }
-  return k === 0 ? null : [sorted[k - 1], sorted[count - k]];
-}
+/** The report's medians are nearest-rank, as its other percentiles are. */
+const p50 = (values) => percentile(values, 0.5);
 
 /** Decode rate: tokens after the first over the time after the first, or the whole request's rate when not streamed. */
 function tokensPerSecond(sample, stream) {
@@ -59,15 +34,15 @@ export function summarize(results) {
         stream ? "streamed" : "whole",
         {
           requests: rows.length,
-          rawTokensPerSecond: median(rows.map((row) => tokensPerSecond(row.raw, stream))),
-          oursTokensPerSecond: median(rows.map((row) => tokensPerSecond(row.ours, stream))),
-          ratioMedian: median(ratios),
+          rawTokensPerSecond: p50(rows.map((row) => tokensPerSecond(row.raw, stream))),
+          oursTokensPerSecond: p50(rows.map((row) => tokensPerSecond(row.ours, stream))),
+          ratioMedian: p50(ratios),
           ratioInterval: medianInterval(ratios),
           ratioP95Low: percentile(ratios, 0.05),
-          ttftDifferenceMedianMs: median(ttftDifferences),
+          ttftDifferenceMedianMs: p50(ttftDifferences),
           ttftDifferenceInterval: medianInterval(ttftDifferences),
           ttftDifferenceP95Ms: percentile(ttftDifferences, 0.95),
-          totalRatioMedian: median(totalRatios),
+          totalRatioMedian: p50(totalRatios),
           sameOutput: rows.every(
             (row) => row.raw.text === row.ours.text && row.raw.completionTokens === row.ours.completionTokens,
           ),
@@ -78,14 +53,12 @@ export function summarize(results) {
   const trips = Object.fromEntries(
     Object.entries(results.roundTrips).map(([name, values]) => [
       name,
-      { count: values.length, p50Ms: median(values), p99Ms: percentile(values, 0.99) },
+      { count: values.length, p50Ms: p50(values), p99Ms: percentile(values, 0.99) },
     ]),
   );
   const turnRows = (path) => results.turns.filter((row) => row.path === path);
   const turnRatio = (path) =>
-    median(
-      turnRows(path).map((row) => (row.turn2.firstTokenMs ?? Number.NaN) / (row.turn1.firstTokenMs ?? Number.NaN)),
-    );
+    p50(turnRows(path).map((row) => (row.turn2.firstTokenMs ?? Number.NaN) / (row.turn1.firstTokenMs ?? Number.NaN)));
   const policyP50s = results.policy.map((row) => row.p50Ms);
   return {
     generation,
@@ -93,21 +66,21 @@ export function summarize(results) {
     policy: { rows: results.policy, worstP50Ms: Math.max(...policyP50s), growth: policyP50s.at(-1) / policyP50s[0] },
     turns: {
       ours: {
-        turn1Ms: median(turnRows("ours").map((row) => row.turn1.firstTokenMs)),
-        turn2Ms: median(turnRows("ours").map((row) => row.turn2.firstTokenMs)),
+        turn1Ms: p50(turnRows("ours").map((row) => row.turn1.firstTokenMs)),
+        turn2Ms: p50(turnRows("ours").map((row) => row.turn2.firstTokenMs)),
         ratio: turnRatio("ours"),
       },
       raw: {
-        turn1Ms: median(turnRows("raw").map((row) => row.turn1.firstTokenMs)),
-        turn2Ms: median(turnRows("raw").map((row) => row.turn2.firstTokenMs)),
+        turn1Ms: p50(turnRows("raw").map((row) => row.turn1.firstTokenMs)),
+        turn2Ms: p50(turnRows("raw").map((row) => row.turn2.firstTokenMs)),
         ratio: turnRatio("raw"),
       },
     },
     coldStart: {
       // Quick mode times our path only.
-      rawMs: median(results.coldStarts.map((row) => row.raw?.sample.firstTokenMs ?? Number.NaN)),
-      rawReloadMs: median(results.coldStarts.map((row) => row.raw?.reloadMs ?? Number.NaN)),
-      oursMs: median(results.coldStarts.map((row) => row.ours.firstTokenMs)),
+      rawMs: p50(results.coldStarts.map((row) => row.raw?.sample.firstTokenMs ?? Number.NaN)),
+      rawReloadMs: p50(results.coldStarts.map((row) => row.raw?.reloadMs ?? Number.NaN)),
+      oursMs: p50(results.coldStarts.map((row) => row.ours.firstTokenMs)),
     },
     engines: summarizeEngines(results.engines ?? []),
     ourCost: summarizeCost(results.ourCost ?? [], results.plan.costTokens),
@@ -140,15 +113,15 @@ function summarizeCost(rows, tokens) {
     const firstByteMs = shortRows.map((row) => row.ours.firstByteMs - row.direct.firstPartMs);
     const echoMs = shortRows.map((row) => row.echoMs ?? Number.NaN);
     const fixedMs = firstByteMs.map((value, index) => value - echoMs[index]);
-    const marginal = median(marginalUs);
+    const marginal = p50(marginalUs);
     return {
       requests: rows.filter((row) => row.stream === stream).length,
       marginalP50Us: marginal,
       marginalP95Us: percentile(marginalUs, 0.95),
-      fixedP50Ms: median(fixedMs),
+      fixedP50Ms: p50(fixedMs),
       fixedP95Ms: percentile(fixedMs, 0.95),
-      firstByteP50Ms: median(firstByteMs),
-      echoP50Ms: median(echoMs),
+      firstByteP50Ms: p50(firstByteMs),
+      echoP50Ms: p50(echoMs),
       impliedRatios: Object.fromEntries(
         [30, 100, 300].map((rate) => [rate, 1 / (1 + (Math.max(0, marginal) / 1e6) * rate)]),
       ),
@@ -183,18 +156,18 @@ function summarizeEngines(rows) {
     const samples = rows.map((row) => row[name]);
     return {
       requests: samples.length,
-      promptTokens: median(samples.map((sample) => sample.promptTokens)),
-      ttftMs: median(samples.map((sample) => sample.firstTokenMs)),
+      promptTokens: p50(samples.map((sample) => sample.promptTokens)),
+      ttftMs: p50(samples.map((sample) => sample.firstTokenMs)),
       // Only the tokens prefilled for this request: a prefix the engine reused from its cache
       // (llama.cpp reports it as cached) cost nothing.
-      prefillPerSecond: median(
+      prefillPerSecond: p50(
         samples.map((sample) =>
           sample.firstTokenMs
             ? ((sample.promptTokens - (sample.cachedTokens ?? 0)) * 1000) / sample.firstTokenMs
             : Number.NaN,
         ),
       ),
-      decodePerSecond: median(samples.map((sample) => tokensPerSecond(sample, true))),
+      decodePerSecond: p50(samples.map((sample) => tokensPerSecond(sample, true))),
     };
   };
   return { webllm: of("webllm"), llamacpp: of("llamacpp") };

@@ -26,6 +26,8 @@ import {
 import type { EngineMessage } from "../../src/prompt/messages.js";
 import { renderChatSegments } from "../../src/prompt/templates.js";
 import { openAccountsDatabase, type LedgerEntry } from "../../src/accounts/database.js";
+// @ts-expect-error: a plain JavaScript module, shared with the benchmarks run by node
+import { percentile } from "../statistics.mjs";
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { consumeDirectly, createZeroPath, type ZeroPath } from "./zero.js";
 
@@ -102,11 +104,6 @@ async function reload(
   const loaded = performance.now();
   reply({ kind: "result", body: { reloadMs: loaded - started } });
   await raw({ ...request, stream: true }, reply);
-}
-
-function percentile(values: number[], fraction: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))] ?? Number.NaN;
 }
 
 /** Policy requests run before the first timed one. */

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module, run by node as the benchmark's reporter
-import { medianInterval, report, targets } from "../../../bench/report.mjs";
+import { report, targets } from "../../../bench/report.mjs";
+// @ts-expect-error: a plain JavaScript module, shared by the benchmarks
+import { medianInterval } from "../../../bench/statistics.mjs";
 import { readFileSync } from "node:fs";
 
 type Interval = [number, number] | null;
