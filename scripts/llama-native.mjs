@@ -31,7 +31,11 @@ export function nativeTool(target) {
   need("cmake", target);
   need("c++", target);
   const { dir } = llamaSource({ reuse: true, folder: "llama.cpp-native" });
+  // Without AMX: some virtual machines report it, and grant it to the process, yet fault on its
+  // tile instructions (CI's host did: llama-server died on its first matrix product).
+  const noAmx = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16";
   const options = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF"];
+  if (process.arch === "x64") options.push(`-DCMAKE_C_FLAGS=${noAmx}`, `-DCMAKE_CXX_FLAGS=${noAmx}`);
   const off = ["LLAMA_BUILD_TESTS", "LLAMA_BUILD_EXAMPLES", "GGML_OPENMP"];
   execFileSync("cmake", ["-S", dir, "-B", build, ...options, ...off.map((name) => `-D${name}=OFF`)], {
     stdio: ["ignore", "ignore", "inherit"],
@@ -60,12 +64,15 @@ export async function startLlamaServer(model, args) {
   const origin = `http://127.0.0.1:${port}`;
   const server = spawn(tool, ["-m", model, "--port", String(port), ...args], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
+  let ended = "";
   server.stderr.on("data", (data) => (log += data.toString()));
-  for (let tries = 0; tries < 150; tries++) {
+  server.on("exit", (code, signal) => (ended = signal ?? `exit status ${code}`));
+  for (let tries = 0; tries < 150 && !ended; tries++) {
     const health = await fetch(`${origin}/health`).catch(() => null);
     if (health?.ok) return { origin, log: () => log, stop: () => server.kill() };
     await new Promise((done) => setTimeout(done, 200));
   }
   server.kill();
-  throw new Error(`llama-server did not start:\n${log.slice(-2000)}`);
+  const cause = ended ? `it ended (${ended})` : "its /health did not answer within 30 s";
+  throw new Error(`llama-server did not start: ${cause}:\n${log.slice(-2000)}`);
 }
