@@ -13,6 +13,7 @@ const relayPath = "/__relay";
 const relayedHeader = "x-webgpu-inference-relayed";
 const retryMs = 3_000;
 
+// `body`: the request's bytes in base64.
 type ServerMessage =
   | { type: "request"; id: number; method: string; path: string; headers: Record<string, string>; body: string | null }
   | { type: "abort"; id: number };
@@ -53,6 +54,14 @@ export function connectRelay(basePath: string, onChange: () => void): Relay {
   return relay;
 }
 
+/** The request's bytes, which the server sends in base64. */
+function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+  return bytes;
+}
+
 async function answer(
   socket: WebSocket,
   request: Extract<ServerMessage, { type: "request" }>,
@@ -65,7 +74,7 @@ async function answer(
     const response = await fetch(request.path, {
       method: request.method,
       headers: { ...request.headers, [relayedHeader]: "1" },
-      ...(request.body !== null ? { body: request.body } : {}),
+      ...(request.body !== null ? { body: fromBase64(request.body) } : {}),
       signal: controller.signal,
     });
     socket.send(

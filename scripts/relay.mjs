@@ -6,6 +6,7 @@
  *
  * Protocol on `/__relay` (same origin only): the tab says `{type: "hello", basePath}` (the API's
  * path, e.g. `/openai`); the server sends `{type: "request", id, method, path, headers, body}`
+ * (`body` the request's bytes in base64, so an uploaded file arrives as it was sent, or null)
  * and `{type: "abort", id}` when its client goes away; the tab answers `{type: "head", id,
  * status, headers}`, then binary frames (a 4-byte big-endian id, then body bytes), then
  * `{type: "end", id}` or `{type: "error", id, message}`.
@@ -27,8 +28,12 @@ import { WebSocketServer } from "ws";
 const relayPath = "/__relay";
 /** The one path relayed: the demo's API. */
 const apiPath = "/openai";
-/** The worker's own body limit is 8 MiB; a little more lets it answer with its own 413. */
+/**
+ * The worker's own body limits are 8 MiB, and 64 MiB for an upload (a multipart/form-data body);
+ * a little more lets it answer with its own 413.
+ */
 const maxBodyBytes = 9 * 2 ** 20;
+const maxUploadBytes = 65 * 2 ** 20;
 /** A frame from a tab: a head or an end is small, body bytes come in pieces. */
 const maxFrameBytes = 16 * 2 ** 20;
 const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]"]);
@@ -150,22 +155,28 @@ class Relay {
       );
     } else if (request.headers[relayedHeader]) {
       sendError(response, 404, "not_found", `The demo's service worker does not answer ${url.pathname}.`);
-    } else if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
-      sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
     } else {
-      const chunks = [];
-      let size = 0;
-      request.on("data", (chunk) => {
-        size += chunk.length;
-        if (size <= maxBodyBytes) chunks.push(chunk);
-      });
-      request.on("end", () => {
-        if (size > maxBodyBytes)
-          sendError(response, 413, "request_too_large", `The request body is over ${maxBodyBytes} bytes.`);
-        else this.#send(tab, request, response, `${url.pathname}${url.search}`, Buffer.concat(chunks));
-      });
+      this.#read(tab, request, response, `${url.pathname}${url.search}`);
     }
     return true;
+  }
+
+  /** Reads the request's body, bounded as the worker bounds it, then sends the request to `tab`. */
+  #read(tab, request, response, path) {
+    const upload = /^multipart\/form-data\b/i.test(request.headers["content-type"] ?? "");
+    const limit = upload ? maxUploadBytes : maxBodyBytes;
+    const tooLarge = () => sendError(response, 413, "request_too_large", `The request body is over ${limit} bytes.`);
+    if (Number(request.headers["content-length"] ?? 0) > limit) return tooLarge();
+    const chunks = [];
+    let size = 0;
+    request.on("data", (chunk) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    request.on("end", () => {
+      if (size > limit) tooLarge();
+      else this.#send(tab, request, response, path, Buffer.concat(chunks));
+    });
   }
 
   #send(tab, request, response, path, body) {
@@ -183,7 +194,7 @@ class Relay {
         method: request.method,
         path,
         headers,
-        body: body.length ? body.toString("utf8") : null,
+        body: body.length ? body.toString("base64") : null,
       }),
     );
   }

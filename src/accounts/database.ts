@@ -174,8 +174,32 @@ export interface ConversationItemRecord {
   bytes: number;
 }
 
+/**
+ * A file uploaded through `/v1/files`, kept until deleted or until it expires (`expiresAt`). Its
+ * bytes are a record of their own (below), so a listing reads none of them.
+ */
+export interface FileRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  /** Epoch ms after which it is gone; null when it is kept until deleted. */
+  expiresAt: number | null;
+  filename: string;
+  purpose: string;
+  /** The file's size. */
+  size: number;
+  /** Its size and its record's, as counted against the account's storage quota. */
+  bytes: number;
+}
+
+/** A file's bytes, as uploaded. */
+interface FileContentRecord {
+  id: string;
+  content: Uint8Array;
+}
+
 /** The kinds of record an account stores, each with its own line in `storageUsage`. */
-export type StoredKind = "responses" | "completions" | "conversations";
+export type StoredKind = "responses" | "completions" | "conversations" | "files";
 
 export interface StorageAmount {
   bytes: number;
@@ -223,6 +247,12 @@ interface AccountsSchema extends DBSchema {
   conversationItems: { key: [string, number]; value: ConversationItemRecord; indexes: { id: [string, string] } };
   storage: { key: string; value: StorageUsageRecord };
   secrets: { key: string; value: SecretRecord };
+  files: {
+    key: string;
+    value: FileRecord;
+    indexes: { account: [string, number, string]; expiresAt: number };
+  };
+  fileContents: { key: string; value: FileContentRecord };
 }
 
 export type AccountsDatabase = IDBPDatabase<AccountsSchema>;
@@ -295,6 +325,14 @@ const migrations: ((database: IDBPDatabase<AccountsSchema>, transaction: Upgrade
     transaction.objectStore("completions").createIndex("listing", "listing", { multiEntry: true });
     void countStoredData(transaction);
   },
+  (database) => {
+    const files = database.createObjectStore("files", { keyPath: "id" });
+    // An account's files in the order they were uploaded (the id orders those of one millisecond).
+    files.createIndex("account", ["accountId", "createdAt", "id"]);
+    // Only files that expire are in it: a file kept until deleted has a null `expiresAt`.
+    files.createIndex("expiresAt", "expiresAt");
+    database.createObjectStore("fileContents", { keyPath: "id" });
+  },
 ];
 
 /** Sizes the records stored before the quota, and writes each account's usage, in the upgrade transaction. */
@@ -350,6 +388,7 @@ export function emptyKinds(): Record<StoredKind, StorageAmount> {
     responses: { bytes: 0, items: 0 },
     completions: { bytes: 0, items: 0 },
     conversations: { bytes: 0, items: 0 },
+    files: { bytes: 0, items: 0 },
   };
 }
 

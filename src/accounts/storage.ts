@@ -1,6 +1,6 @@
 /**
  * Each account's stored data (stored responses, stored chat completions, conversations and their
- * items), bounded: a quota of bytes and items per account, counted in the transaction of every
+ * items, files), bounded: a quota of bytes and items per account, counted in the transaction of every
  * write and deletion, so a write past it changes nothing; and room kept free in the origin's
  * storage, so stored data can never stop admission from writing a reservation.
  *
@@ -43,7 +43,8 @@ function totalOf(kinds: Record<StoredKind, StorageAmount>): StorageAmount {
 }
 
 function reportOf(record: StorageUsageRecord | undefined): StorageReport {
-  const kinds = record?.kinds ?? emptyKinds();
+  // A record written before a kind existed has no line for it.
+  const kinds = { ...emptyKinds(), ...record?.kinds };
   return { ...totalOf(kinds), quota: record?.quota ?? defaultStorageQuota, kinds };
 }
 
@@ -53,8 +54,8 @@ function quotaExceeded(report: StorageReport, change: StorageAmount): Permission
   return new PermissionDeniedError(
     `This account's stored data would pass its storage quota: it stores ${megabytes(report.bytes)} of ${megabytes(report.quota.bytes)} ` +
       `(${report.items} of ${report.quota.items} items), and this request would add ${megabytes(Math.max(0, change.bytes))} ` +
-      `(${Math.max(0, change.items)} items). Nothing was stored. Delete stored responses, chat completions or conversations ` +
-      "(DELETE /v1/responses/{id}, /v1/chat/completions/{id}, /v1/conversations/{id}), or ask for a larger quota (admin.setStorageQuota).",
+      `(${Math.max(0, change.items)} items). Nothing was stored. Delete stored responses, chat completions, conversations or files ` +
+      "(DELETE /v1/responses/{id}, /v1/chat/completions/{id}, /v1/conversations/{id}, /v1/files/{id}), or ask for a larger quota (admin.setStorageQuota).",
     { code: "storage_quota_exceeded" },
   );
 }
@@ -76,7 +77,8 @@ export async function countStored(
     (change.bytes > 0 && report.bytes + change.bytes > report.quota.bytes) ||
     (change.items > 0 && report.items + change.items > report.quota.items);
   if (passes) throw quotaExceeded(report, change);
-  const line = record.kinds[kind];
+  const line = report.kinds[kind];
+  record.kinds = report.kinds;
   record.kinds[kind] = {
     bytes: Math.max(0, line.bytes + change.bytes),
     items: Math.max(0, line.items + change.items),
@@ -112,16 +114,19 @@ export async function setStorageQuota(
 /** Deletes everything the account stored, in one transaction; what was freed. Its quota stays. */
 export async function deleteStoredData(database: AccountsDatabase, accountId: string): Promise<StorageAmount> {
   const transaction = database.transaction(
-    ["responses", "completions", "conversations", "conversationItems", "storage"],
+    ["responses", "completions", "conversations", "conversationItems", "files", "fileContents", "storage"],
     "readwrite",
   );
   const responses = transaction.objectStore("responses");
   const completions = transaction.objectStore("completions");
   const conversations = transaction.objectStore("conversations");
-  const [responseIds, completionIds, conversationIds, usage] = await Promise.all([
+  const files = transaction.objectStore("files");
+  const ownRange = IDBKeyRange.bound([accountId], [accountId, Infinity]);
+  const [responseIds, completionIds, conversationIds, fileIds, usage] = await Promise.all([
     responses.index("accountId").getAllKeys(accountId),
-    completions.index("account").getAllKeys(IDBKeyRange.bound([accountId], [accountId, Infinity])),
+    completions.index("account").getAllKeys(ownRange),
     conversations.index("accountId").getAllKeys(accountId),
+    files.index("account").getAllKeys(ownRange),
     transaction.objectStore("storage").get(accountId),
   ]);
   await Promise.all([
@@ -131,6 +136,7 @@ export async function deleteStoredData(database: AccountsDatabase, accountId: st
       conversations.delete(id),
       transaction.objectStore("conversationItems").delete(IDBKeyRange.bound([id, -Infinity], [id, Infinity])),
     ]),
+    ...fileIds.flatMap((id) => [files.delete(id), transaction.objectStore("fileContents").delete(id)]),
     transaction
       .objectStore("storage")
       .put({ accountId, kinds: emptyKinds(), ...(usage?.quota ? { quota: usage.quota } : {}) }),
@@ -190,6 +196,6 @@ async function ensureOriginRoom(estimate: StorageEstimator | undefined, bytes: n
   throw new InsufficientStorageError(
     `This device's storage for this site is nearly full: ${megabytes(Math.max(0, quota - usage))} is free of ${megabytes(quota)}, ` +
       `and ${megabytes(originHeadroomBytes)} is kept free for billing, so ${megabytes(bytes)} more could not be stored. Nothing was stored. ` +
-      "Free space on the device, or delete stored responses, chat completions or conversations.",
+      "Free space on the device, or delete stored responses, chat completions, conversations or files.",
   );
 }

@@ -9,6 +9,7 @@ import { chatPath, chatRoute } from "./chat/chat.js";
 import { completionsPath, completionsRoute } from "./completions/completions.js";
 import type { EndpointDependencies } from "./dependencies.js";
 import { embeddingsPath, embeddingsRoute } from "./embeddings/embeddings.js";
+import { filePaths, fileRoutes } from "./files/files.js";
 import { modelPaths, modelRoutes } from "./models/models.js";
 import { compactPath, compactRoute } from "./responses/compact.js";
 import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses/responses.js";
@@ -24,6 +25,7 @@ const endpointPaths = [
   compactPath,
   ...Object.values(storedCompletionPaths),
   ...Object.values(conversationPaths),
+  ...Object.values(filePaths),
   ...Object.values(modelPaths),
 ];
 
@@ -39,6 +41,7 @@ function endpointRoutes(dependencies: EndpointDependencies): InferenceRoute[] {
     inputTokensRoute(dependencies),
     ...storedCompletionRoutes(dependencies),
     ...conversationRoutes(dependencies),
+    ...fileRoutes(dependencies),
   ];
 }
 

@@ -12,7 +12,7 @@ import type { Outcome } from "./outcome.js";
 import { errorResponse } from "./json-response.js";
 import type { InferenceRoute, RequestContext } from "./context.js";
 import { Router } from "./router.js";
-import { startReadingBody } from "./validate.js";
+import { isUpload, startReadingBody } from "./validate.js";
 
 /** What the app itself uses; its routes are given (src/endpoints/routes.ts). */
 export type AppDependencies = Pick<Services, "accounts" | "ready" | "clock" | "newId"> & {
@@ -44,15 +44,21 @@ export class InferenceApp {
     const { ready, clock, newId } = this.#dependencies;
     const requestId = newId("req_");
     const receivedAt = clock();
-    // Read while the key is checked: both wait on the browser, not on each other.
-    const body =
-      request.method === "GET" || request.method === "HEAD" ? Promise.resolve("") : startReadingBody(request);
+    // Read while the key is checked: both wait on the browser, not on each other. An upload,
+    // which may be far larger, is read only for a key that may make it.
+    const early =
+      request.method === "GET" || request.method === "HEAD"
+        ? Promise.resolve(new Uint8Array(0))
+        : isUpload(request)
+          ? undefined
+          : startReadingBody(request);
     let key: KeyRecord | undefined;
     let outcome: Outcome;
     try {
       await ready;
       key = await this.#dependencies.accounts.authenticate(request.headers.get("authorization"));
       const rate = await this.#dependencies.accounts.countRequest(key);
+      const body = early ?? startReadingBody(request);
       const context = { request, url: new URL(request.url), requestId, receivedAt, body, key };
       const routed = await this.#route(context).catch((error: unknown): Outcome => ({ error }));
       // A generation's admission reports the window with its tokens counted too.

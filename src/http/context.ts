@@ -9,8 +9,8 @@ export interface RequestContext {
   requestId: string;
   /** Epoch ms at which the request arrived. */
   receivedAt: number;
-  /** The body's text, read from the request's arrival on (empty for GET). */
-  body: Promise<string>;
+  /** The body's bytes, read from the request's arrival on (none for GET), bounded by its kind. */
+  body: Promise<Uint8Array>;
   /** The authenticated key; every route runs after authentication. */
   key: KeyRecord;
 }

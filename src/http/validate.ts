@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { ApiError, BadRequestError } from "../core/errors/api.js";
-import { readBounded } from "../pipeline/read-bounded.js";
+import { readBoundedBytes } from "../pipeline/read-bounded.js";
 import { characters } from "../core/wire/collections.js";
 import { maxNesting, nestsTooDeep } from "../core/wire/nesting.js";
 
@@ -257,38 +257,47 @@ export function parseWith<Schema extends z.ZodType>(schema: Schema, input: unkno
  */
 export const maxBodyBytes = 8 * 1024 * 1024;
 
-function tooLarge(): ApiError {
-  return new ApiError(
-    413,
-    `The request body is larger than ${maxBodyBytes} bytes, the most this API accepts (no model's context window holds that much text).`,
-    {
-      type: "invalid_request_error",
-      code: "request_too_large",
-    },
-  );
+/** The largest upload (a `multipart/form-data` body, `POST /v1/files`): its file and its fields. */
+export const maxUploadBytes = 64 * 1024 * 1024;
+
+/** Whether the request's body is a form (`multipart/form-data`), which is read as bytes up to `maxUploadBytes`. */
+export function isUpload(request: Request): boolean {
+  return /^multipart\/form-data\b/i.test(request.headers.get("content-type") ?? "");
 }
 
-/** The body as text, refused (413) once it passes `maxBodyBytes`, by its Content-Length or as it streams in. */
-async function readBody(request: Request): Promise<string> {
-  if (Number(request.headers.get("content-length") ?? 0) > maxBodyBytes) throw tooLarge();
-  const { text, cut } = await readBounded(request.body, maxBodyBytes);
-  if (cut) throw tooLarge();
-  return text;
+function tooLarge(limit: number): ApiError {
+  const what =
+    limit === maxBodyBytes
+      ? "(no model's context window holds that much text)"
+      : "for an upload: a file stored on this device is at most that size";
+  return new ApiError(413, `The request body is larger than ${limit} bytes, the most this API accepts ${what}.`, {
+    type: "invalid_request_error",
+    code: "request_too_large",
+  });
+}
+
+/** The body's bytes, refused (413) once they pass the bound of its kind, by its Content-Length or as it streams in. */
+async function readBody(request: Request): Promise<Uint8Array> {
+  const limit = isUpload(request) ? maxUploadBytes : maxBodyBytes;
+  if (Number(request.headers.get("content-length") ?? 0) > limit) throw tooLarge(limit);
+  const { bytes, cut } = await readBoundedBytes(request.body, limit);
+  if (cut) throw tooLarge(limit);
+  return bytes;
 }
 
 /**
  * Starts reading the body, so that it arrives while the key is checked. The promise is marked
  * handled: a request refused before its body is wanted (401, 404) does not report it.
  */
-export function startReadingBody(request: Request): Promise<string> {
-  const text = readBody(request);
-  text.catch(() => undefined);
-  return text;
+export function startReadingBody(request: Request): Promise<Uint8Array> {
+  const bytes = readBody(request);
+  bytes.catch(() => undefined);
+  return bytes;
 }
 
 /** Parses a JSON body read by `startReadingBody`; a malformed one is a 400, never a 500. */
-export async function readJson(body: Promise<string>): Promise<unknown> {
-  const text = await body;
+export async function readJson(body: Promise<Uint8Array>): Promise<unknown> {
+  const text = new TextDecoder().decode(await body);
   if (text.trim() === "")
     throw new BadRequestError("The request body is empty; expected a JSON object.", { code: "invalid_json" });
   if (nestsTooDeep(text))

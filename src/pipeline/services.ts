@@ -4,6 +4,7 @@ import type { Tokenizers } from "../prompt/tokenizer.js";
 import type { Accounts } from "../accounts/accounts.js";
 import type { AccountStorage } from "../accounts/storage.js";
 import type { Conversations } from "../accounts/stored/conversations.js";
+import type { StoredFiles } from "../accounts/stored/files.js";
 import type { Scheduler } from "./scheduler.js";
 import type { Sealing } from "../accounts/stored/sealing.js";
 import type { StoredCompletions } from "../accounts/stored/completions.js";
@@ -23,6 +24,8 @@ export interface Services {
   completions: StoredCompletions;
   /** The Conversations API's conversations, which Responses requests continue and add to. */
   conversations: Conversations;
+  /** Files uploaded through `/v1/files`, which retrieval reads. */
+  files: StoredFiles;
   /** Each account's storage quota, and the origin's room, checked before a request that stores generates. */
   storage: AccountStorage;
   /** Seals what a client is handed to give back unread (a compaction's summary). */

@@ -5,11 +5,13 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
+import { writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import OpenAI from "openai";
 import { zodFunction, zodResponseFormat } from "openai/helpers/zod";
 import type { Page } from "@playwright/test";
 import { chatCompletionSchema } from "../../src/core/wire/chat-completion.js";
+import { fileObjectSchema } from "../../src/core/wire/files.js";
 import { expect, launchProfile, test } from "../support/browser.js";
 // @ts-expect-error -- a plain ES module that generates the zod fixtures; its models are reused here
 import { models as zodModels } from "../fixtures/schemas/zod-models.mjs";
@@ -146,6 +148,22 @@ test("curl and a server's openai SDK reach the API in an open tab through npm st
     });
     const refused = await fetch(`${baseURL}/models`, { headers: { authorization: "Bearer sk-not-a-key" } });
     expect(refused.status).toBe(401);
+
+    // A file uploaded by curl's form comes back byte for byte, whatever its bytes.
+    const bytes = Buffer.from([0x25, 0x50, 0x44, 0x46, 0xff, 0xfe, 0x00, 0x80, 0xc3, 0x28, 0x0a]);
+    const path = test.info().outputPath("report.pdf");
+    await writeFile(path, bytes);
+    const uploaded = await run("curl", [
+      "--silent",
+      "--show-error",
+      `${baseURL}/files`,
+      ...["-H", `Authorization: Bearer ${key}`, "-F", "purpose=assistants", "-F", `file=@${path}`],
+    ]);
+    const file = fileObjectSchema.parse(JSON.parse(uploaded.stdout));
+    expect(file).toMatchObject({ filename: "report.pdf", bytes: bytes.length, purpose: "assistants" });
+    const content = await client.files.content(file.id);
+    expect(Buffer.from(await content.arrayBuffer())).toEqual(bytes);
+    expect((await client.files.delete(file.id)).deleted).toBe(true);
 
     // A client that goes away stops its generation in the tab, which bills what streamed.
     const abort = new AbortController();

@@ -214,7 +214,7 @@ function malformed(random: () => number, index: number): Case {
     }),
     () => ({
       name: "unknown url",
-      request: (app) => app.get(`/v1/${pick(["engines", "models/x/y", "chat", "%2e%2e/admin", "files"])}`),
+      request: (app) => app.get(`/v1/${pick(["engines", "models/x/y", "chat", "%2e%2e/admin", "fine_tuning/jobs"])}`),
     }),
   ];
   const made = classes[index % classes.length]!();

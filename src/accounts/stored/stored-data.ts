@@ -2,6 +2,7 @@
 import { AccountStorage, type StorageEstimator } from "../storage.js";
 import type { AccountsDatabase } from "../database.js";
 import { Conversations } from "./conversations.js";
+import { StoredFiles } from "./files.js";
 import { StoredCompletions } from "./completions.js";
 import { Sealing } from "./sealing.js";
 import { StoredResponses } from "./responses.js";
@@ -19,6 +20,7 @@ export function storedData(options: {
     responses: new StoredResponses({ database, clock, storage }),
     completions: new StoredCompletions({ database, clock, storage }),
     conversations: new Conversations({ database, storage }),
+    files: new StoredFiles({ database, clock, storage }),
     sealing: new Sealing({ database }),
   };
 }

@@ -3,6 +3,7 @@
  * `output_text` parts, function calls), its usage, and the events a stream sends.
  */
 import { z } from "zod";
+import { cursorPageOf } from "./shared.js";
 
 const logprobAlternative = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.number()) });
 const outputLogprob = z.strictObject({ ...logprobAlternative.shape, top_logprobs: z.array(logprobAlternative) });
@@ -69,13 +70,7 @@ const listedItemSchema = z.union([
 ]);
 
 /** `GET /v1/responses/{id}/input_items`: a page of the items a response was given, a cursor page as OpenAI's lists are. */
-export const inputItemListSchema = z.strictObject({
-  object: z.literal("list"),
-  data: z.array(listedItemSchema),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable(),
-  has_more: z.boolean(),
-});
+export const inputItemListSchema = cursorPageOf(listedItemSchema);
 
 const responseUsageSchema = z.strictObject({
   input_tokens: z.number().int().min(0),

@@ -218,3 +218,13 @@ export function itemsOfFourForms(value: string | string[] | number[] | number[][
     ? { items: [value as number[]], single: true }
     : { items: value as string[] | number[][], single: false };
 }
+
+/** A cursor page of `item`s, as OpenAI's list endpoints answer. */
+export const cursorPageOf = <Item extends z.ZodType>(item: Item) =>
+  z.strictObject({
+    object: z.literal("list"),
+    data: z.array(item),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  });

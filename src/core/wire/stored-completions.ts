@@ -7,7 +7,7 @@ import { z } from "zod";
 import { dictionary } from "./collections.js";
 import { chatCompletionSchema } from "./chat-completion.js";
 import { metadataValue } from "./chat-request.js";
-import { toolCallSchema } from "./shared.js";
+import { cursorPageOf, toolCallSchema } from "./shared.js";
 
 const metadata = dictionary(metadataValue, { maxEntries: 16, maxKeyLength: 64 });
 
@@ -45,17 +45,8 @@ const storedMessageSchema = z.strictObject({
   tool_call_id: z.string().optional(),
 });
 
-const pageOf = <Item extends z.ZodType>(item: Item) =>
-  z.strictObject({
-    object: z.literal("list"),
-    data: z.array(item),
-    first_id: z.string().nullable(),
-    last_id: z.string().nullable(),
-    has_more: z.boolean(),
-  });
-
-export const storedCompletionListSchema = pageOf(storedCompletionSchema);
-export const storedMessageListSchema = pageOf(storedMessageSchema);
+export const storedCompletionListSchema = cursorPageOf(storedCompletionSchema);
+export const storedMessageListSchema = cursorPageOf(storedMessageSchema);
 
 export const completionDeletedSchema = z.strictObject({
   object: z.literal("chat.completion.deleted"),

@@ -182,7 +182,7 @@ function checkCandidates(request: CompletionRequest): number {
   return bestOf;
 }
 
-async function parseCompletion(dependencies: EndpointDependencies, body: Promise<string>): Promise<CompletionCall> {
+async function parseCompletion(dependencies: EndpointDependencies, body: Promise<Uint8Array>): Promise<CompletionCall> {
   const json = await readJson(body);
   const request = parseWith(completionRequestSchema, json);
   checkStreamOptions(request);

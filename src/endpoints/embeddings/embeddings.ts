@@ -110,7 +110,7 @@ function sizeAsked(model: ModelEntry, dimensions: number | null | undefined): nu
   return dimensions;
 }
 
-async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise<string>): Promise<EmbeddingCall> {
+async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise<Uint8Array>): Promise<EmbeddingCall> {
   const json = await readJson(body);
   const request = parseWith(embeddingRequestSchema, json);
   const model = findModel(dependencies, request.model, "model", { kind: "embedding", endpoint: "v1/embeddings" });

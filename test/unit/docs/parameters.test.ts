@@ -11,6 +11,7 @@ import type { z } from "zod";
 import { chatCompletionRequestSchema } from "../../../src/core/wire/chat-request.js";
 import { completionRequestSchema } from "../../../src/core/wire/completion-request.js";
 import { embeddingRequestSchema } from "../../../src/core/wire/embeddings.js";
+import { fileUploadSchema } from "../../../src/core/wire/files.js";
 import {
   compactRequestSchema,
   inputTokensRequestSchema,
@@ -65,6 +66,7 @@ const tables: [string, string[]][] = [
   ["chat", [...schemaParameters(chatCompletionRequestSchema), ...legacyFunctionParameters]],
   ["completions", schemaParameters(completionRequestSchema)],
   ["embeddings", schemaParameters(embeddingRequestSchema)],
+  ["files", schemaParameters(fileUploadSchema)],
   ["responses", schemaParameters(responseRequestSchema)],
   ["compact", schemaParameters(compactRequestSchema)],
   ["input_tokens", schemaParameters(inputTokensRequestSchema)],
