@@ -1,5 +1,5 @@
 /**
- * The chat demo's entry: starts the engine, wires the views (chat, models, keys and usage) to the
+ * The chat demo's entry: starts the engine, wires the views (chat, models, keys and usage, documents) to the
  * shared state, and owns the tabs, the banner and the start-up status. Chat goes only through the
  * official openai SDK, with `baseURL` set to the worker's /v1, the way any app would; keys and
  * usage go through the admin API on the handle.
@@ -7,6 +7,7 @@
 import OpenAI from "openai";
 import { startInference, type LoadProgress, type StartInferenceOptions } from "../src/index.js";
 import { demoModels } from "./catalogue.js";
+import { setupDocuments } from "./documents.js";
 import { setupChat } from "./chat.js";
 import { button, describeError, element } from "./dom.js";
 import { chatKey, setupKeys } from "./keys.js";
@@ -39,11 +40,12 @@ function showBanner(text: string, action?: { label: string; run: () => void }): 
 
 // ------------------------------------------------------------------ views and tabs
 
-const views = ["chat", "models", "keys"] as const;
+const views = ["chat", "models", "keys", "documents"] as const;
 type View = (typeof views)[number];
 const chat = setupChat(state, { show: (view) => show(view, true), modelId: () => modelSelect.value });
 const models = setupModels(state, () => refreshModels());
 const keys = setupKeys(state, { useKey, modelId: () => modelSelect.value });
+const documents = setupDocuments(state);
 
 /** Tabs as the ARIA pattern has them: roving tabindex, arrow keys, Home and End. */
 function show(view: View, focus = false): void {
@@ -56,6 +58,7 @@ function show(view: View, focus = false): void {
   if (focus) element(`tab-${view}`).focus();
   if (view === "models") void models.render();
   if (view === "keys") void keys.render();
+  if (view === "documents") void documents.render().catch((error: unknown) => say(describeError(error).text, true));
 }
 views.forEach((name, index) => {
   const tab = element(`tab-${name}`);

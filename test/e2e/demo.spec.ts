@@ -412,6 +412,41 @@ test("a browser with WebGPU but no adapter gets real answers on the CPU, and aga
   }
 });
 
+test("a person uploads documents, by choosing and by dropping them, sees them listed with the account's storage, and deletes one", async ({
+  page,
+}) => {
+  await openDemo(page, 0);
+  await page.getByRole("tab", { name: "Documents" }).click();
+  await expect(page.locator("#documents-table tbody")).toHaveText("No documents yet.");
+  await page.getByLabel("Choose files").setInputFiles([
+    { name: "notes.md", mimeType: "text/markdown", buffer: Buffer.from("# Notes\n\nApples are red.") },
+    { name: "manual.html", mimeType: "text/html", buffer: Buffer.from("<h1>Manual</h1>".repeat(100)) },
+  ]);
+  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded 2 files.");
+  // Dropped as a person drags a file from their desktop onto the view.
+  await page.locator("#documents-drop").evaluate((target) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File(["a,b\n1,2\n"], "table.csv", { type: "text/csv" }));
+    target.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  });
+  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded table.csv.");
+  const rows = page.locator("#documents-table tbody tr");
+  await expect(rows).toHaveCount(3);
+  await expect(rows.first()).toContainText("table.csv");
+  await expect(rows.filter({ hasText: "manual.html" })).toContainText("1.5 kB");
+  await expect(page.locator("#documents-usage")).toContainText("(3 files)");
+  await page.getByRole("button", { name: "Delete notes.md" }).click();
+  await expect(page.locator("#documents-feedback")).toHaveText("Deleted notes.md.");
+  await expect(rows).toHaveCount(2);
+  await expect(page.locator("#documents-usage")).toContainText("(2 files)");
+  // What the view shows is what the API holds for the chat key's account.
+  await page.reload();
+  await expect(page.locator("#status")).toContainText("Ready", { timeout: 30_000 });
+  await page.getByRole("tab", { name: "Documents" }).click();
+  await expect(rows).toHaveCount(2);
+  await expect(page.locator("#documents-table")).not.toContainText("notes.md");
+});
+
 test("axe finds no serious or critical problem in any view, at 1280 and 390 px, light and dark", async ({ page }) => {
   await openDemo(page, 0);
   await chat(page, "Hello **there**.");
@@ -422,7 +457,7 @@ test("axe finds no serious or critical problem in any view, at 1280 and 390 px, 
     await page.emulateMedia({ colorScheme });
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 900 });
-      for (const view of ["Chat", "Models", "Keys & usage"]) {
+      for (const view of ["Chat", "Models", "Keys & usage", "Documents"]) {
         await page.getByRole("tab", { name: view }).click();
         await expect(page.locator("[role=tabpanel]:not([hidden])")).toBeVisible();
         const violations = await page.evaluate(async () => {
