@@ -47,23 +47,30 @@ function fileObjectOf(record: FileRecord): FileObject {
   };
 }
 
-/** The form's fields as `fileUploadSchema` reads them: `expires_after[…]` gathered, a number written as one. */
+/**
+ * The form's fields as `fileUploadSchema` reads them: `expires_after[…]` gathered, a number
+ * written as one. Each name is an own key, whatever it is (`__proto__` included), so a name the
+ * schema does not know is refused by name.
+ */
 function fieldsOf(form: FormData): Record<string, unknown> {
-  const fields: Record<string, unknown> = {};
-  const expiry: Record<string, unknown> = {};
+  const fields = new Map<string, unknown>();
+  const expiry = new Map<string, unknown>();
   for (const [name, value] of form) {
     const part = /^expires_after\[(anchor|seconds)\]$/.exec(name)?.[1];
     const target = part ? expiry : fields;
     const field = part ?? name;
-    if (Object.hasOwn(target, field))
+    if (target.has(field))
       throw new BadRequestError(`The form gives '${quoted(name)}' more than once; give it once.`, {
         param: name,
         code: "invalid_value",
       });
-    target[field] = part === "seconds" && typeof value === "string" && /^\d{1,10}$/.test(value) ? Number(value) : value;
+    target.set(
+      field,
+      part === "seconds" && typeof value === "string" && /^\d{1,10}$/.test(value) ? Number(value) : value,
+    );
   }
-  if (Object.keys(expiry).length) fields.expires_after = expiry;
-  return fields;
+  if (expiry.size) fields.set("expires_after", Object.fromEntries(expiry));
+  return Object.fromEntries(fields) as Record<string, unknown>;
 }
 
 /** A purpose OpenAI knows that is not served here, or one it does not know, each refused as its words go. */

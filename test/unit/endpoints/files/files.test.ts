@@ -124,6 +124,13 @@ describe("the Files API", () => {
       status: 400,
       message: "Unrecognized request argument supplied: model",
     });
+    expect(await upload(test, formOf({ purpose: "assistants", file, ["__proto__"]: "x" }))).toMatchObject({
+      status: 400,
+      message: "Unrecognized request argument supplied: __proto__",
+    });
+    const twice = formOf({ purpose: "assistants", file });
+    twice.append("purpose", "user_data");
+    expect(await upload(test, twice)).toMatchObject({ status: 400, param: "purpose" });
     for (const seconds of ["60", "2592001", "soon"])
       expect(
         await upload(
