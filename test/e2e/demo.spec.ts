@@ -89,7 +89,7 @@ test("a person creates a key, chats, stops a reply, and sees the ledger and the 
 
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
-    for (const view of ["Chat", "Models", "Keys & usage"]) {
+    for (const view of ["Chat", "Models", "Keys & usage", "Documents"]) {
       await page.getByRole("tab", { name: view }).click();
       const overflow = await page.evaluate(
         () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
@@ -171,7 +171,11 @@ test("accessibility: every control is labelled, focus follows the layout, and En
   await expect(page.locator("#tab-models")).toHaveAttribute("aria-selected", "true");
   await expect(page.locator("#view-models")).toBeVisible();
   await page.keyboard.press("End");
+  await expect(page.locator("#tab-documents")).toBeFocused();
+  await expect(page.locator("#view-documents")).toBeVisible();
+  await page.keyboard.press("ArrowLeft");
   await expect(page.locator("#tab-keys")).toBeFocused();
+  await page.keyboard.press("End");
   await page.keyboard.press("ArrowRight");
   await expect(page.locator("#tab-chat")).toBeFocused();
   // Settings outside the API's ranges are named beside them, and nothing is sent.
