@@ -8,7 +8,7 @@
 import { jsonBytes } from "../json-bytes.js";
 import { countStored, type AccountStorage } from "../storage.js";
 import type { AccountsDatabase, FileRecord } from "../database.js";
-import { committed } from "./kept-records.js";
+import { committed, deleteFew } from "./kept-records.js";
 
 /** Which of an account's files a page holds: those after `after`, in `order`, of `purpose` if it is given. */
 export interface FilesQuery {
@@ -17,9 +17,6 @@ export interface FilesQuery {
   order: "asc" | "desc";
   purpose?: string | undefined;
 }
-
-/** Expired files deleted per upload: enough to keep up with any rate of uploads. */
-const expiredPerUpload = 4;
 
 const ownFiles = (accountId: string) => IDBKeyRange.bound([accountId], [accountId, Infinity]);
 
@@ -53,13 +50,8 @@ export class StoredFiles {
       await countStored(usage, record.accountId, "files", { bytes: record.bytes, items: 1 });
       await transaction.objectStore("files").put(record);
       await transaction.objectStore("fileContents").put({ id: record.id, content });
-      let cursor = await transaction.objectStore("files").index("expiresAt").openCursor(IDBKeyRange.upperBound(now));
-      for (let deleted = 0; cursor && deleted < expiredPerUpload; deleted++) {
-        const { id, accountId, bytes } = cursor.value;
-        await Promise.all([cursor.delete(), transaction.objectStore("fileContents").delete(id)]);
-        await countStored(usage, accountId, "files", { bytes: -bytes, items: -1 });
-        cursor = await cursor.continue();
-      }
+      const expired = await transaction.objectStore("files").index("expiresAt").openCursor(IDBKeyRange.upperBound(now));
+      await deleteFew(expired, usage, "files", ({ id }) => transaction.objectStore("fileContents").delete(id));
     });
     return record;
   }
@@ -69,11 +61,15 @@ export class StoredFiles {
     return this.#visible(await (await this.#database).get("files", id), accountId);
   }
 
-  /** The bytes of the account's file `id`, unexpired; undefined otherwise. */
-  async content(accountId: string, id: string): Promise<Uint8Array | undefined> {
+  /** The account's file `id`, unexpired, with its bytes, read in one transaction; undefined otherwise. */
+  async content(accountId: string, id: string): Promise<{ file: FileRecord; content: Uint8Array } | undefined> {
     const transaction = (await this.#database).transaction(["files", "fileContents"]);
-    const record = this.#visible(await transaction.objectStore("files").get(id), accountId);
-    return record ? (await transaction.objectStore("fileContents").get(id))?.content : undefined;
+    const [record, bytes] = await Promise.all([
+      transaction.objectStore("files").get(id),
+      transaction.objectStore("fileContents").get(id),
+    ]);
+    const file = this.#visible(record, accountId);
+    return file && bytes ? { file, content: bytes.content } : undefined;
   }
 
   /**

@@ -4,7 +4,7 @@
  * the expired ones (giving their space back to their accounts), so the work per request stays bounded.
  */
 import { countStored, type AccountStorage } from "../storage.js";
-import type { AccountsDatabase, StorageUsageRecord } from "../database.js";
+import type { AccountsDatabase, StorageUsageRecord, StoredKind } from "../database.js";
 
 export const keptMs = 30 * 24 * 60 * 60 * 1000;
 
@@ -30,11 +30,11 @@ export abstract class KeptRecordStore {
 /** Expired records deleted per save: enough to keep up with any rate of saves. */
 const expiredPerSave = 4;
 
-/** A cursor over a `createdAt` index, as idb's cursors are, for what deleting needs of one. */
-interface DeletingCursor {
-  value: { accountId: string; bytes: number };
+/** A cursor over an index, as idb's cursors are, for what deleting needs of one. */
+interface DeletingCursor<Value> {
+  value: Value;
   delete(): Promise<void>;
-  continue(): Promise<DeletingCursor | null>;
+  continue(): Promise<DeletingCursor<Value> | null>;
 }
 
 /** The `storage` store of the transaction. */
@@ -44,22 +44,32 @@ interface UsageStore {
 }
 
 /**
- * Deletes a few records made before the keeping period, in the transaction the index belongs
- * to, each one's space given back to its account in `usage` (of the same transaction).
+ * Deletes a few records from `cursor` on, in its transaction, each one's space given back to its
+ * account in `usage` (of the same transaction); `alsoDelete` removes what a record keeps in
+ * another store of it.
  */
-export async function deleteExpired(
-  index: { openCursor(range: IDBKeyRange): Promise<DeletingCursor | null> },
+export async function deleteFew<Value extends { accountId: string; bytes: number }>(
+  cursor: DeletingCursor<Value> | null,
+  usage: UsageStore,
+  kind: StoredKind,
+  alsoDelete?: (record: Value) => Promise<unknown>,
+): Promise<void> {
+  for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
+    const record = cursor.value;
+    await Promise.all([cursor.delete(), alsoDelete?.(record)]);
+    await countStored(usage, record.accountId, kind, { bytes: -record.bytes, items: -1 });
+    cursor = await cursor.continue();
+  }
+}
+
+/** Deletes a few records made before the keeping period, through their `createdAt` index (`deleteFew`). */
+export async function deleteExpired<Value extends { accountId: string; bytes: number }>(
+  index: { openCursor(range: IDBKeyRange): Promise<DeletingCursor<Value> | null> },
   usage: UsageStore,
   kind: "responses" | "completions",
   now: number,
 ): Promise<void> {
-  let cursor = await index.openCursor(IDBKeyRange.upperBound(now - keptMs, true));
-  for (let deleted = 0; cursor && deleted < expiredPerSave; deleted++) {
-    const { accountId, bytes } = cursor.value;
-    await cursor.delete();
-    await countStored(usage, accountId, kind, { bytes: -bytes, items: -1 });
-    cursor = await cursor.continue();
-  }
+  await deleteFew(await index.openCursor(IDBKeyRange.upperBound(now - keptMs, true)), usage, kind);
 }
 
 /** The record, when it is the account's and unexpired; undefined otherwise. */

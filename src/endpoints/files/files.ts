@@ -162,9 +162,9 @@ export function fileRoutes(dependencies: EndpointDependencies): InferenceRoute[]
       method: "GET",
       path: filePaths.content,
       handler: async ({ key }, { id }) => {
-        const record = await found(key.accountId, id!);
-        const content = await files.content(key.accountId, id!);
-        if (!content) throw fileNotFound(id!);
+        const stored = await files.content(key.accountId, id!);
+        if (!stored) throw fileNotFound(id!);
+        const { file: record, content } = stored;
         // Bytes a caller uploaded are never a page of this origin: nothing sniffs them into one.
         const headers = {
           "content-type": "application/octet-stream",
