@@ -251,6 +251,12 @@ export class Accounts {
     if (this.#keys.size > keyMemorySize) this.#keys.delete(this.#keys.keys().next().value!);
   }
 
+  /** The key `keyId` while it is active; undefined once revoked or deleted. For work a key asked for that runs later (a vector store's indexing). */
+  async activeKey(keyId: string): Promise<KeyRecord | undefined> {
+    const key = await (await this.#database).get("keys", keyId);
+    return key?.status === "active" ? Object.freeze(key) : undefined;
+  }
+
   /** Drops the key from memory, so its next request reads it again. */
   forgetKey(keyId: string): void {
     this.#keysGeneration++;

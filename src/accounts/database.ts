@@ -198,8 +198,84 @@ interface FileContentRecord {
   content: Uint8Array;
 }
 
+/**
+ * A vector store: its files' chunks, embedded and indexed for search. What its files and chunks
+ * take is counted on it (`bytes`), so deleting it gives all of that back at once.
+ */
+export interface VectorStoreRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  name: string;
+  description: string | null;
+  metadata: Record<string, string>;
+  /** The catalogue's embedding model its chunks and queries are embedded with. */
+  embeddingModel: string;
+  /** `expires_after.days`, counted from `lastActiveAt`; null when it is kept until deleted. */
+  expiresAfterDays: number | null;
+  lastActiveAt: number;
+  /** Epoch ms after which it is gone (`lastActiveAt` + the days); null when it is kept until deleted. */
+  expiresAt: number | null;
+  /** Its files by status. */
+  counts: Record<VectorStoreFileRecord["status"], number>;
+  /** What its chunks take (their text and vectors): OpenAI's `usage_bytes`. */
+  usageBytes: number;
+  /** Its record's size, its files' and its chunks', as counted against the account's storage quota. */
+  bytes: number;
+  /** Changes whenever what a search of it can find changes, so an index built of it knows it is stale. */
+  revision: number;
+}
+
+/**
+ * A file of a vector store, and how far its indexing got: chunked (`chunks` set), then embedded a
+ * batch at a time (`embedded`), billed to the key that added it. `pending` is set while it is
+ * `in_progress`, so the indexer finds the files it has left, after a restart too.
+ */
+export interface VectorStoreFileRecord {
+  storeId: string;
+  fileId: string;
+  accountId: string;
+  createdAt: number;
+  filename: string;
+  status: "in_progress" | "completed" | "cancelled" | "failed";
+  lastError: { code: "server_error" | "unsupported_file" | "invalid_file"; message: string } | null;
+  attributes: Record<string, string | number | boolean>;
+  chunking: { maxTokens: number; overlapTokens: number };
+  batchId: string | null;
+  /** The key its embedding is admitted and billed under, and the origin it was added from. */
+  keyId: string;
+  origin: string;
+  pending?: 1;
+  /** How many chunks it has; null until it is chunked. */
+  chunks: number | null;
+  /** How many of its chunks are embedded: they are embedded in order. */
+  embedded: number;
+  /** What its chunks take. */
+  usageBytes: number;
+  /** Its record's size and its chunks', as counted on its store. */
+  bytes: number;
+}
+
+/** A chunk of a store's file: its text, and its unit vector once embedded. */
+export interface VectorChunkRecord {
+  storeId: string;
+  fileId: string;
+  place: number;
+  text: string;
+  vector: Float32Array | null;
+}
+
+/** A batch of files added to a store at once; its counts are its files'. */
+export interface FileBatchRecord {
+  id: string;
+  storeId: string;
+  accountId: string;
+  createdAt: number;
+  cancelled: boolean;
+}
+
 /** The kinds of record an account stores, each with its own line in `storageUsage`. */
-export type StoredKind = "responses" | "completions" | "conversations" | "files";
+export type StoredKind = "responses" | "completions" | "conversations" | "files" | "vector_stores";
 
 export interface StorageAmount {
   bytes: number;
@@ -253,9 +329,28 @@ interface AccountsSchema extends DBSchema {
     indexes: { account: [string, number, string]; expiresAt: number };
   };
   fileContents: { key: string; value: FileContentRecord };
+  vectorStores: {
+    key: string;
+    value: VectorStoreRecord;
+    indexes: { account: [string, number, string]; expiresAt: number };
+  };
+  vectorStoreFiles: {
+    key: [string, string];
+    value: VectorStoreFileRecord;
+    indexes: { store: [string, number, string]; pending: number; batch: [string, string] };
+  };
+  vectorChunks: { key: [string, string, number]; value: VectorChunkRecord };
+  fileBatches: { key: [string, string]; value: FileBatchRecord };
 }
 
 export type AccountsDatabase = IDBPDatabase<AccountsSchema>;
+
+/** A read-write transaction over the stores named. */
+export type WritingTransaction<Names extends StoreNames<AccountsSchema>[]> = IDBPTransaction<
+  AccountsSchema,
+  Names,
+  "readwrite"
+>;
 
 const databaseName = "webgpu-inference-policy";
 
@@ -333,6 +428,20 @@ const migrations: ((database: IDBPDatabase<AccountsSchema>, transaction: Upgrade
     files.createIndex("expiresAt", "expiresAt");
     database.createObjectStore("fileContents", { keyPath: "id" });
   },
+  (database) => {
+    const stores = database.createObjectStore("vectorStores", { keyPath: "id" });
+    stores.createIndex("account", ["accountId", "createdAt", "id"]);
+    stores.createIndex("expiresAt", "expiresAt");
+    const files = database.createObjectStore("vectorStoreFiles", { keyPath: ["storeId", "fileId"] });
+    files.createIndex("store", ["storeId", "createdAt", "fileId"]);
+    // Only files still being indexed are in it: `pending` is deleted when a file is done.
+    files.createIndex("pending", "pending");
+    files.createIndex("batch", ["storeId", "batchId"]);
+    // A store's chunks are a key range, [storeId] to [storeId, []], a file's [storeId, fileId] to [storeId, fileId, []].
+    database.createObjectStore("vectorChunks", { keyPath: ["storeId", "fileId", "place"] });
+    // A store's batches are a key range too.
+    database.createObjectStore("fileBatches", { keyPath: ["storeId", "id"] });
+  },
 ];
 
 /** Sizes the records stored before the quota, and writes each account's usage, in the upgrade transaction. */
@@ -389,6 +498,7 @@ export function emptyKinds(): Record<StoredKind, StorageAmount> {
     completions: { bytes: 0, items: 0 },
     conversations: { bytes: 0, items: 0 },
     files: { bytes: 0, items: 0 },
+    vector_stores: { bytes: 0, items: 0 },
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Each account's stored data (stored responses, stored chat completions, conversations and their
- * items, files), bounded: a quota of bytes and items per account, counted in the transaction of every
+ * items, files, vector stores), bounded: a quota of bytes and items per account, counted in the transaction of every
  * write and deletion, so a write past it changes nothing; and room kept free in the origin's
  * storage, so stored data can never stop admission from writing a reservation.
  *
@@ -54,8 +54,8 @@ function quotaExceeded(report: StorageReport, change: StorageAmount): Permission
   return new PermissionDeniedError(
     `This account's stored data would pass its storage quota: it stores ${megabytes(report.bytes)} of ${megabytes(report.quota.bytes)} ` +
       `(${report.items} of ${report.quota.items} items), and this request would add ${megabytes(Math.max(0, change.bytes))} ` +
-      `(${Math.max(0, change.items)} items). Nothing was stored. Delete stored responses, chat completions, conversations or files ` +
-      "(DELETE /v1/responses/{id}, /v1/chat/completions/{id}, /v1/conversations/{id}, /v1/files/{id}), or ask for a larger quota (admin.setStorageQuota).",
+      `(${Math.max(0, change.items)} items). Nothing was stored. Delete stored responses, chat completions, conversations, files or vector stores ` +
+      "(DELETE /v1/responses/{id}, /v1/chat/completions/{id}, /v1/conversations/{id}, /v1/files/{id}, /v1/vector_stores/{id}), or ask for a larger quota (admin.setStorageQuota).",
     { code: "storage_quota_exceeded" },
   );
 }
@@ -114,7 +114,19 @@ export async function setStorageQuota(
 /** Deletes everything the account stored, in one transaction; what was freed. Its quota stays. */
 export async function deleteStoredData(database: AccountsDatabase, accountId: string): Promise<StorageAmount> {
   const transaction = database.transaction(
-    ["responses", "completions", "conversations", "conversationItems", "files", "fileContents", "storage"],
+    [
+      "responses",
+      "completions",
+      "conversations",
+      "conversationItems",
+      "files",
+      "fileContents",
+      "vectorStores",
+      "vectorStoreFiles",
+      "vectorChunks",
+      "fileBatches",
+      "storage",
+    ],
     "readwrite",
   );
   const responses = transaction.objectStore("responses");
@@ -122,11 +134,12 @@ export async function deleteStoredData(database: AccountsDatabase, accountId: st
   const conversations = transaction.objectStore("conversations");
   const files = transaction.objectStore("files");
   const ownRange = IDBKeyRange.bound([accountId], [accountId, Infinity]);
-  const [responseIds, completionIds, conversationIds, fileIds, usage] = await Promise.all([
+  const [responseIds, completionIds, conversationIds, fileIds, storeIds, usage] = await Promise.all([
     responses.index("accountId").getAllKeys(accountId),
     completions.index("account").getAllKeys(ownRange),
     conversations.index("accountId").getAllKeys(accountId),
     files.index("account").getAllKeys(ownRange),
+    transaction.objectStore("vectorStores").index("account").getAllKeys(ownRange),
     transaction.objectStore("storage").get(accountId),
   ]);
   await Promise.all([
@@ -137,6 +150,13 @@ export async function deleteStoredData(database: AccountsDatabase, accountId: st
       transaction.objectStore("conversationItems").delete(IDBKeyRange.bound([id, -Infinity], [id, Infinity])),
     ]),
     ...fileIds.flatMap((id) => [files.delete(id), transaction.objectStore("fileContents").delete(id)]),
+    // A store's files, chunks and batches are the keys that start with its id.
+    ...storeIds.flatMap((id) => [
+      transaction.objectStore("vectorStores").delete(id),
+      ...(["vectorStoreFiles", "vectorChunks", "fileBatches"] as const).map((name) =>
+        transaction.objectStore(name).delete(IDBKeyRange.bound([id], [id, []])),
+      ),
+    ]),
     transaction
       .objectStore("storage")
       .put({ accountId, kinds: emptyKinds(), ...(usage?.quota ? { quota: usage.quota } : {}) }),

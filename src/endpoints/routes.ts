@@ -15,6 +15,11 @@ import { compactPath, compactRoute } from "./responses/compact.js";
 import { inputTokensRoute, responsesPaths, responsesRoute, storedResponseRoutes } from "./responses/responses.js";
 import { storedCompletionPaths, storedCompletionRoutes } from "./stored/completions.js";
 import { conversationPaths, conversationRoutes } from "./stored/conversations.js";
+import { fileBatchRoutes, storeFilePaths, storeFileRoutes } from "./vector-stores/files.js";
+import { searchPath, searchRoute } from "./vector-stores/search.js";
+import { vectorStorePaths, vectorStoreRoutes, type RetrievalDependencies } from "./vector-stores/vector-stores.js";
+import { Indexer } from "../pipeline/indexing.js";
+import { SearchIndexes } from "../pipeline/store-search.js";
 
 /** The endpoints' paths, below the base URL and any `/v1`: what the worker claims before it knows its base URL. */
 const endpointPaths = [
@@ -26,10 +31,13 @@ const endpointPaths = [
   ...Object.values(storedCompletionPaths),
   ...Object.values(conversationPaths),
   ...Object.values(filePaths),
+  ...Object.values(vectorStorePaths),
+  ...Object.values(storeFilePaths),
+  searchPath,
   ...Object.values(modelPaths),
 ];
 
-function endpointRoutes(dependencies: EndpointDependencies): InferenceRoute[] {
+function endpointRoutes(dependencies: EndpointDependencies, retrieval: RetrievalDependencies): InferenceRoute[] {
   return [
     chatRoute(dependencies),
     completionsRoute(dependencies),
@@ -42,12 +50,21 @@ function endpointRoutes(dependencies: EndpointDependencies): InferenceRoute[] {
     ...storedCompletionRoutes(dependencies),
     ...conversationRoutes(dependencies),
     ...fileRoutes(dependencies),
+    ...vectorStoreRoutes(retrieval),
+    ...storeFileRoutes(retrieval),
+    ...fileBatchRoutes(retrieval),
+    searchRoute(retrieval),
   ];
 }
 
-/** The API under `baseUrl`: every endpoint, over the services given. */
+/**
+ * The API under `baseUrl`: every endpoint, over the services given, with the background work
+ * requests leave running (a vector store's indexing), which `background` resumes after a restart.
+ */
 export function inferenceApp(baseUrl: string, dependencies: EndpointDependencies): InferenceApp {
-  return new InferenceApp(baseUrl, dependencies, endpointRoutes(dependencies));
+  const indexer = new Indexer(dependencies);
+  const retrieval = { dependencies, indexer, indexes: new SearchIndexes(dependencies.vectorStores) };
+  return new InferenceApp(baseUrl, dependencies, endpointRoutes(dependencies, retrieval), () => indexer.wake());
 }
 
 /**

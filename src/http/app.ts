@@ -23,10 +23,29 @@ export type AppDependencies = Pick<Services, "accounts" | "ready" | "clock" | "n
 export class InferenceApp {
   readonly #router: Router<RequestContext, Outcome>;
   readonly #dependencies: AppDependencies;
+  readonly #background: () => Promise<void>;
 
-  constructor(baseUrl: string, dependencies: AppDependencies, routes: readonly InferenceRoute[]) {
+  /** `background` runs (or joins) what requests left to do in the background, settling once it is done. */
+  constructor(
+    baseUrl: string,
+    dependencies: AppDependencies,
+    routes: readonly InferenceRoute[],
+    background: () => Promise<void> = async () => {},
+  ) {
     this.#dependencies = dependencies;
     this.#router = new Router(baseUrl, routes);
+    this.#background = background;
+  }
+
+  /**
+   * Runs the work requests left to do in the background (a vector store's files to index, after
+   * a restart too), or joins it; settles once none is left. A service worker waits on it after
+   * each request (`waitUntil`), so the browser keeps the worker alive while it works.
+   */
+  background(): Promise<void> {
+    return this.#background().catch((error: unknown) =>
+      console.error("[webgpu-inference] background work failed", error),
+    );
   }
 
   /** Whether `url` is under the base URL, and so ours to answer (with an error if no route fits). */

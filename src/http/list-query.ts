@@ -24,7 +24,7 @@ export interface Page<Item> {
  */
 export function listQueryOf(url: URL): Record<string, unknown> {
   const query: Record<string, unknown> = {};
-  for (const name of ["after", "limit", "order", "model", "purpose"]) {
+  for (const name of ["after", "before", "limit", "order", "model", "purpose", "filter"]) {
     const value = url.searchParams.get(name);
     if (value !== null) query[name] = name === "limit" && /^-?\d{1,16}$/.test(value) ? Number(value) : value;
   }

@@ -3,11 +3,14 @@ import { EngineError } from "../core/errors/engine.js";
 /**
  * One engine, many tabs: generations run one at a time, first come first served.
  * At most `maxQueued` requests wait; one more is refused at once rather than left hanging.
+ * Background work (a vector store's indexing) waits behind every request, so a request waits
+ * for at most the one background step running.
  */
 export class Scheduler {
   readonly maxQueued: number;
   #running = false;
   readonly #waiting: { start: () => void; reject: (error: unknown) => void }[] = [];
+  readonly #background: { start: () => void; reject: (error: unknown) => void }[] = [];
 
   constructor(options: { maxQueued: number }) {
     this.maxQueued = options.maxQueued;
@@ -21,14 +24,15 @@ export class Scheduler {
     return this.#running;
   }
 
-  /** Resolves with a release function once it is this caller's turn. */
-  acquire(signal: AbortSignal): Promise<() => void> {
+  /** Resolves with a release function once it is this caller's turn; `background` work's turn comes after every request's. */
+  acquire(signal: AbortSignal, priority: "request" | "background" = "request"): Promise<() => void> {
     if (signal.aborted) return Promise.reject(signal.reason);
     if (!this.#running) {
       this.#running = true;
       return Promise.resolve(this.#releaser());
     }
-    if (this.#waiting.length >= this.maxQueued) {
+    const queue = priority === "background" ? this.#background : this.#waiting;
+    if (priority === "request" && this.#waiting.length >= this.maxQueued) {
       return Promise.reject(
         new EngineError(
           "busy",
@@ -45,12 +49,12 @@ export class Scheduler {
         reject,
       };
       const onAbort = () => {
-        const index = this.#waiting.indexOf(waiter);
-        if (index >= 0) this.#waiting.splice(index, 1);
+        const index = queue.indexOf(waiter);
+        if (index >= 0) queue.splice(index, 1);
         reject(signal.reason);
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.push(waiter);
+      queue.push(waiter);
     });
   }
 
@@ -59,7 +63,7 @@ export class Scheduler {
     return () => {
       if (released) return;
       released = true;
-      const next = this.#waiting.shift();
+      const next = this.#waiting.shift() ?? this.#background.shift();
       if (next) next.start();
       else this.#running = false;
     };

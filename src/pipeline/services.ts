@@ -5,6 +5,7 @@ import type { Accounts } from "../accounts/accounts.js";
 import type { AccountStorage } from "../accounts/storage.js";
 import type { Conversations } from "../accounts/stored/conversations.js";
 import type { StoredFiles } from "../accounts/stored/files.js";
+import type { StoredVectorStores } from "../accounts/stored/vector-stores.js";
 import type { Scheduler } from "./scheduler.js";
 import type { Sealing } from "../accounts/stored/sealing.js";
 import type { StoredCompletions } from "../accounts/stored/completions.js";
@@ -26,6 +27,8 @@ export interface Services {
   conversations: Conversations;
   /** Files uploaded through `/v1/files`, which retrieval reads. */
   files: StoredFiles;
+  /** Vector stores: their files' chunks, embedded for search. */
+  vectorStores: StoredVectorStores;
   /** Each account's storage quota, and the origin's room, checked before a request that stores generates. */
   storage: AccountStorage;
   /** Seals what a client is handed to give back unread (a compaction's summary). */

@@ -78,10 +78,12 @@ export async function makeApp(
     models?: Parameters<typeof Catalogue.create>[0];
     /** Stands in for the network, for upstreams; unset, any upstream fetch fails the test. */
     fetch?: typeof fetch;
+    /** Another app's database, accounts and clock: the same origin after a worker restart. */
+    policy?: Awaited<ReturnType<typeof makePolicy>>;
   } = {},
 ): Promise<TestApp> {
   let counter = 0;
-  const { clock, database, accounts, admin } = await makePolicy();
+  const { clock, database, accounts, admin } = options.policy ?? (await makePolicy());
   const engine = options.engine ?? new DeterministicEngine({ tokenizers, tokenDelayMs: options.tokenDelayMs ?? 0 });
   const app = inferenceApp(baseUrl, {
     catalogue: Catalogue.create(options.models ?? []),

@@ -23,9 +23,11 @@ const ranks: Record<string, number> = {
   structured: 1,
   // templates, tool syntax, tokenizers, control tokens
   prompt: 2,
-  // the engine contract and every engine; keys, balances, limits, the ledger, stored data
+  // the engine contract and every engine; keys, balances, limits, the ledger, stored data;
+  // text extraction, chunking and the search index
   engines: 3,
   accounts: 3,
+  retrieval: 3,
   // placement, budget, meter, queue, generation, upstreams
   pipeline: 4,
   // the HTTP framework: app, router, responses, SSE, validation, headers

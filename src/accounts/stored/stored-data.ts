@@ -3,6 +3,7 @@ import { AccountStorage, type StorageEstimator } from "../storage.js";
 import type { AccountsDatabase } from "../database.js";
 import { Conversations } from "./conversations.js";
 import { StoredFiles } from "./files.js";
+import { StoredVectorStores } from "./vector-stores.js";
 import { StoredCompletions } from "./completions.js";
 import { Sealing } from "./sealing.js";
 import { StoredResponses } from "./responses.js";
@@ -21,6 +22,7 @@ export function storedData(options: {
     completions: new StoredCompletions({ database, clock, storage }),
     conversations: new Conversations({ database, storage }),
     files: new StoredFiles({ database, clock, storage }),
+    vectorStores: new StoredVectorStores({ database, clock, storage }),
     sealing: new Sealing({ database }),
   };
 }

@@ -4,7 +4,6 @@
  * list of vectors, as floats or base64.
  */
 import { BadRequestError } from "../../core/errors/api.js";
-import { EngineError } from "../../core/errors/engine.js";
 import type { ModelEntry } from "../../catalogue/entry.js";
 import { rawPromptPrefixTokens } from "../../catalogue/families.js";
 import { embeddingRequestSchema, type EmbeddingList } from "../../core/wire/embeddings.js";
@@ -12,10 +11,9 @@ import { itemsOfFourForms } from "../../core/wire/shared.js";
 import type { EmbeddingInput } from "../../engines/contract.js";
 import type { Tokenizer } from "../../prompt/tokenizer.js";
 import { contextExceeded, countTextTokens } from "../../pipeline/budget.js";
-import { runEmbedding } from "../../pipeline/embedding.js";
+import { embedAdmitted, embeddingAdmission, mostTokensOf, type EmbeddingCall } from "../../pipeline/embedding.js";
 import { admit } from "../../pipeline/metering.js";
-import { chosenEngine, placementOf, type Placement } from "../../pipeline/placement.js";
-import { forwardEmbeddings } from "../../pipeline/upstream/embeddings.js";
+import { placementOf, type Placement } from "../../pipeline/placement.js";
 import type { InferenceRoute, RequestContext } from "../../http/context.js";
 import { jsonResponse } from "../../http/json-response.js";
 import { admitted, placed, type Outcome } from "../../http/outcome.js";
@@ -31,24 +29,11 @@ export const embeddingsPath = /^\/embeddings\/?$/;
 const maxEmbeddingTokens = 300_000;
 
 /** A parsed embedding request: its inputs as the engines take them, counted, and how the vectors are written. */
-interface EmbeddingCall {
-  json: Record<string, unknown>;
-  model: ModelEntry;
-  inputs: EmbeddingInput[];
-  /** Counted with the family's tokenizer: exact for the deterministic engine, an estimate for an engine or upstream with a vocabulary of its own. */
-  promptTokens: number;
-  /**
-   * The most tokens the inputs can be in any vocabulary: a text no more than its UTF-8 bytes and
-   * two special tokens (a BPE token, a WordPiece and a byte are each a byte at least), token ids
-   * as they are. What an engine with its own vocabulary is admitted for, so its count is billed whole.
-   */
-  mostTokens: number;
+interface ParsedEmbeddings extends EmbeddingCall {
   format: "float" | "base64";
   /** The size asked for (`dimensions`), where it cuts the model's vectors. */
   size: number | undefined;
 }
-
-const utf8 = new TextEncoder();
 
 /** OpenAI's words for an input it cannot embed (an empty one). */
 function invalidInput(): BadRequestError {
@@ -110,7 +95,10 @@ function sizeAsked(model: ModelEntry, dimensions: number | null | undefined): nu
   return dimensions;
 }
 
-async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise<Uint8Array>): Promise<EmbeddingCall> {
+async function parseEmbeddings(
+  dependencies: EndpointDependencies,
+  body: Promise<Uint8Array>,
+): Promise<ParsedEmbeddings> {
   const json = await readJson(body);
   const request = parseWith(embeddingRequestSchema, json);
   const model = findModel(dependencies, request.model, "model", { kind: "embedding", endpoint: "v1/embeddings" });
@@ -119,15 +107,14 @@ async function parseEmbeddings(dependencies: EndpointDependencies, body: Promise
   const inputs = inputsSent(items);
   const tokenizer = await dependencies.tokenizers.forFamily(model.family);
   const promptTokens = countInputs(inputs, tokenizer, model, single);
-  const mostTokens = inputs.reduce(
-    (sum, input) => sum + (input.kind === "text" ? utf8.encode(input.text).length + 2 : input.tokens.length),
-    0,
-  );
   const format = request.encoding_format ?? "float";
-  return { json: json as Record<string, unknown>, model, inputs, promptTokens, mostTokens, format, size };
+  // Floats whole from every upstream: the size is cut and the encoding written here, alike for all.
+  const { dimensions: _dimensions, ...asked } = json as Record<string, unknown>;
+  const forwarded = { ...asked, encoding_format: "float" };
+  return { model, inputs, promptTokens, mostTokens: mostTokensOf(inputs), body: forwarded, format, size };
 }
 
-function reply(call: EmbeddingCall, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
+function reply(call: ParsedEmbeddings, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
   return {
     object: "list",
     data: embeddingItems(vectors, call.size, call.format),
@@ -152,42 +139,16 @@ async function embed(
   dependencies: EndpointDependencies,
   context: RequestContext,
   placement: Placement,
-  call: EmbeddingCall,
+  call: ParsedEmbeddings,
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);
-  // The deterministic engine counts with the family's tokenizer, as here; another local engine
-  // with its own, so it is admitted for the most the inputs can be. An upstream is billed as a
-  // forwarded chat is: its count, at most what was counted here.
-  const counted = placement.decision.target === "remote" || placement.engine?.name === "deterministic";
-  const promptTokens = counted ? call.promptTokens : Math.max(call.promptTokens, call.mostTokens);
-  const meter = await admit(dependencies, request, call.model, { promptTokens, maxCompletionTokens: 0 });
+  const meter = await admit(dependencies, request, call.model, embeddingAdmission(placement, call));
   return admitted(meter, placement, async () => {
-    if (placement.decision.target === "remote") {
-      const { json, model } = call;
-      // Floats whole from every upstream: the size is cut and the encoding written here, alike for all.
-      const { dimensions: _dimensions, ...asked } = json;
-      const body = { ...asked, encoding_format: "float" };
-      const plan = { model, decision: placement.decision, endpoint: "embeddings" as const, body, stream: false };
-      const counts = { promptTokens: call.promptTokens, inputs: call.inputs.length };
-      const forwarded = await forwardEmbeddings(dependencies, request, { ...plan, ...counts }, meter);
-      return {
-        response: jsonResponse(reply(call, forwarded.vectors, forwarded.promptTokens)),
-        upstream: forwarded.upstream,
-      };
-    }
-    const engine = chosenEngine(placement);
-    const embedded = await runEmbedding(
-      dependencies,
-      meter,
-      { model: call.model, inputs: call.inputs, ...(engine ? { engine } : {}) },
-      controller.signal,
-    ).catch((error: unknown) => {
-      // An input past what the engine embeds at once, counted in its own vocabulary: the client's input to shorten.
-      if (error instanceof EngineError && error.kind === "context_length")
-        throw new BadRequestError(error.message, { code: "context_length_exceeded", param: "input" });
-      throw error;
-    });
-    return { response: jsonResponse(reply(call, embedded.vectors, embedded.promptTokens)) };
+    const embedded = await embedAdmitted(dependencies, request, placement, call, meter);
+    return {
+      response: jsonResponse(reply(call, embedded.vectors, embedded.promptTokens)),
+      ...(embedded.upstream ? { upstream: embedded.upstream } : {}),
+    };
   });
 }

@@ -3,15 +3,7 @@
  * as llama-server and OpenAI return them, and written as floats or as base64.
  */
 import { base64OfFloats, type Embedding } from "../../core/wire/embeddings.js";
-
-/** The vector's first `size` values, scaled to length 1 (a zero vector stays zero). */
-function normalised(vector: Float32Array, size: number = vector.length): Float32Array {
-  const cut = vector.subarray(0, size);
-  let squares = 0;
-  for (const value of cut) squares += value * value;
-  const scale = squares > 0 ? 1 / Math.sqrt(squares) : 0;
-  return Float32Array.from(cut, (value) => value * scale);
-}
+import { normalised } from "../../pipeline/embedding.js";
 
 /** The list's items, in input order. */
 export function embeddingItems(

@@ -218,6 +218,24 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   );
 }
 
+/** Answers a fetch under the base URL; leaves any other alone. */
+function onFetch(configuration: WorkerConfiguration<InstalledInference>, event: FetchEvent): void {
+  const url = new URL(event.request.url);
+  const current = configuration.app;
+  if (current?.app.handles(url)) {
+    const answered = current.app.handle(event.request);
+    event.respondWith(answered);
+    // Indexing a request started, or one a restart left, keeps the worker alive while it runs.
+    event.waitUntil(answered.then(() => current.app.background()).catch(() => undefined));
+  } else if (!configuration.settled && endsLikeEndpoint(url.pathname)) {
+    event.respondWith(
+      configuration
+        .ready()
+        .then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))),
+    );
+  }
+}
+
 /**
  * Answers every fetch under the base URL from this worker; other fetches are left alone. Its
  * configuration comes from `options` when they hold any configuration option (an app's own
@@ -251,18 +269,7 @@ export function installInference(scope: ServiceWorkerGlobalScope, options: Insta
     windows: async () => (await scope.clients.matchAll({ type: "window" })).map((client) => client.id),
     scriptPath: scope.location.pathname,
   });
-  scope.addEventListener("fetch", (event) => {
-    const url = new URL(event.request.url);
-    const current = configuration.app;
-    if (current?.app.handles(url)) event.respondWith(current.app.handle(event.request));
-    else if (!configuration.settled && endsLikeEndpoint(url.pathname)) {
-      event.respondWith(
-        configuration
-          .ready()
-          .then((app) => (app?.app.handles(url) ? app.app.handle(event.request) : fetch(event.request))),
-      );
-    }
-  });
+  scope.addEventListener("fetch", (event) => onFetch(configuration, event));
   scope.addEventListener("message", (event) => onMessage(configuration, event));
   scope.addEventListener("install", () => void scope.skipWaiting());
   scope.addEventListener("activate", (event) => event.waitUntil(scope.clients.claim()));

@@ -12,6 +12,7 @@ import { chatCompletionRequestSchema } from "../../../src/core/wire/chat-request
 import { completionRequestSchema } from "../../../src/core/wire/completion-request.js";
 import { embeddingRequestSchema } from "../../../src/core/wire/embeddings.js";
 import { fileUploadSchema } from "../../../src/core/wire/files.js";
+import { vectorStoreCreateSchema, vectorStoreSearchSchema } from "../../../src/core/wire/vector-stores.js";
 import {
   compactRequestSchema,
   inputTokensRequestSchema,
@@ -67,6 +68,8 @@ const tables: [string, string[]][] = [
   ["completions", schemaParameters(completionRequestSchema)],
   ["embeddings", schemaParameters(embeddingRequestSchema)],
   ["files", schemaParameters(fileUploadSchema)],
+  ["vector_stores", schemaParameters(vectorStoreCreateSchema)],
+  ["vector_store_search", schemaParameters(vectorStoreSearchSchema)],
   ["responses", schemaParameters(responseRequestSchema)],
   ["compact", schemaParameters(compactRequestSchema)],
   ["input_tokens", schemaParameters(inputTokensRequestSchema)],

@@ -18,6 +18,21 @@ describe("scheduler", () => {
     expect(scheduler.busy).toBe(false);
   });
 
+  it("runs background work after every request waiting, whenever each came", async () => {
+    const scheduler = new Scheduler({ maxQueued: 1 });
+    const order: string[] = [];
+    const signal = new AbortController().signal;
+    const first = await scheduler.acquire(signal, "background");
+    const indexing = scheduler.acquire(signal, "background").then((release) => (order.push("indexing"), release));
+    const chat = scheduler.acquire(signal).then((release) => (order.push("chat"), release));
+    // Background work takes no place in the bounded queue of requests.
+    expect(scheduler.queued).toBe(1);
+    first();
+    (await chat)();
+    (await indexing)();
+    expect(order).toEqual(["chat", "indexing"]);
+  });
+
   it("refuses at once past the bounded queue", async () => {
     const scheduler = new Scheduler({ maxQueued: 1 });
     const signal = new AbortController().signal;

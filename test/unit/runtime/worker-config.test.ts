@@ -22,6 +22,8 @@ class FakeScope {
   addEventListener(type: string, listener: (event: unknown) => void) {
     this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
   }
+  /** What the worker asked to be kept alive for (`waitUntil`) after answering fetches. */
+  readonly extended: Promise<unknown>[] = [];
   dispatch(type: string, event: unknown) {
     for (const listener of this.listeners.get(type) ?? []) listener(event);
   }
@@ -42,6 +44,7 @@ class FakeScope {
     this.dispatch("fetch", {
       request: new Request(url, init),
       respondWith: (response: Promise<Response>) => (answer = Promise.resolve(response)),
+      waitUntil: (work: Promise<unknown>) => this.extended.push(work),
     });
     return answer;
   }
