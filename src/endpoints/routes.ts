@@ -42,7 +42,7 @@ function endpointRoutes(dependencies: EndpointDependencies, retrieval: Retrieval
     chatRoute(dependencies),
     completionsRoute(dependencies),
     embeddingsRoute(dependencies),
-    responsesRoute(dependencies),
+    responsesRoute(dependencies, retrieval.indexes),
     compactRoute(dependencies),
     ...modelRoutes(dependencies),
     ...storedResponseRoutes(dependencies),

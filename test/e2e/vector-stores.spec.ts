@@ -1,7 +1,8 @@
 /**
  * Vector stores through the ready-made service worker: the openai SDK in a page uploads Markdown
- * and HTML, waits for indexing, searches and reads the chunks back, every step billed; and a
- * worker the browser stops in the middle of indexing finishes the job once it runs again.
+ * and HTML, waits for indexing, searches and reads the chunks back, every step billed; the
+ * Responses API answers from them with `file_search`, whole and streamed; and a worker the browser
+ * stops in the middle of indexing finishes the job once it runs again.
  */
 import { expect, openHarness, test } from "../support/browser.js";
 
@@ -37,6 +38,55 @@ test("openai-node indexes Markdown and HTML in the worker, then searches them", 
     first: "kettle.md",
     chunks: ["Bread\nKnead the dough & let it rise."],
     charges: 3,
+  });
+});
+
+test("responses.create with file_search answers from the store and cites it, whole and streamed", async ({ page }) => {
+  await openHarness(page);
+  const result = await page.evaluate(async () => {
+    const client = window.harness.client();
+    const store = await client.vectorStores.create({ name: "Home" });
+    const kettle = "To descale the kettle, boil water with white vinegar, then rinse twice.";
+    const file = await client.vectorStores.files.uploadAndPoll(store.id, new File([kettle], "kettle.md"), {
+      pollIntervalMs: 20,
+    });
+    const request = {
+      model: "alpha3:8b-instruct-q8_0",
+      input: "How do I descale the kettle?",
+      tools: [{ type: "file_search" as const, vector_store_ids: [store.id] }],
+      include: ["file_search_call.results" as const],
+    };
+    const whole = await client.responses.create(request);
+    const types = [];
+    for await (const event of await client.responses.create({ ...request, stream: true })) types.push(event.type);
+    const call = whole.output[0];
+    const message = whole.output[1];
+    return {
+      fileId: file.id,
+      call:
+        call?.type === "file_search_call"
+          ? { queries: call.queries, files: call.results?.map((r) => r.file_id) }
+          : null,
+      citations:
+        message?.type === "message" && message.content[0]?.type === "output_text"
+          ? message.content[0].annotations.map(
+              (annotation) => annotation.type === "file_citation" && annotation.file_id,
+            )
+          : null,
+      searchEvents: types.filter((type) => type.startsWith("response.file_search_call.")),
+      annotationEvents: types.filter((type) => type === "response.output_text.annotation.added").length,
+    };
+  });
+  expect(result).toEqual({
+    fileId: result.fileId,
+    call: { queries: ["How do I descale the kettle?"], files: [result.fileId] },
+    citations: [result.fileId],
+    searchEvents: [
+      "response.file_search_call.in_progress",
+      "response.file_search_call.searching",
+      "response.file_search_call.completed",
+    ],
+    annotationEvents: 1,
   });
 });
 

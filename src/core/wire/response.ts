@@ -8,10 +8,18 @@ import { cursorPageOf } from "./shared.js";
 const logprobAlternative = z.strictObject({ token: z.string(), logprob: z.number(), bytes: z.array(z.number()) });
 const outputLogprob = z.strictObject({ ...logprobAlternative.shape, top_logprobs: z.array(logprobAlternative) });
 
+/** A passage of a file that `file_search` found, cited where `index` is in the text. */
+const fileCitationSchema = z.strictObject({
+  type: z.literal("file_citation"),
+  file_id: z.string(),
+  filename: z.string(),
+  index: z.number().int().min(0),
+});
+
 const outputTextSchema = z.strictObject({
   type: z.literal("output_text"),
   text: z.string(),
-  annotations: z.array(z.never()),
+  annotations: z.array(fileCitationSchema),
   logprobs: z.array(outputLogprob),
 });
 
@@ -34,7 +42,28 @@ const functionCallItemSchema = z.strictObject({
   arguments: z.string(),
 });
 
-const outputItemSchema = z.discriminatedUnion("type", [messageItemSchema, functionCallItemSchema]);
+/** What `file_search` found, as `include: ["file_search_call.results"]` shows it. */
+const fileSearchResultSchema = z.strictObject({
+  file_id: z.string(),
+  filename: z.string(),
+  score: z.number().min(0).max(1),
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  text: z.string(),
+});
+
+const fileSearchCallItemSchema = z.strictObject({
+  id: z.string(),
+  type: z.literal("file_search_call"),
+  status: z.enum(["in_progress", "searching", "completed", "incomplete", "failed"]),
+  queries: z.array(z.string()),
+  results: z.array(fileSearchResultSchema).nullable(),
+});
+
+const outputItemSchema = z.discriminatedUnion("type", [
+  messageItemSchema,
+  functionCallItemSchema,
+  fileSearchCallItemSchema,
+]);
 
 /** A message a response was given, as `GET /v1/responses/{id}/input_items` lists it. */
 const inputMessageItemSchema = z.strictObject({
@@ -66,6 +95,7 @@ const listedItemSchema = z.union([
   assistantInputItemSchema,
   functionCallItemSchema,
   functionCallOutputItemSchema,
+  fileSearchCallItemSchema,
   compactionItemSchema,
 ]);
 
@@ -180,6 +210,22 @@ export const responseEventSchema = z.discriminatedUnion("type", [
     ...sequenced,
   }),
   z.strictObject({
+    type: z.enum([
+      "response.file_search_call.in_progress",
+      "response.file_search_call.searching",
+      "response.file_search_call.completed",
+    ]),
+    ...inItem,
+    ...sequenced,
+  }),
+  z.strictObject({
+    type: z.literal("response.output_text.annotation.added"),
+    ...inPart,
+    annotation_index: z.number().int().min(0),
+    annotation: fileCitationSchema,
+    ...sequenced,
+  }),
+  z.strictObject({
     type: z.literal("error"),
     code: z.string().nullable(),
     message: z.string(),
@@ -192,6 +238,8 @@ export type ResponseObject = z.infer<typeof responseSchema>;
 export type ResponseEvent = z.infer<typeof responseEventSchema>;
 export type OutputItem = z.infer<typeof outputItemSchema>;
 export type OutputText = z.infer<typeof outputTextSchema>;
+export type FileCitation = z.infer<typeof fileCitationSchema>;
+export type FileSearchCallItem = z.infer<typeof fileSearchCallItemSchema>;
 export type OutputLogprob = z.infer<typeof outputLogprob>;
 export type ListedItem = z.infer<typeof listedItemSchema>;
 export type InputItemList = z.infer<typeof inputItemListSchema>;

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { dictionary, list } from "./collections.js";
 import { functionName } from "./shared.js";
 import { jsonSchemaObject, metadataValue, verbosity } from "./chat-request.js";
+import { fileSearchFilterSchema, fileSearchRankingSchema } from "./vector-stores.js";
 
 /** A caching hint on a part, as on chat's text parts: taken, not needed. */
 const breakpoint = { prompt_cache_breakpoint: z.strictObject({ mode: z.literal("explicit") }).optional() };
@@ -82,6 +83,14 @@ const functionCallOutputItem = z.strictObject({
   name: z.string().nullish(),
   namespace: z.string().nullish(),
 });
+/** An earlier `file_search` call sent back: its queries are kept, its results taken and not read. */
+const fileSearchCallItem = z.strictObject({
+  type: z.literal("file_search_call"),
+  id: z.string().min(1),
+  queries: list(z.string()),
+  status: itemStatus,
+  results: z.array(z.unknown()).nullish(),
+});
 const itemReference = z.strictObject({ type: z.literal("item_reference"), id: z.string().min(1) });
 /** What `/v1/responses/compact` made of earlier turns: their summary, sealed (OpenAI's limit: 10 MiB). */
 const compactionItem = z.strictObject({
@@ -96,7 +105,13 @@ const compactionItem = z.strictObject({
  */
 export const inputItem = z.union([
   messageItem,
-  z.discriminatedUnion("type", [functionCallItem, functionCallOutputItem, compactionItem, itemReference]),
+  z.discriminatedUnion("type", [
+    functionCallItem,
+    functionCallOutputItem,
+    fileSearchCallItem,
+    compactionItem,
+    itemReference,
+  ]),
 ]);
 
 const functionTool = z.strictObject({
@@ -107,9 +122,19 @@ const functionTool = z.strictObject({
   strict: z.boolean().nullish(),
 });
 
+/** OpenAI's built-in `file_search`: the worker searches the account's vector stores, then the model answers from what it found. */
+const fileSearchTool = z.strictObject({
+  type: z.literal("file_search"),
+  vector_store_ids: list(z.string().min(1), { min: 1, max: 2 }),
+  max_num_results: z.number().int().min(1).max(50).nullish(),
+  filters: fileSearchFilterSchema.nullish(),
+  ranking_options: fileSearchRankingSchema.nullish(),
+});
+
 const toolChoice = z.union([
   z.enum(["none", "auto", "required"]),
   z.strictObject({ type: z.literal("function"), name: z.string() }),
+  z.strictObject({ type: z.literal("file_search") }),
   z.strictObject({
     type: z.literal("allowed_tools"),
     mode: z.enum(["auto", "required"]),
@@ -144,10 +169,10 @@ export const responseRequestSchema = z.strictObject({
   include: list(includable).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullish(),
-  tools: list(functionTool, { max: 128 }).nullish(),
+  tools: list(z.discriminatedUnion("type", [functionTool, fileSearchTool]), { max: 128 }).nullish(),
   tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  // Counts calls to OpenAI's built-in tools; there are none here, so it bounds nothing.
+  // Counts calls to built-in tools: file_search, the one here, is called at most once a response.
   max_tool_calls: z.number().int().min(1).nullish(),
   text: z.strictObject({ format: textFormat.optional(), verbosity: verbosity.nullish() }).nullish(),
   truncation: z.enum(["auto", "disabled"]).nullish(),

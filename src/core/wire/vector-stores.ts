@@ -103,17 +103,21 @@ const searchFilterSchema: z.ZodType<SearchFilter> = z.lazy(() =>
 
 const rankers = ["none", "auto", "default-2024-11-15"] as const;
 
+const rankingOptions = z.strictObject({
+  ranker: z.enum(rankers).nullish(),
+  score_threshold: z.number().min(0).max(1).nullish(),
+  hybrid_search: z.strictObject({ embedding_weight: z.number().min(0), text_weight: z.number().min(0) }).nullish(),
+});
+
+/** What the Responses API's `file_search` tool filters and ranks by, as a search does. */
+export const fileSearchFilterSchema = searchFilterSchema;
+export const fileSearchRankingSchema = rankingOptions;
+
 export const vectorStoreSearchSchema = z.strictObject({
   query: z.union([z.string().min(1), list(z.string().min(1), { min: 1, max: 16 })]),
   filters: searchFilterSchema.nullish(),
   max_num_results: z.number().int().min(1).max(50).nullish(),
-  ranking_options: z
-    .strictObject({
-      ranker: z.enum(rankers).nullish(),
-      score_threshold: z.number().min(0).max(1).nullish(),
-      hybrid_search: z.strictObject({ embedding_weight: z.number().min(0), text_weight: z.number().min(0) }).nullish(),
-    })
-    .nullish(),
+  ranking_options: rankingOptions.nullish(),
   rewrite_query: z.boolean().nullish(),
 });
 

@@ -22,6 +22,13 @@ export function asInputItem(item: OutputItem): ConversationItem {
   // Its id goes with it, so that a response that continues it lists it under the same id.
   if (item.type === "function_call")
     return { id: item.id, type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments };
+  if (item.type === "file_search_call")
+    return {
+      id: item.id,
+      type: item.type,
+      queries: item.queries,
+      status: item.status === "completed" ? "completed" : "incomplete",
+    };
   return {
     id: item.id,
     type: "message",
@@ -60,8 +67,18 @@ function checkToolChoice({ tools, tool_choice: choice }: ResponseRequest): void 
     throw new BadRequestError("Tool choice 'required' must be specified with 'tools' parameter.", {
       param: "tool_choice",
     });
-  if (typeof choice === "object" && choice?.type === "function" && !tools?.some((tool) => tool.name === choice.name))
+  if (
+    typeof choice === "object" &&
+    choice?.type === "function" &&
+    !tools?.some((tool) => tool.type === "function" && tool.name === choice.name)
+  )
     throw new BadRequestError("Tool choice 'function' not found in 'tools' parameter.", { param: "tool_choice" });
+  if (
+    typeof choice === "object" &&
+    choice?.type === "file_search" &&
+    !tools?.some((tool) => tool.type === "file_search")
+  )
+    throw new BadRequestError("Tool choice 'file_search' not found in 'tools' parameter.", { param: "tool_choice" });
 }
 
 /**
@@ -112,6 +129,9 @@ function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
       // What it stands for, the earlier turns' summary, as the assistant's words.
       if (item.summary === undefined) throw new Error("a compaction item reached the prompt unopened");
       turns.push({ role: "assistant", content: `Summary of the conversation so far:\n${item.summary}` });
+    } else if (item.type === "file_search_call") {
+      // What it found was the model's context when it answered; its answer is what follows it.
+      continue;
     } else if (item.type === "function_call") {
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
       let turn = turns.at(-1);
@@ -136,6 +156,8 @@ function messagesOf(items: readonly ConversationItem[]): ChatMessage[] {
 function chatToolChoice(choice: ResponseRequest["tool_choice"]): unknown {
   if (choice == null || typeof choice === "string") return choice;
   if (choice.type === "function") return { type: "function", function: { name: choice.name } };
+  // The worker runs `file_search` before the model answers (endpoints/responses/file-search.ts).
+  if (choice.type === "file_search") return "auto";
   return {
     type: "allowed_tools",
     allowed_tools: {

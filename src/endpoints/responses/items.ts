@@ -15,7 +15,13 @@ type MessageItem = Extract<ConversationItem, { role: string }>;
 type Part = Exclude<MessageItem["content"], string>[number];
 
 /** The prefixes OpenAI's item ids have, by the item's type. */
-const idPrefix = { message: "msg_", function_call: "fc_", function_call_output: "fco_", compaction: "cmp_" } as const;
+const idPrefix = {
+  message: "msg_",
+  function_call: "fc_",
+  function_call_output: "fco_",
+  file_search_call: "fs_",
+  compaction: "cmp_",
+} as const;
 
 /** A new id for the item, with the prefix OpenAI's ids of its type have. */
 export function newItemId(item: ConversationItem, newId: (prefix: string) => string): string {
@@ -66,6 +72,9 @@ export function keptItem(item: ConversationItem): ConversationItem {
       };
     case "function_call_output":
       return { ...common, type: item.type, call_id: item.call_id, output: kept(item.output), ...status };
+    case "file_search_call":
+      // Its queries; what it found is in the response that made it.
+      return { id: item.id, type: item.type, queries: item.queries, ...status };
     default:
       // A compaction is kept sealed: its opened summary is never stored.
       return { ...common, type: item.type, encrypted_content: item.encrypted_content };
@@ -97,6 +106,8 @@ function listedMessage(item: MessageItem & { id: string }): ListedItem {
 export function listedItem(item: Identified): ListedItem {
   if ("role" in item) return listedMessage(item);
   if (item.type === "compaction") return { id: item.id, type: "compaction", encrypted_content: item.encrypted_content };
+  if (item.type === "file_search_call")
+    return { id: item.id, type: item.type, status: item.status ?? "completed", queries: item.queries, results: null };
   const { id, call_id } = item;
   const status = item.status ?? "completed";
   if (item.type === "function_call")

@@ -8,6 +8,7 @@ import type { ChatCompletion, ChatCompletionChunk } from "../../core/wire/chat-c
 import type { ResponseRequest } from "../../core/wire/responses-request.js";
 import type { OutputItem, OutputLogprob, OutputText, ResponseEvent, ResponseObject } from "../../core/wire/response.js";
 import type { TokenLogprobWire, Usage } from "../../core/wire/shared.js";
+import { citationsOf, defaultFileSearchResults, type FileSearchRun } from "./file-search.js";
 
 /** What the response says of itself and of its request, before any output. */
 export interface ResponseFrame {
@@ -22,6 +23,8 @@ export interface ResponseFrame {
   keep: ((response: ResponseObject) => Promise<void>) | null;
   /** The conversation the response continues, and adds its input and output to when it finishes; null without one. */
   conversation: { id: string; add: (output: OutputItem[]) => Promise<void> } | null;
+  /** What `file_search` found before the model answered: its item leads the output, and the answer cites it. */
+  fileSearch: FileSearchRun | null;
 }
 
 /** The response, stored when asked and saying whether it was, and added to its conversation. */
@@ -70,12 +73,21 @@ function skeleton(frame: ResponseFrame): ResponseObject {
     text: { format: request.text?.format ?? { type: "text" } },
     tool_choice: request.tool_choice ?? "auto",
     // Every field a function tool has, as the hosted API echoes them: null where the request gave none.
-    tools: (request.tools ?? []).map((tool) => ({
-      ...tool,
-      description: tool.description ?? null,
-      parameters: tool.parameters ?? null,
-      strict: tool.strict ?? null,
-    })),
+    tools: (request.tools ?? []).map((tool) =>
+      tool.type === "file_search"
+        ? {
+            ...tool,
+            max_num_results: tool.max_num_results ?? defaultFileSearchResults,
+            filters: tool.filters ?? null,
+            ranking_options: { ranker: "auto", score_threshold: 0, ...tool.ranking_options },
+          }
+        : {
+            ...tool,
+            description: tool.description ?? null,
+            parameters: tool.parameters ?? null,
+            strict: tool.strict ?? null,
+          },
+    ),
     top_logprobs: request.top_logprobs ?? 0,
     top_p: request.top_p ?? 1,
     truncation: request.truncation ?? "disabled",
@@ -121,10 +133,14 @@ function outputLogprobs(tokens: readonly TokenLogprobWire[] | null | undefined):
   }));
 }
 
-const textPart = (text: string, logprobs: OutputLogprob[]): OutputText => ({
+const textPart = (
+  text: string,
+  logprobs: OutputLogprob[],
+  annotations: OutputText["annotations"] = [],
+): OutputText => ({
   type: "output_text",
   text,
-  annotations: [],
+  annotations,
   logprobs,
 });
 
@@ -133,9 +149,10 @@ export function responseOf(completion: ChatCompletion, frame: ResponseFrame): Pr
   const choice = completion.choices[0]!;
   const { content, tool_calls: calls = [] } = choice.message;
   const status = choice.finish_reason === "length" ? "incomplete" : "completed";
-  const output: OutputItem[] = [];
+  const output: OutputItem[] = frame.fileSearch ? [frame.fileSearch.item] : [];
   if (content || !calls.length) {
-    const text = textPart(content ?? "", outputLogprobs(choice.logprobs?.content));
+    const said = content ?? "";
+    const text = textPart(said, outputLogprobs(choice.logprobs?.content), citationsOf(said, frame.fileSearch));
     output.push({ id: frame.newId("msg_"), type: "message", status, role: "assistant", content: [text] });
   }
   for (const call of calls)
@@ -211,10 +228,31 @@ class EventWriter {
     return events;
   }
 
+  /** The search that ran before the model answered, said as the events OpenAI sends for it. */
+  fileSearch(): Event[] {
+    const run = this.frame.fileSearch;
+    if (!run) return [];
+    const index = this.output.length;
+    this.output.push(run.item);
+    const at = { item_id: run.item.id, output_index: index };
+    return [
+      {
+        type: "response.output_item.added",
+        output_index: index,
+        item: { ...run.item, status: "in_progress", results: null },
+      },
+      { type: "response.file_search_call.in_progress", ...at },
+      { type: "response.file_search_call.searching", ...at },
+      { type: "response.file_search_call.completed", ...at },
+      { type: "response.output_item.done", output_index: index, item: run.item },
+    ];
+  }
+
   /** Closes what is open; a reply with no output at all is one empty message, as the whole response has. */
   end(status: "completed" | "incomplete"): Event[] {
     const events = [...this.#closeText(status), ...this.#closeCall(status)];
-    if (this.output.length === 0) events.push(...this.text("", []), ...this.#closeText(status));
+    const said = this.output.some((item) => item.type !== "file_search_call");
+    if (!said) events.push(...this.text("", []), ...this.#closeText(status));
     return events;
   }
 
@@ -237,12 +275,19 @@ class EventWriter {
   #closeText(status: "completed" | "incomplete"): Event[] {
     const open = this.#text;
     if (!open) return [];
-    const part = textPart(open.text, open.logprobs);
+    const annotations = citationsOf(open.text, this.frame.fileSearch);
+    const part = textPart(open.text, open.logprobs, annotations);
     const item = this.#message(status, [part]);
     this.output[open.index] = item;
     this.#text = null;
     const at = { item_id: open.id, output_index: open.index, content_index: 0 };
     return [
+      ...annotations.map((annotation, index): Event => ({
+        type: "response.output_text.annotation.added",
+        ...at,
+        annotation_index: index,
+        annotation,
+      })),
       { type: "response.output_text.done", ...at, text: open.text, logprobs: open.logprobs },
       { type: "response.content_part.done", ...at, part },
       { type: "response.output_item.done", output_index: open.index, item },
@@ -278,6 +323,7 @@ export async function* responseEvents(
   const writer = new EventWriter(frame);
   yield numbered({ type: "response.created", response: skeleton(frame) });
   yield numbered({ type: "response.in_progress", response: skeleton(frame) });
+  for (const event of writer.fileSearch()) yield numbered(event);
   let finish: FinishReason = null;
   let usage: Usage | null = null;
   for await (const chunk of chunks) {

@@ -22,6 +22,8 @@ import type { EndpointDependencies } from "../dependencies.js";
 import { jsonResponse } from "../../http/json-response.js";
 import type { Outcome } from "../../http/outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, inResponsesTermsOf, type ConversationItem } from "./input.js";
+import { runFileSearch, withoutFileSearch, withPassages } from "./file-search.js";
+import type { SearchIndexes } from "../../pipeline/store-search.js";
 import { itemsOf } from "./history.js";
 import { listQueryOf } from "../../http/list-query.js";
 import { addedItems } from "../stored/conversations.js";
@@ -63,7 +65,11 @@ function conversationTarget(
   };
 }
 
-async function serveResponse(dependencies: EndpointDependencies, context: RequestContext): Promise<Outcome> {
+async function serveResponse(
+  dependencies: EndpointDependencies,
+  indexes: SearchIndexes,
+  context: RequestContext,
+): Promise<Outcome> {
   const request = parseWith(responseRequestSchema, await readJson(context.body));
   checkSupported(request);
   const accountId = context.key.accountId;
@@ -93,8 +99,10 @@ async function serveResponse(dependencies: EndpointDependencies, context: Reques
       ? (response) => kept(dependencies, { id, accountId, request, answered, conversation }, response)
       : null,
     conversation: conversationTarget(dependencies, accountId, conversationId, answered),
+    fileSearch: (await runFileSearch(dependencies, indexes, context, request, conversation)) ?? null,
   };
-  const chat = chatRequestOf(request, conversation);
+  const served = withoutFileSearch(request).chat;
+  const chat = chatRequestOf(frame.fileSearch ? withPassages(served, frame.fileSearch) : served, conversation);
   return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });
 }
 
@@ -198,7 +206,7 @@ async function countInput(dependencies: EndpointDependencies, context: RequestCo
   checkSupported(request);
   const { earlier, own } = await itemsOf(request, context.key.accountId, dependencies);
   const conversation = await truncatedConversation(dependencies, request, earlier.concat(own));
-  const tokens = await countChatPrompt(dependencies, chatRequestOf(request, conversation));
+  const tokens = await countChatPrompt(dependencies, chatRequestOf(withoutFileSearch(request).chat, conversation));
   return { response: jsonResponse({ object: "response.input_tokens", input_tokens: tokens }) };
 }
 
@@ -214,10 +222,10 @@ export function inputTokensRoute(dependencies: EndpointDependencies): InferenceR
   };
 }
 
-export function responsesRoute(dependencies: EndpointDependencies): InferenceRoute {
+export function responsesRoute(dependencies: EndpointDependencies, indexes: SearchIndexes): InferenceRoute {
   return {
     method: "POST",
     path: responsesPaths.create,
-    handler: (context) => inResponsesTermsOf(() => serveResponse(dependencies, context)),
+    handler: (context) => inResponsesTermsOf(() => serveResponse(dependencies, indexes, context)),
   };
 }

@@ -20,6 +20,7 @@ function itemText(item: ConversationItem): string {
   if ("role" in item) return texts(item.content).trim();
   if (item.type === "function_call") return item.name;
   if (item.type === "function_call_output") return texts(item.output).trim();
+  if (item.type === "file_search_call") return "";
   return item.summary ?? "";
 }
 

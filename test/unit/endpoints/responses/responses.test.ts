@@ -369,7 +369,10 @@ describe("the Responses API", () => {
     ).toEqual([
       ["message", "developer"],
       ["message", "user"],
-      ...first.output.map((item) => [item.type, item.type === "message" ? "assistant" : item.call_id]),
+      ...first.output.map((item) => [
+        item.type,
+        item.type === "message" ? "assistant" : "call_id" in item ? item.call_id : item.type,
+      ]),
       ["function_call_output", call.call_id],
       ["message", "user"],
       ["message", "user"],

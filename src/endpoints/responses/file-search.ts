@@ -1,0 +1,154 @@
+/**
+ * The Responses API's `file_search` tool. The worker searches the named vector stores of the
+ * key's account for the user's latest message before the model answers (every turn the tool is
+ * offered, unless `tool_choice` is `none`: the models a device runs are too small to be trusted
+ * to decide), then gives the model the passages found, numbered, to answer from and cite. The
+ * answer carries a `file_citation` for each passage it cites as `[n]`, or, when it cites none,
+ * one for each file it was given, at the end of its text. The search's query embedding is a
+ * ledger entry of its own, billed at the store's embedding model's price.
+ */
+import { NotFoundError, quoted } from "../../core/errors/api.js";
+import type { FileCitation, FileSearchCallItem } from "../../core/wire/response.js";
+import type { ResponseRequest } from "../../core/wire/responses-request.js";
+import { defaultWeights, searchStore, type Found, type SearchIndexes } from "../../pipeline/store-search.js";
+import type { RequestContext } from "../../http/context.js";
+import { abortWith } from "../../http/respond.js";
+import { serveRequest } from "../../http/serving.js";
+import type { EndpointDependencies } from "../dependencies.js";
+import type { ConversationItem } from "./input.js";
+
+/** How many passages the model is given unless the tool says: what a small model's window holds beside the conversation. */
+export const defaultFileSearchResults = 5;
+
+type Tool = NonNullable<ResponseRequest["tools"]>[number];
+type FileSearchTool = Extract<Tool, { type: "file_search" }>;
+
+/** What the search found for a response, and the output item that says so. */
+export interface FileSearchRun {
+  item: FileSearchCallItem;
+  found: Found[];
+}
+
+/** The request as chat serves it: its function tools only, and a choice that names no `file_search`. */
+export function withoutFileSearch(request: ResponseRequest): {
+  tool: FileSearchTool | undefined;
+  chat: ResponseRequest;
+} {
+  const tools = request.tools ?? [];
+  const tool = tools.find((each): each is FileSearchTool => each.type === "file_search");
+  if (!tool) return { tool, chat: request };
+  const functions = tools.filter((each) => each.type === "function");
+  const choice = request.tool_choice;
+  // The search was what `required` or the choice of `file_search` asked for, and it runs anyway.
+  const searched = (typeof choice === "object" && choice?.type === "file_search") || choice === "required";
+  return {
+    tool,
+    chat: {
+      ...request,
+      tools: functions.length ? functions : null,
+      tool_choice: searched ? "auto" : choice,
+    },
+  };
+}
+
+/** The text of the conversation's last user message: what is searched for. */
+function lastUserText(conversation: readonly ConversationItem[]): string {
+  for (let index = conversation.length - 1; index >= 0; index--) {
+    const item = conversation[index]!;
+    if (!("role" in item) || item.role !== "user") continue;
+    if (typeof item.content === "string") return item.content.trim();
+    return item.content
+      .map((part) => ("text" in part ? String(part.text) : ""))
+      .join("\n")
+      .trim();
+  }
+  return "";
+}
+
+/** Runs the tool's search of each of its stores, best passages first; undefined when `tool_choice` is `none`. */
+export async function runFileSearch(
+  dependencies: EndpointDependencies,
+  indexes: SearchIndexes,
+  context: RequestContext,
+  request: ResponseRequest,
+  conversation: readonly ConversationItem[],
+): Promise<FileSearchRun | undefined> {
+  const tool = withoutFileSearch(request).tool;
+  if (!tool || request.tool_choice === "none") return undefined;
+  const query = lastUserText(conversation);
+  const limit = tool.max_num_results ?? defaultFileSearchResults;
+  const found: Found[] = [];
+  const place = request.tools!.indexOf(tool);
+  for (const storeId of query ? tool.vector_store_ids : []) {
+    // A request id of its own: the search is a ledger entry beside the response's.
+    const serving = {
+      ...serveRequest(context, abortWith(context.request).signal),
+      requestId: dependencies.newId("req_"),
+    };
+    const hybrid = tool.ranking_options?.hybrid_search;
+    const hits = await searchStore(dependencies, indexes, serving, storeId, {
+      texts: [query],
+      cut: true,
+      limit,
+      threshold: tool.ranking_options?.score_threshold ?? 0,
+      weights: hybrid ? { embedding: hybrid.embedding_weight, text: hybrid.text_weight } : defaultWeights,
+      filter: tool.filters ?? undefined,
+    });
+    if (!hits)
+      throw new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, {
+        param: `tools[${place}].vector_store_ids`,
+      });
+    found.push(...hits.found);
+  }
+  found.sort((a, b) => b.score - a.score);
+  found.splice(limit);
+  const included = request.include?.includes("file_search_call.results") === true;
+  const results = found.map(({ file, text, score }) => ({
+    file_id: file.fileId,
+    filename: file.filename,
+    score,
+    attributes: file.attributes,
+    text,
+  }));
+  const item: FileSearchCallItem = {
+    id: dependencies.newId("fs_"),
+    type: "file_search_call",
+    status: "completed",
+    queries: query ? [query] : [],
+    results: included ? results : null,
+  };
+  return { item, found };
+}
+
+/** The instructions with the passages found, numbered, for the model to answer from and cite. */
+export function withPassages(request: ResponseRequest, run: FileSearchRun): ResponseRequest {
+  if (run.found.length === 0) return request;
+  const passages = run.found.map((found, index) => `[${index + 1}] ${found.file.filename}\n${found.text}`).join("\n\n");
+  const guide =
+    "Passages from the user's files, found for their question. Answer from them where they bear on it, " +
+    "and cite a passage by its number in brackets, like [1].\n\n" +
+    passages;
+  return { ...request, instructions: request.instructions ? `${request.instructions}\n\n${guide}` : guide };
+}
+
+/**
+ * The citations of an answer: one for each `[n]` that names a passage, where it stands in the
+ * text; when there is none, each file the answer was given, once, at its end.
+ */
+export function citationsOf(text: string, run: FileSearchRun | null): FileCitation[] {
+  if (!run || run.found.length === 0) return [];
+  const cite = (found: Found, index: number): FileCitation => ({
+    type: "file_citation",
+    file_id: found.file.fileId,
+    filename: found.file.filename,
+    index,
+  });
+  const cited: FileCitation[] = [];
+  for (const match of text.matchAll(/\[(\d{1,2})\]/g)) {
+    const found = run.found[Number(match[1]) - 1];
+    if (found) cited.push(cite(found, match.index));
+  }
+  if (cited.length) return cited;
+  const files = new Map(run.found.map((found) => [found.file.fileId, found]));
+  return [...files.values()].map((found) => cite(found, text.length));
+}

@@ -1,0 +1,300 @@
+/**
+ * The Responses API's `file_search` tool through openai-node unchanged: the account's stores
+ * searched for the user's question, the `file_search_call` item (with its results when included),
+ * an answer whose `file_citation`s name the passages it cites, the events OpenAI streams for it,
+ * the search billed beside the answer, and nothing of another account's stores; and the Agents
+ * SDK's `fileSearchTool()` on it.
+ */
+import { Agent, fileSearchTool, OpenAIProvider, Runner } from "@openai/agents";
+import OpenAI, { toFile } from "openai";
+import { describe, expect, it } from "vitest";
+import { responseEventSchema, responseSchema } from "../../../../src/core/wire/response.js";
+import type { Engine, GenerationPart, GenerationRequest } from "../../../../src/engines/contract.js";
+import { DeterministicEngine } from "../../../../src/engines/deterministic/engine.js";
+import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "../../../support/unit-app.js";
+
+const model = "alpha3:8b-instruct-q8_0";
+const embeddingModel = "snowflake-arctic-embed-s";
+
+function client(test: TestApp, apiKey = test.key) {
+  const fetch = async (input: string | URL | Request, init?: RequestInit) => test.app.handle(new Request(input, init));
+  return new OpenAI({
+    baseURL: "https://app.example/openai/v1",
+    apiKey,
+    fetch: fetch as typeof globalThis.fetch,
+    maxRetries: 0,
+  });
+}
+
+const kettle = "To descale the kettle, fill it with water and white vinegar, boil it, and rinse it twice.";
+const bread = "Bread needs flour, water, salt and yeast. Knead the dough for ten minutes, then let it rise.";
+const question = "How do I descale the kettle?";
+
+/** A store holding the kettle's manual and a bread recipe, indexed. */
+async function storeOfTwo(openai: OpenAI) {
+  const store = await openai.vectorStores.create({ name: "Home" });
+  const files = [];
+  for (const [name, text] of [
+    ["kettle.md", kettle],
+    ["bread.txt", bread],
+  ] as const)
+    files.push(
+      await openai.vectorStores.files.uploadAndPoll(store.id, await toFile(Buffer.from(text), name), {
+        pollIntervalMs: 5,
+      }),
+    );
+  return { store, kettleFile: files[0]!, breadFile: files[1]! };
+}
+
+/** The deterministic engine's embeddings, with a reply the test writes (to cite passages by number). */
+function citingEngine(reply: string): Engine & { seen: GenerationRequest[] } {
+  const deterministic = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
+  const seen: GenerationRequest[] = [];
+  return Object.assign(Object.create(deterministic) as Engine, {
+    seen,
+    embed: (...args: Parameters<NonNullable<Engine["embed"]>>) => deterministic.embed(...args),
+    async *generate(request: GenerationRequest): AsyncGenerator<GenerationPart> {
+      seen.push(request);
+      for (const word of reply.split(/(?<= )/)) yield { type: "text-delta", text: word };
+      yield { type: "finish", reason: "stop", usage: { promptTokens: 50, completionTokens: 9 } };
+    },
+  });
+}
+
+type AgentsClient = NonNullable<NonNullable<ConstructorParameters<typeof OpenAIProvider>[0]>["openAIClient"]>;
+
+/** The account's charges, oldest first. */
+const charges = async (test: TestApp) =>
+  (await test.admin.ledger({ accountId: test.accountId })).filter((entry) => entry.kind === "charge").reverse();
+
+describe("file_search in the Responses API", () => {
+  it("searches the store for the question, then answers with the passages found and cites their files", async () => {
+    const test = await makeApp();
+    const openai = client(test);
+    const { store, kettleFile } = await storeOfTwo(openai);
+    const before = (await charges(test)).length;
+    const response = await openai.responses.create({
+      model,
+      input: question,
+      tools: [{ type: "file_search", vector_store_ids: [store.id], max_num_results: 2 }],
+      include: ["file_search_call.results"],
+    });
+    const { output_text: _text, ...wire } = response;
+    responseSchema.parse(wire);
+    const [call, message] = response.output;
+    expect(call).toMatchObject({ type: "file_search_call", status: "completed", queries: [question] });
+    expect(call!.id).toMatch(/^fs_/);
+    if (call?.type !== "file_search_call") throw new Error("no file_search_call first");
+    expect(call.results!.map((result) => result.filename)).toEqual(["kettle.md", "bread.txt"]);
+    expect(call.results![0]).toMatchObject({ file_id: kettleFile.id, text: kettle, attributes: {} });
+    expect(call.results![0]!.score).toBeGreaterThan(call.results![1]!.score!);
+    if (message?.type !== "message" || message.content[0]?.type !== "output_text") throw new Error("no answer");
+    const text = message.content[0];
+    // The deterministic engine cites no number, so each file it was given is cited at the end of the text.
+    expect(text.annotations).toEqual([
+      { type: "file_citation", file_id: kettleFile.id, filename: "kettle.md", index: text.text.length },
+      expect.objectContaining({ type: "file_citation", filename: "bread.txt", index: text.text.length }),
+    ]);
+    expect(response.tools).toEqual([
+      {
+        type: "file_search",
+        vector_store_ids: [store.id],
+        max_num_results: 2,
+        filters: null,
+        ranking_options: { ranker: "auto", score_threshold: 0 },
+      },
+    ]);
+    // Two entries: the question embedded with the store's model, and the answer.
+    const added = (await charges(test)).slice(before);
+    expect(added.map((entry) => entry.model).sort()).toEqual([model, embeddingModel].sort());
+    const search = added.find((entry) => entry.model === embeddingModel)!;
+    expect(search.completionTokens).toBe(0);
+    expect(search.amountNanoUsd).toBe(search.promptTokens! * 1);
+    await checkLedgerInvariant(test.database);
+
+    // Without `include`, the call says what it searched for and not what it found.
+    const plain = await openai.responses.create({
+      model,
+      input: question,
+      tools: [{ type: "file_search", vector_store_ids: [store.id] }],
+    });
+    expect(plain.output[0]).toMatchObject({ type: "file_search_call", queries: [question], results: null });
+  });
+
+  it("gives the model the passages, numbered, and cites the passage each [n] of the answer names", async () => {
+    const engine = citingEngine("Boil water and white vinegar in it [1], then rinse it.");
+    const test = await makeApp({ engine });
+    const openai = client(test);
+    const { store, kettleFile } = await storeOfTwo(openai);
+    const response = await openai.responses.create({
+      model,
+      instructions: "Answer briefly.",
+      input: question,
+      tools: [{ type: "file_search", vector_store_ids: [store.id], max_num_results: 1 }],
+    });
+    const prompt = JSON.stringify(engine.seen.at(-1)!.input);
+    expect(prompt).toContain("Answer briefly.");
+    expect(prompt).toContain(`[1] kettle.md\\n${kettle}`);
+    expect(prompt).not.toContain("Knead the dough");
+    const text = response.output_text;
+    expect(text).toBe("Boil water and white vinegar in it [1], then rinse it.");
+    const message = response.output[1];
+    if (message?.type !== "message" || message.content[0]?.type !== "output_text") throw new Error("no answer");
+    expect(message.content[0].annotations).toEqual([
+      { type: "file_citation", file_id: kettleFile.id, filename: "kettle.md", index: text.indexOf("[1]") },
+    ]);
+  });
+
+  it("streams the call's events before the answer, and the annotations before its text is done", async () => {
+    const engine = citingEngine("Use vinegar [1] and rinse [2].");
+    const test = await makeApp({ engine });
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const stream = await openai.responses.create({
+      model,
+      input: question,
+      stream: true,
+      tools: [{ type: "file_search", vector_store_ids: [store.id] }],
+      include: ["file_search_call.results"],
+    });
+    const events = [];
+    for await (const event of stream) events.push(responseEventSchema.parse(event));
+    const types = events.map((event) => event.type);
+    expect(types.slice(0, 7)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.file_search_call.in_progress",
+      "response.file_search_call.searching",
+      "response.file_search_call.completed",
+      "response.output_item.done",
+    ]);
+    expect(events[2]).toMatchObject({ output_index: 0, item: { type: "file_search_call", status: "in_progress" } });
+    const annotations = events.filter((event) => event.type === "response.output_text.annotation.added");
+    expect(annotations.map((event) => event.annotation_index)).toEqual([0, 1]);
+    expect(annotations.every((event) => event.output_index === 1)).toBe(true);
+    expect(types.indexOf("response.output_text.annotation.added")).toBeLessThan(
+      types.indexOf("response.output_text.done"),
+    );
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    const completed = events.at(-1)!;
+    if (completed.type !== "response.completed") throw new Error(`ended with ${completed.type}`);
+    const whole = await openai.responses.create({
+      model,
+      input: question,
+      tools: [{ type: "file_search", vector_store_ids: [store.id] }],
+      include: ["file_search_call.results"],
+    });
+    const shape = (output: typeof whole.output) =>
+      output.map((item) => (item.type === "file_search_call" ? { ...item, id: "" } : { ...item, id: "" }));
+    expect(shape(completed.response.output as typeof whole.output)).toEqual(shape(whole.output));
+  });
+
+  it("does not search under tool_choice none, and runs the search when the choice names it", async () => {
+    const test = await makeApp();
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
+    const before = (await charges(test)).length;
+    const none = await openai.responses.create({ model, input: question, tools, tool_choice: "none" });
+    expect(none.output.map((item) => item.type)).toEqual(["message"]);
+    expect((await charges(test)).slice(before).map((entry) => entry.model)).toEqual([model]);
+    for (const choice of ["required", { type: "file_search" }] as const) {
+      const forced = await openai.responses.create({ model, input: question, tools, tool_choice: choice });
+      expect(forced.output.map((item) => item.type)).toEqual(["file_search_call", "message"]);
+    }
+    // Beside a function tool, the model still chooses between calling it and answering.
+    const weather: OpenAI.Responses.FunctionTool = {
+      type: "function",
+      name: "get_weather",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      strict: false,
+    };
+    const both = await openai.responses.create({
+      model,
+      input: question,
+      tools: [...tools, weather],
+      tool_choice: { type: "function", name: "get_weather" },
+    });
+    expect(both.output.map((item) => item.type)).toEqual(["file_search_call", "function_call"]);
+    // A message past the embedding model's window is searched for by its end, not refused.
+    const long = `${"Some words of a long letter. ".repeat(400)}${question}`;
+    const searched = await openai.responses.create({ model, input: long, tools });
+    expect(searched.output[0]).toMatchObject({ type: "file_search_call", status: "completed" });
+  });
+
+  it("continues from a response that searched, and takes its call back as input", async () => {
+    const test = await makeApp();
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
+    const first = await openai.responses.create({ model, input: question, tools, store: true });
+    const second = await openai.responses.create({
+      model,
+      previous_response_id: first.id,
+      input: "And the bread?",
+      tools,
+    });
+    expect(second.output[0]).toMatchObject({ type: "file_search_call", queries: ["And the bread?"] });
+    const items = await openai.responses.inputItems.list(second.id);
+    expect(items.data.map((item) => item.type)).toContain("file_search_call");
+    // A client that keeps its own history (the Agents SDK does) sends the call back with its results.
+    const again = await openai.responses.create({
+      model,
+      input: [
+        { role: "user", content: question },
+        ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+        { role: "user", content: "Thanks" },
+      ],
+      tools,
+    });
+    expect(again.status).toBe("completed");
+  });
+
+  it("refuses a store that is not the account's by name, with nothing billed", async () => {
+    const test = await makeApp();
+    const { store } = await storeOfTwo(client(test));
+    const other = await test.admin.createAccount({ name: "other", creditUsd: 1 });
+    const intruder = client(test, (await test.admin.createKey({ accountId: other.id })).key);
+    const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
+    await expect(intruder.responses.create({ model, input: question, tools })).rejects.toMatchObject({
+      status: 404,
+      param: "tools[0].vector_store_ids",
+    });
+    expect((await test.admin.ledger({ accountId: other.id })).filter((entry) => entry.kind === "charge")).toEqual([]);
+    await expect(
+      intruder.responses.create({ model, input: question, tools, tool_choice: { type: "file_search" } }),
+    ).rejects.toMatchObject({ status: 404 });
+    await expect(
+      client(test).responses.create({ model, input: question, tool_choice: { type: "file_search" } }),
+    ).rejects.toMatchObject({ status: 400, param: "tool_choice" });
+  });
+});
+
+describe("file_search through the Agents SDK", () => {
+  it("an agent with fileSearchTool() searches the store and answers from it", async () => {
+    const test = await makeApp();
+    const openai = client(test);
+    const { store, kettleFile } = await storeOfTwo(openai);
+    // The SDK's own openai is a later major version; the client it is given needs only `responses`.
+    const provider = new OpenAIProvider({ openAIClient: openai as unknown as AgentsClient, useResponses: true });
+    const runner = new Runner({ modelProvider: provider, tracingDisabled: true });
+    const agent = new Agent({
+      name: "Helper",
+      instructions: "Answer from the user's files.",
+      model,
+      tools: [fileSearchTool([store.id], { maxNumResults: 1, includeSearchResults: true })],
+    });
+    const result = await runner.run(agent, question);
+    const call = result.newItems.find((item) => item.type === "tool_call_item");
+    expect(call?.rawItem).toMatchObject({ type: "hosted_tool_call", name: "file_search_call", status: "completed" });
+    expect(call?.rawItem).toMatchObject({
+      providerData: { queries: [question], results: [{ file_id: kettleFile.id, filename: "kettle.md" }] },
+    });
+    expect(typeof result.finalOutput).toBe("string");
+    expect(result.finalOutput!.length).toBeGreaterThan(0);
+    // A second turn sends the call back as input, as the SDK keeps its history.
+    const next = await runner.run(agent, [...result.history, { role: "user", content: "And the bread?" }]);
+    expect(next.finalOutput!.length).toBeGreaterThan(0);
+  });
+});
