@@ -15,7 +15,7 @@ import { defineConfig, type UserConfig } from "vite";
 import { demoAssets } from "./scripts/demo-assets.mjs";
 
 const root = import.meta.dirname;
-const external = [/^@mlc-ai\/web-llm/, /^idb/, /^zod/, /^workbox-window/, /^@lenml\//];
+const external = [/^@mlc-ai\/web-llm/, /^idb/, /^zod/, /^workbox-window/, /^@lenml\//, /^unpdf/, /^mammoth/];
 
 /** Service workers may not use import(), so each worker bundle is one self-contained file. */
 function workerBuild(entry: string, outDir: string, fileName: string): UserConfig {

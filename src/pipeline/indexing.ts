@@ -119,7 +119,7 @@ export class Indexer {
     const stored = await this.#services.files.content(file.accountId, file.fileId);
     if (!stored)
       throw new UnreadableFile("invalid_file", `The file ${file.fileId} was deleted or expired before it was indexed.`);
-    const text = extractText(stored.content, stored.file.filename);
+    const text = await extractText(stored.content, stored.file.filename);
     const tokenizer = await this.#services.tokenizers.forFamily(model.family);
     const chunks = chunkText(text, tokenizer, file.chunking);
     if (chunks.length === 0) throw new UnreadableFile("invalid_file", `${stored.file.filename} has no text to index.`);

@@ -1,20 +1,16 @@
 /**
  * The text of an uploaded file, as a vector store indexes it, chosen by the file's extension as
  * OpenAI's file search chooses: plain text, Markdown, JSON, CSV and source code as their UTF-8
- * text; HTML as the text a reader sees (no markup, scripts or styles). A file that cannot be read
- * is refused with its reason, for that file alone.
+ * text; HTML as the text a reader sees (no markup, scripts or styles); PDF and DOCX through their
+ * readers, loaded only when such a file arrives. A file that cannot be read is refused with its
+ * reason, for that file alone.
  */
 import { Parser } from "htmlparser2";
+import { docxText } from "./docx.js";
+import { pdfText } from "./pdf.js";
+import { UnreadableFile } from "./unreadable.js";
 
-/** Why a file gave no text, in the words of a vector store file's `last_error`. */
-export class UnreadableFile extends Error {
-  readonly code: "unsupported_file" | "invalid_file";
-
-  constructor(code: "unsupported_file" | "invalid_file", message: string) {
-    super(message);
-    this.code = code;
-  }
-}
+export { UnreadableFile };
 
 /** Extensions read as their UTF-8 text. */
 const textExtensions = new Set(
@@ -83,13 +79,15 @@ export function htmlText(html: string): string {
 }
 
 /** The text of `bytes`, read as `filename`'s extension says. */
-export function extractText(bytes: Uint8Array, filename: string): string {
+export async function extractText(bytes: Uint8Array, filename: string): Promise<string> {
   const extension = extensionOf(filename);
+  if (extension === "pdf") return pdfText(bytes, filename);
+  if (extension === "docx") return docxText(bytes, filename);
   if (htmlExtensions.has(extension)) return htmlText(utf8Text(bytes, filename));
   if (textExtensions.has(extension)) return utf8Text(bytes, filename);
   throw new UnreadableFile(
     "unsupported_file",
     `Files of type '.${extension || "(none)"}' are not read for search (${filename}). ` +
-      "Upload plain text, Markdown, HTML, JSON, CSV or source code.",
+      "Upload plain text, Markdown, HTML, PDF, DOCX, JSON, CSV or source code.",
   );
 }

@@ -4,6 +4,7 @@
  * Responses API answers from them with `file_search`, whole and streamed; and a worker the browser
  * stops in the middle of indexing finishes the job once it runs again.
  */
+import { readFileSync } from "node:fs";
 import { expect, openHarness, test } from "../support/browser.js";
 
 test("openai-node indexes Markdown and HTML in the worker, then searches them", async ({ page }) => {
@@ -38,6 +39,40 @@ test("openai-node indexes Markdown and HTML in the worker, then searches them", 
     first: "kettle.md",
     chunks: ["Bread\nKnead the dough & let it rise."],
     charges: 3,
+  });
+});
+
+test("a PDF and a DOCX are read in the worker: their text, chunked", async ({ page }) => {
+  await openHarness(page);
+  const read = (name: string) =>
+    [...readFileSync(new URL(`../fixtures/documents/${name}`, import.meta.url))] as number[];
+  const chunks = await page.evaluate(
+    async (documents) => {
+      const client = window.harness.client();
+      const store = await client.vectorStores.create({ name: "Documents" });
+      const texts: Record<string, string[]> = {};
+      for (const [name, bytes] of Object.entries(documents)) {
+        const file = await client.vectorStores.files.uploadAndPoll(store.id, new File([new Uint8Array(bytes)], name), {
+          pollIntervalMs: 20,
+        });
+        const read: string[] = [file.status];
+        for await (const part of client.vectorStores.files.content(file.id, { vector_store_id: store.id }))
+          read.push(part.text ?? "");
+        texts[name] = read;
+      }
+      return texts;
+    },
+    { "kettle.pdf": read("kettle.pdf"), "bread.docx": read("bread.docx") },
+  );
+  expect(chunks).toEqual({
+    "kettle.pdf": [
+      "completed",
+      "Kettle manual\nTo descale the kettle, boil water with white vinegar.\nRinse it twice before use.\n\nThe warranty covers the heating element for two years.",
+    ],
+    "bread.docx": [
+      "completed",
+      "Bread recipe\n\nKnead the dough for ten minutes, then let it rise.\n\nBake at 220 degrees for half an hour.\n\nFlour\n\n500 g\n\nWater\n\n350 ml",
+    ],
   });
 });
 
