@@ -2,13 +2,18 @@
  * The chat view: a conversation through the official openai SDK, streamed, with per-reply facts
  * (the model, tokens, time to first token, speed, cost, a "cut at max tokens" mark, and a
  * "simulated" label for the deterministic engine) that survive a reload. A failed turn shows an
- * error block with Retry and is never sent again as context.
+ * error block with Retry and is never sent again as context. With "Answer from my documents" a
+ * turn goes through the Responses API with `file_search` over the Documents view's store, and the
+ * answer lists the passages it cites, each opening to its text. Every answered turn is kept in the
+ * API's own conversation (./conversations.ts), so a person returns to an earlier chat.
  */
 import DOMPurify from "dompurify";
 import { marked } from "marked";
 import type OpenAI from "openai";
+import { forget, keptConversations, readConversation, recordTurn } from "./conversations.js";
+import { knownStore } from "./documents.js";
 import { button, describeError, element, feedback, type FixView } from "./dom.js";
-import { announce, storageKeys, type DemoState, type Message } from "./state.js";
+import { announce, storageKeys, type DemoState, type Message, type Source } from "./state.js";
 
 const conversation = () => element<HTMLOListElement>("conversation");
 const prompt = () => element<HTMLTextAreaElement>("prompt");
@@ -111,6 +116,38 @@ function assistantBubble(): { li: HTMLLIElement; body: HTMLDivElement; stats: HT
   return { li, body, stats };
 }
 
+/** The passages an answer cites, under it: each a disclosure that opens to the passage's text (as text). */
+function showSources(li: HTMLElement, sources: readonly Source[] | undefined): void {
+  if (!sources?.length) return;
+  const list = Object.assign(document.createElement("div"), { className: "sources" });
+  list.append(Object.assign(document.createElement("p"), { textContent: "Sources" }));
+  sources.forEach((source, index) => {
+    const details = document.createElement("details");
+    const summary = Object.assign(document.createElement("summary"), {
+      textContent: `[${index + 1}] ${source.filename}`,
+    });
+    details.append(summary, Object.assign(document.createElement("blockquote"), { textContent: source.text }));
+    list.append(details);
+  });
+  li.insertBefore(list, li.querySelector(".stats"));
+}
+
+/** What an answer cites: each file its citations name, once, with the best passage found in it. */
+function citedSources(response: OpenAI.Responses.Response): Source[] {
+  const results = response.output.flatMap((item) => (item.type === "file_search_call" ? (item.results ?? []) : []));
+  const cited = new Map<string, Source>();
+  for (const item of response.output) {
+    if (item.type !== "message") continue;
+    for (const part of item.content)
+      for (const annotation of part.type === "output_text" ? part.annotations : []) {
+        if (annotation.type !== "file_citation" || cited.has(annotation.file_id)) continue;
+        const passage = results.find((result) => result.file_id === annotation.file_id);
+        cited.set(annotation.file_id, { filename: annotation.filename, text: passage?.text ?? "" });
+      }
+  }
+  return [...cited.values()];
+}
+
 function showDetails(stats: HTMLElement, details: NonNullable<Message["details"]>): void {
   stats.replaceChildren();
   if (details.simulated)
@@ -130,6 +167,8 @@ function showDetails(stats: HTMLElement, details: NonNullable<Message["details"]
 export interface ChatView {
   restore(): void;
   setReady(ready: boolean): void;
+  /** Lists this account's kept chats (once the account is known). */
+  listConversations(): void;
 }
 
 interface ChatOptions {
@@ -148,12 +187,25 @@ interface Streaming {
   usage?: OpenAI.CompletionUsage;
   finish?: string | null;
   simulated: boolean;
+  sources?: Source[];
+}
+
+/** A turn as the API is sent it. */
+interface TurnRequest {
+  model: string;
+  messages: { role: Message["role"]; content: string }[];
+  temperature: number;
+  maxTokens: number;
 }
 
 export function setupChat(state: DemoState, options: ChatOptions): ChatView {
   const chat = new Chat(state, options);
   chat.bind();
-  return { restore: () => chat.restore(), setReady: (value) => chat.setReady(value) };
+  return {
+    restore: () => chat.restore(),
+    setReady: (value) => chat.setReady(value),
+    listConversations: () => chat.listConversations(),
+  };
 }
 
 class Chat {
@@ -163,7 +215,10 @@ class Chat {
   readonly #stopButton = element<HTMLButtonElement>("stop");
   readonly #settingsFeedback = element("settings-feedback");
   readonly #announcer = element("reply-announcer");
+  readonly #conversations = element<HTMLSelectElement>("conversations");
   #ready = false;
+  /** The API's conversation the chat on screen is kept in; none before its first answered turn. */
+  #conversationId: string | undefined = localStorage.getItem(storageKeys.conversationId) ?? undefined;
 
   constructor(state: DemoState, options: ChatOptions) {
     this.#state = state;
@@ -172,6 +227,62 @@ class Chat {
 
   #save(): void {
     localStorage.setItem(storageKeys.conversation, JSON.stringify(this.#state.history));
+    if (this.#conversationId) localStorage.setItem(storageKeys.conversationId, this.#conversationId);
+    else localStorage.removeItem(storageKeys.conversationId);
+  }
+
+  /** The chat picker: this chat first, then the account's other kept chats. */
+  listConversations(): void {
+    const kept = keptConversations(this.#state);
+    const current = kept.find((conversation) => conversation.id === this.#conversationId);
+    this.#conversations.replaceChildren(
+      new Option(current ? current.title : "This chat (new)", this.#conversationId ?? ""),
+      ...kept
+        .filter((conversation) => conversation !== current)
+        .map((conversation) => new Option(conversation.title, conversation.id)),
+    );
+    this.#conversations.value = this.#conversationId ?? "";
+  }
+
+  /** Shows an earlier chat, read back from its conversation. */
+  async #open(id: string): Promise<void> {
+    const client = this.#state.client;
+    if (!client || this.#state.running || id === (this.#conversationId ?? "")) return;
+    try {
+      const messages = await readConversation(client, id);
+      if (!messages) {
+        forget(this.#state, id);
+        feedback(this.#settingsFeedback, "That chat is no longer kept by the API.", true);
+      } else {
+        this.#conversationId = id;
+        this.#state.history = messages;
+        this.#save();
+        conversation().replaceChildren();
+        this.#show(messages);
+        feedback(this.#settingsFeedback, "");
+      }
+    } catch (error) {
+      feedback(this.#settingsFeedback, describeError(error).text, true);
+    }
+    this.listConversations();
+  }
+
+  /** Keeps an answered turn in the chat's conversation; a failure to keep it is said, and the chat goes on. */
+  async #record(user: string, assistant: string): Promise<void> {
+    const client = this.#state.client;
+    if (!client) return;
+    try {
+      const first = this.#conversationId === undefined;
+      this.#conversationId = await recordTurn(client, this.#state, this.#conversationId, { user, assistant });
+      this.#save();
+      if (first) this.listConversations();
+    } catch (error) {
+      feedback(
+        this.#settingsFeedback,
+        `This turn was not kept in the chat's history: ${describeError(error).text}`,
+        true,
+      );
+    }
   }
 
   #errorBlock(message: Message, text: string, fix: FixView): void {
@@ -223,6 +334,12 @@ class Chat {
     feedback(this.#settingsFeedback, "");
     const model = this.#options.modelId();
     const jsonMode = element<HTMLInputElement>("json-mode").checked;
+    const fromDocuments = element<HTMLInputElement>("use-documents").checked;
+    const storeId = fromDocuments ? await knownStore(state).catch(() => undefined) : undefined;
+    if (fromDocuments && !storeId) {
+      feedback(this.#settingsFeedback, "There are no documents to answer from yet: upload some under Documents.", true);
+      return;
+    }
     const context = state.history.filter((entry) => !entry.failed).map(({ role, content }) => ({ role, content }));
     const message: Message = { role: "user", content: text };
     state.history.push(message);
@@ -243,8 +360,10 @@ class Chat {
     this.#stopButton.disabled = false;
     try {
       const request = { model, messages: [...context, { role: "user" as const, content: text }], ...chosen };
-      await this.#stream(client, request, streaming, controller.signal);
+      if (storeId) await this.#streamResponse(client, request, streaming, controller.signal, storeId);
+      else await this.#stream(client, request, streaming, controller.signal);
       this.#replied(streaming);
+      void this.#record(text, streaming.content);
     } catch (error) {
       this.#failed(error, message, streaming);
     } finally {
@@ -258,17 +377,7 @@ class Chat {
   }
 
   /** Streams the reply into its bubble through the SDK, noting what the stream says. */
-  async #stream(
-    client: OpenAI,
-    request: {
-      model: string;
-      messages: { role: Message["role"]; content: string }[];
-      temperature: number;
-      maxTokens: number;
-    },
-    streaming: Streaming,
-    signal: AbortSignal,
-  ): Promise<void> {
+  async #stream(client: OpenAI, request: TurnRequest, streaming: Streaming, signal: AbortSignal): Promise<void> {
     const { data: stream, response } = await client.chat.completions
       .create(
         {
@@ -300,6 +409,57 @@ class Chat {
     if (signal.aborted) throw new DOMException("Stopped.", "AbortError");
   }
 
+  /**
+   * Streams an answer from the person's documents: the Responses API with `file_search` over the
+   * store, the passages it cites kept with the reply.
+   */
+  async #streamResponse(
+    client: OpenAI,
+    request: TurnRequest,
+    streaming: Streaming,
+    signal: AbortSignal,
+    storeId: string,
+  ): Promise<void> {
+    const { data: stream, response } = await client.responses
+      .create(
+        {
+          model: request.model,
+          input: request.messages,
+          stream: true,
+          temperature: request.temperature,
+          // The Responses API's least is 16 tokens.
+          max_output_tokens: Math.max(16, request.maxTokens),
+          tools: [{ type: "file_search", vector_store_ids: [storeId] }],
+          include: ["file_search_call.results"],
+          store: false,
+          ...(streaming.jsonMode ? { text: { format: { type: "json_object" as const } } } : {}),
+        },
+        { signal },
+      )
+      .withResponse();
+    rememberRate(this.#state, response.headers);
+    streaming.simulated =
+      response.headers.get("x-inference-engine") === "deterministic" || this.#state.engine === "deterministic";
+    for await (const event of stream) {
+      if (event.type === "response.output_text.delta") {
+        streaming.firstToken ??= performance.now();
+        streaming.content += event.delta;
+        streaming.reply.body.textContent = streaming.content;
+      } else if (event.type === "response.completed" || event.type === "response.incomplete") {
+        const usage = event.response.usage;
+        if (usage)
+          streaming.usage = {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+          };
+        streaming.finish = event.type === "response.incomplete" ? "length" : "stop";
+        streaming.sources = citedSources(event.response);
+      } else if (event.type === "error") throw new Error(event.message);
+    }
+    if (signal.aborted) throw new DOMException("Stopped.", "AbortError");
+  }
+
   #statsOf(streaming: Streaming): string {
     return statsText(this.#state, streaming.model, streaming.usage, streaming.started, streaming.firstToken);
   }
@@ -314,8 +474,14 @@ class Chat {
       json: jsonMode,
     };
     renderReply(streaming.reply.body, content, jsonMode);
+    showSources(streaming.reply.li, streaming.sources);
     showDetails(streaming.reply.stats, details);
-    this.#state.history.push({ role: "assistant", content, details });
+    this.#state.history.push({
+      role: "assistant",
+      content,
+      details,
+      ...(streaming.sources?.length ? { sources: streaming.sources } : {}),
+    });
     this.#announcer.textContent = `Reply from ${model}${details.cut ? ", cut at max tokens" : ""}: ${content.slice(0, 300)}`;
   }
 
@@ -333,6 +499,7 @@ class Chat {
       };
       showDetails(streaming.reply.stats, details);
       this.#state.history.push({ role: "assistant", content: streaming.content, details });
+      void this.#record(message.content, streaming.content);
       return;
     }
     streaming.reply.li.remove();
@@ -375,10 +542,13 @@ class Chat {
     });
     element("clear").addEventListener("click", () => {
       this.#state.history = [];
+      this.#conversationId = undefined;
       this.#save();
       conversation().replaceChildren();
+      this.listConversations();
       prompt().focus();
     });
+    this.#conversations.addEventListener("change", () => void this.#open(this.#conversations.value));
   }
 
   restore(): void {
@@ -387,13 +557,18 @@ class Chat {
     } catch {
       this.#state.history = [];
     }
-    for (const message of this.#state.history) {
+    this.#show(this.#state.history);
+  }
+
+  #show(messages: readonly Message[]): void {
+    for (const message of messages) {
       if (message.role === "user") {
         userBubble(message);
         if (message.failed) this.#errorBlock(message, message.failed, undefined);
       } else {
         const bubble = assistantBubble();
         renderReply(bubble.body, message.content, message.details?.json ?? false);
+        showSources(bubble.li, message.sources);
         if (message.details) showDetails(bubble.stats, message.details);
       }
     }

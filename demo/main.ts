@@ -147,6 +147,7 @@ async function start(engine: Engine): Promise<void> {
   const { key, note } = await chatKey(state, handle);
   state.client = new OpenAI({ baseURL: handle.baseURL, apiKey: key, dangerouslyAllowBrowser: true, maxRetries: 0 });
   await refreshModels();
+  chat.listConversations();
   chat.setReady(true);
   const ready =
     engine === "deterministic"

@@ -17,6 +17,13 @@ export interface Message {
   failed?: string;
   /** An assistant turn's facts, kept so they survive a reload. */
   details?: { model: string; stats: string; cut: boolean; simulated: boolean; json: boolean };
+  /** The passages an answer from the person's documents cites, each with its file's name. */
+  sources?: Source[];
+}
+
+export interface Source {
+  filename: string;
+  text: string;
 }
 
 export interface ModelRow {
@@ -62,6 +69,8 @@ export const storageKeys = {
   keys: "webgpu-inference-demo-keys",
   chatKey: "webgpu-inference-demo-chat-key",
   conversation: "webgpu-inference-demo-conversation",
+  /** The API's conversation that the chat on screen is kept in. */
+  conversationId: "webgpu-inference-demo-conversation-id",
 };
 
 export function createState(engine: Engine): DemoState {

@@ -250,6 +250,8 @@ export interface VectorStoreFileRecord {
   chunks: number | null;
   /** How many of its chunks are embedded: they are embedded in order. */
   embedded: number;
+  /** The tokens its embedded chunks were billed for (absent on a record from before it was counted: none). */
+  embeddedTokens?: number;
   /** What its chunks take. */
   usageBytes: number;
   /** Its record's size and its chunks', as counted on its store. */

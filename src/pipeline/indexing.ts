@@ -159,6 +159,7 @@ export class Indexer {
       file,
       file.embedded,
       embedded.vectors.map((vector) => normalised(vector)),
+      embedded.promptTokens,
     );
   }
 }

@@ -426,14 +426,14 @@ test("a person uploads documents, by choosing and by dropping them, sees them li
     { name: "notes.md", mimeType: "text/markdown", buffer: Buffer.from("# Notes\n\nApples are red.") },
     { name: "manual.html", mimeType: "text/html", buffer: Buffer.from("<h1>Manual</h1>".repeat(100)) },
   ]);
-  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded 2 files.");
+  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded 2 files; they are being indexed.");
   // Dropped as a person drags a file from their desktop onto the view.
   await page.locator("#documents-drop").evaluate((target) => {
     const transfer = new DataTransfer();
     transfer.items.add(new File(["a,b\n1,2\n"], "table.csv", { type: "text/csv" }));
     target.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
   });
-  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded table.csv.");
+  await expect(page.locator("#documents-feedback")).toHaveText("Uploaded table.csv; it is being indexed.");
   const rows = page.locator("#documents-table tbody tr");
   await expect(rows).toHaveCount(3);
   await expect(rows.first()).toContainText("table.csv");
@@ -449,6 +449,62 @@ test("a person uploads documents, by choosing and by dropping them, sees them li
   await page.getByRole("tab", { name: "Documents" }).click();
   await expect(rows).toHaveCount(2);
   await expect(page.locator("#documents-table")).not.toContainText("notes.md");
+});
+
+test("a person searches their documents, chats from them with sources that open the passage, and returns to an earlier chat", async ({
+  page,
+}) => {
+  await openDemo(page, 0);
+  await page.getByRole("tab", { name: "Documents" }).click();
+  await page.getByLabel("Choose files").setInputFiles([
+    {
+      name: "orchard.md",
+      mimeType: "text/markdown",
+      buffer: Buffer.from("# Orchard\n\nOur apples are red and crisp."),
+    },
+    {
+      name: "kettle.pdf",
+      mimeType: "application/pdf",
+      buffer: readFileSync(resolve(import.meta.dirname, "../fixtures/documents/kettle.pdf")),
+    },
+  ]);
+  const rows = page.locator("#documents-table tbody tr");
+  // Indexed in the worker's background; the row says how far it came, in chunks, tokens and cost.
+  await expect(rows.filter({ hasText: "orchard.md" })).toContainText(/Indexed: 1 chunk · \d+ tokens · \$0\.0+\d+/, {
+    timeout: 20_000,
+  });
+  await expect(rows.filter({ hasText: "kettle.pdf" })).toContainText("Indexed: 1 chunk", { timeout: 20_000 });
+  await page.getByLabel("Search your documents").fill("descale the kettle");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  const passages = page.locator("#documents-results li");
+  await expect(passages.first()).toContainText("kettle.pdf");
+  await expect(passages.first().locator("blockquote")).toContainText("white vinegar");
+  await page.screenshot({ path: test.info().outputPath("demo-documents-search.png"), fullPage: true });
+
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await page.getByLabel("Answer from my documents").check();
+  const reply = await chat(page, "What colour are our apples?");
+  const source = reply.locator(".sources details").filter({ hasText: "orchard.md" });
+  await expect(source).toHaveCount(1);
+  await expect(source.locator("blockquote")).toBeHidden();
+  await source.locator("summary").click();
+  await expect(source.locator("blockquote")).toHaveText("# Orchard\n\nOur apples are red and crisp.");
+  await page.screenshot({ path: test.info().outputPath("demo-chat-sources.png"), fullPage: true });
+
+  // Each chat is kept in the API's conversations: a new one, then back to the first, after a reload too.
+  const chats = page.getByRole("combobox", { name: "Chats" });
+  await expect(chats.locator("option")).toHaveText(["What colour are our apples?"]);
+  await page.getByRole("button", { name: "New chat" }).click();
+  await page.getByLabel("Answer from my documents").uncheck();
+  await chat(page, "Hello there.");
+  await expect(chats.locator("option")).toHaveText(["Hello there.", "What colour are our apples?"]);
+  await page.reload();
+  await expect(page.locator("#status")).toContainText("Ready", { timeout: 30_000 });
+  await expect(page.locator("#conversation li.user")).toHaveText(["Hello there."]);
+  await chats.selectOption({ label: "What colour are our apples?" });
+  await expect(page.locator("#conversation li.user")).toHaveText(["What colour are our apples?"]);
+  await expect(page.locator("#conversation li.assistant")).toHaveCount(1);
+  await expect(chats).toHaveValue(/^conv_/);
 });
 
 test("axe finds no serious or critical problem in any view, at 1280 and 390 px, light and dark", async ({ page }) => {

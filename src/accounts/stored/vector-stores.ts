@@ -382,7 +382,12 @@ export class StoredVectorStores {
    * Writes the vectors of the chunks from `from` on, and marks the file completed once every
    * chunk has one; false when the file is no longer being indexed.
    */
-  async embeddedChunks(file: VectorStoreFileRecord, from: number, vectors: Float32Array[]): Promise<boolean> {
+  async embeddedChunks(
+    file: VectorStoreFileRecord,
+    from: number,
+    vectors: Float32Array[],
+    tokens: number,
+  ): Promise<boolean> {
     const transaction = await this.#writing();
     return committed(transaction, async () => {
       const [store, current] = await this.#indexing(transaction, file);
@@ -394,7 +399,11 @@ export class StoredVectorStores {
           if (chunk) await chunkStore.put({ ...chunk, vector });
         }),
       );
-      const next: VectorStoreFileRecord = { ...current, embedded: from + vectors.length };
+      const next: VectorStoreFileRecord = {
+        ...current,
+        embedded: from + vectors.length,
+        embeddedTokens: (current.embeddedTokens ?? 0) + tokens,
+      };
       if (next.embedded >= (next.chunks ?? Infinity))
         await this.#settleFile(transaction, store, next, "completed", null);
       else await transaction.objectStore("vectorStoreFiles").put(next);

@@ -165,6 +165,12 @@ export const vectorStoreFileSchema = z.strictObject({
   last_error: lastError.nullable(),
   attributes: z.record(z.string(), scalar),
   chunking_strategy: chunkingStrategyObjectSchema,
+  /** This API's own: how far indexing has come, as a progress bar shows it (`chunks` null until the file is chunked). */
+  indexing: z.strictObject({
+    chunks: z.number().int().nullable(),
+    embedded_chunks: z.number().int(),
+    embedded_tokens: z.number().int(),
+  }),
 });
 
 export const fileBatchSchema = z.strictObject({

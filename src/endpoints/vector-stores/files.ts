@@ -55,6 +55,11 @@ function storeFileObjectOf(record: VectorStoreFileRecord): VectorStoreFileObject
       type: "static",
       static: { max_chunk_size_tokens: record.chunking.maxTokens, chunk_overlap_tokens: record.chunking.overlapTokens },
     },
+    indexing: {
+      chunks: record.chunks,
+      embedded_chunks: record.embedded,
+      embedded_tokens: record.embeddedTokens ?? 0,
+    },
   };
 }
 

@@ -72,6 +72,15 @@ describe("vector stores", () => {
       chunking_strategy: { type: "static", static: { max_chunk_size_tokens: 384, chunk_overlap_tokens: 192 } },
     });
     expect(done.usage_bytes).toBeGreaterThan(manual.length);
+    // How far indexing came, in this API's own field: the chunks, and the tokens billed for them.
+    const [indexing] = (await test.admin.ledger({ accountId: test.accountId })).filter(
+      (entry) => entry.kind === "charge",
+    );
+    expect(vectorStoreFileSchema.parse(done).indexing).toEqual({
+      chunks: 1,
+      embedded_chunks: 1,
+      embedded_tokens: indexing!.promptTokens,
+    });
     const second = await openai.vectorStores.files.uploadAndPoll(
       store.id,
       await toFile(Buffer.from(recipes), "bread.txt"),
