@@ -2,10 +2,11 @@
  * Hybrid search over a store's chunks: each chunk scored by its vector's cosine with the query's
  * and by BM25 over its words, both scaled to [0, 1] and mixed by weight, so a score is in [0, 1]
  * and a chunk that matches the query's words and its meaning ranks first. The scan is brute
- * force, one pass over the vectors and the postings of the query's words: exact, linear in the
- * store, and at the sizes a device holds (bench/results/retrieval.md) cheaper than embedding the
- * query.
+ * force, one pass over the vectors (in WebAssembly SIMD: ./vector-scan.ts) and the postings of the
+ * query's words: exact, linear in the store, and at the sizes a device holds
+ * (bench/results/retrieval.md) cheaper than embedding the query.
  */
+import { VectorScan } from "./vector-scan.js";
 
 /** What an index is built of: each chunk's text, unit vector, and the file it belongs to. */
 export interface IndexedChunk {
@@ -38,109 +39,149 @@ export function wordsOf(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
+/** A word's postings: the chunks it is in, in order, and how often it is in each. */
+interface Posting {
+  chunks: Uint32Array;
+  counts: Uint16Array;
+}
+
 export class SearchIndex {
   readonly chunks: readonly IndexedChunk[];
   readonly dimensions: number;
-  readonly #vectors: Float32Array;
-  /** For each word, the chunks it is in and how often. */
-  readonly #postings = new Map<string, { chunks: number[]; counts: number[] }>();
+  readonly #scan: VectorScan;
+  readonly #postings = new Map<string, Posting>();
   readonly #lengths: Uint32Array;
   readonly #averageLength: number;
+  /** Each chunk's file, as a number into `#fileIds`, so a filter is asked once per file. */
+  readonly #fileOf: Uint32Array;
+  readonly #fileIds: string[] = [];
 
   constructor(chunks: readonly IndexedChunk[], dimensions: number) {
     this.chunks = chunks;
     this.dimensions = dimensions;
-    this.#vectors = new Float32Array(chunks.length * dimensions);
+    this.#scan = new VectorScan(chunks.length, dimensions);
     this.#lengths = new Uint32Array(chunks.length);
+    this.#fileOf = new Uint32Array(chunks.length);
+    const files = new Map<string, number>();
+    const building = new Map<string, { chunks: number[]; counts: number[] }>();
     let total = 0;
     chunks.forEach((chunk, place) => {
-      this.#vectors.set(chunk.vector.subarray(0, dimensions), place * dimensions);
+      this.#scan.set(place, chunk.vector);
+      let file = files.get(chunk.fileId);
+      if (file === undefined) files.set(chunk.fileId, (file = this.#fileIds.push(chunk.fileId) - 1));
+      this.#fileOf[place] = file;
       const counts = new Map<string, number>();
       const words = wordsOf(chunk.text);
       for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
       for (const [word, count] of counts) {
-        const posting = this.#postings.get(word) ?? { chunks: [], counts: [] };
+        let posting = building.get(word);
+        if (!posting) building.set(word, (posting = { chunks: [], counts: [] }));
         posting.chunks.push(place);
-        posting.counts.push(count);
-        this.#postings.set(word, posting);
+        posting.counts.push(Math.min(count, 65_535));
       }
       this.#lengths[place] = words.length;
       total += words.length;
     });
+    for (const [word, posting] of building)
+      this.#postings.set(word, { chunks: Uint32Array.from(posting.chunks), counts: Uint16Array.from(posting.counts) });
     this.#averageLength = chunks.length ? total / chunks.length : 0;
   }
 
-  /** What the index holds in memory, roughly: its vectors and its postings. */
+  /** What the index holds in memory, roughly: its vectors, its postings and its per-chunk numbers. */
   get bytes(): number {
     let postings = 0;
-    for (const posting of this.#postings.values()) postings += posting.chunks.length * 16;
-    return this.#vectors.byteLength + this.#lengths.byteLength + postings;
+    for (const [word, posting] of this.#postings)
+      postings += posting.chunks.byteLength + posting.counts.byteLength + 2 * word.length + 64;
+    return this.#scan.bytes + this.#lengths.byteLength + this.#fileOf.byteLength + postings;
   }
 
   /** The best chunks for the queries (each a unit vector and its text): a chunk's score is its best over them. */
   search(queries: readonly { vector: Float32Array; text: string }[], options: SearchOptions): Hit[] {
-    const scores = new Float32Array(this.chunks.length);
+    const count = this.chunks.length;
+    const weight = options.weights.embedding + options.weights.text || 1;
+    const embedding = options.weights.embedding / weight;
+    const text = options.weights.text / weight;
+    const scores = new Float32Array(count);
     for (const query of queries) {
-      const semantic = this.#cosines(query.vector);
+      const semantic = this.#scan.dots(query.vector);
       const keyword = this.#bm25(query.text);
-      const weight = options.weights.embedding + options.weights.text || 1;
-      for (let place = 0; place < scores.length; place++) {
-        const mixed =
-          (options.weights.embedding * Math.max(0, semantic[place]!) + options.weights.text * keyword[place]!) / weight;
+      for (let place = 0; place < count; place++) {
+        const mixed = embedding * Math.max(0, semantic[place]!) + text * keyword[place]!;
         if (mixed > scores[place]!) scores[place] = mixed;
       }
     }
-    const allowed = new Map<string, boolean>();
-    const hits: Hit[] = [];
-    scores.forEach((score, chunk) => {
-      if (score < options.threshold || score <= 0) return;
-      const fileId = this.chunks[chunk]!.fileId;
-      let allows = allowed.get(fileId);
-      if (allows === undefined) allowed.set(fileId, (allows = options.allows(fileId)));
-      if (allows) hits.push({ chunk, score: Math.min(1, score) });
-    });
-    return topOf(hits, options.limit);
-  }
-
-  #cosines(query: Float32Array): Float32Array {
-    const { dimensions } = this;
-    const out = new Float32Array(this.chunks.length);
-    const vectors = this.#vectors;
-    for (let place = 0, offset = 0; place < out.length; place++, offset += dimensions) {
-      let sum = 0;
-      for (let index = 0; index < dimensions; index++) sum += vectors[offset + index]! * query[index]!;
-      out[place] = sum;
+    // 0: not yet asked; 1: allowed; 2: not.
+    const allowed = new Uint8Array(this.#fileIds.length);
+    const top = new TopHits(options.limit);
+    for (let place = 0; place < count; place++) {
+      const score = Math.min(1, scores[place]!);
+      if (score < options.threshold || score <= 0 || !top.takes(score)) continue;
+      const file = this.#fileOf[place]!;
+      if (allowed[file] === 0) allowed[file] = options.allows(this.#fileIds[file]!) ? 1 : 2;
+      if (allowed[file] === 1) top.add({ chunk: place, score });
     }
-    return out;
+    return top.best();
   }
 
   /** Each chunk's BM25 score for the query's words, scaled so the best is 1. */
   #bm25(text: string): Float32Array {
-    const out = new Float32Array(this.chunks.length);
     const count = this.chunks.length;
+    const out = new Float32Array(count);
     let best = 0;
     for (const word of new Set(wordsOf(text))) {
       const posting = this.#postings.get(word);
       if (!posting) continue;
-      const rarity = Math.log(1 + (count - posting.chunks.length + 0.5) / (posting.chunks.length + 0.5));
-      posting.chunks.forEach((place, at) => {
+      const found = posting.chunks.length;
+      const rarity = Math.log(1 + (count - found + 0.5) / (found + 0.5));
+      for (let at = 0; at < found; at++) {
+        const place = posting.chunks[at]!;
         const frequency = posting.counts[at]!;
         const norm = 1 - lengthDiscount + (lengthDiscount * this.#lengths[place]!) / (this.#averageLength || 1);
-        out[place]! += (rarity * frequency * (termSaturation + 1)) / (frequency + termSaturation * norm);
-        best = Math.max(best, out[place]!);
-      });
+        const score = (out[place]! +=
+          (rarity * frequency * (termSaturation + 1)) / (frequency + termSaturation * norm));
+        if (score > best) best = score;
+      }
     }
     if (best > 0) for (let place = 0; place < count; place++) out[place]! /= best;
     return out;
   }
 }
 
-/** The `limit` best hits, best first (ties in chunk order): a bounded heap, so linear in the hits. */
-function topOf(hits: Hit[], limit: number): Hit[] {
-  const better = (a: Hit, b: Hit) => a.score > b.score || (a.score === b.score && a.chunk < b.chunk);
-  const heap: Hit[] = [];
-  const sift = (from: number) => {
-    for (let at = from; ;) {
+/** Whether hit `a` ranks before `b`: a higher score, or the same score in an earlier chunk. */
+const better = (a: Hit, b: Hit) => a.score > b.score || (a.score === b.score && a.chunk < b.chunk);
+
+/**
+ * The `limit` best hits seen, in a heap whose root is the worst kept: each hit offered in chunk
+ * order costs one comparison once the heap is full and O(log limit) when it is kept.
+ */
+class TopHits {
+  readonly #limit: number;
+  readonly #heap: Hit[] = [];
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Whether a hit of `score`, later in chunk order than every hit so far, would be kept. */
+  takes(score: number): boolean {
+    return this.#heap.length < this.#limit || (this.#limit > 0 && score > this.#heap[0]!.score);
+  }
+
+  add(hit: Hit): void {
+    const heap = this.#heap;
+    if (heap.length < this.#limit) {
+      heap.push(hit);
+      for (let at = heap.length - 1; at > 0;) {
+        const parent = (at - 1) >> 1;
+        if (!better(heap[parent]!, heap[at]!)) break;
+        [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+        at = parent;
+      }
+      return;
+    }
+    if (!heap.length || !better(hit, heap[0]!)) return;
+    heap[0] = hit;
+    for (let at = 0; ;) {
       const left = 2 * at + 1;
       const right = left + 1;
       let worst = at;
@@ -150,20 +191,10 @@ function topOf(hits: Hit[], limit: number): Hit[] {
       [heap[at], heap[worst]] = [heap[worst]!, heap[at]!];
       at = worst;
     }
-  };
-  for (const hit of hits) {
-    if (heap.length < limit) {
-      heap.push(hit);
-      for (let at = heap.length - 1; at > 0;) {
-        const parent = (at - 1) >> 1;
-        if (!better(heap[parent]!, heap[at]!)) break;
-        [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
-        at = parent;
-      }
-    } else if (heap.length && better(hit, heap[0]!)) {
-      heap[0] = hit;
-      sift(0);
-    }
   }
-  return heap.sort((a, b) => (better(a, b) ? -1 : 1));
+
+  /** The hits kept, best first. */
+  best(): Hit[] {
+    return [...this.#heap].sort((a, b) => (better(a, b) ? -1 : 1));
+  }
 }

@@ -2,9 +2,13 @@
  * The hybrid index: scores in [0, 1], words and meaning mixed by weight, the best first, and
  * OpenAI's attribute filters.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { dotsWasm } from "../../../src/retrieval/dots-wasm.js";
 import { matchesFilter } from "../../../src/retrieval/filters.js";
 import { SearchIndex } from "../../../src/retrieval/search-index.js";
+import { VectorScan } from "../../../src/retrieval/vector-scan.js";
+// @ts-expect-error: a plain JavaScript build script
+import { assembleDots, dotsSource } from "../../../scripts/dots-wasm.mjs";
 import { rewrittenQuery } from "../../../src/endpoints/vector-stores/search.js";
 
 const unit = (...values: number[]) => {
@@ -43,6 +47,59 @@ describe("SearchIndex", () => {
     expect(index.search([query], { ...all, weights, threshold: 1.01 })).toEqual([]);
     const found = index.search([query], { ...all, weights, allows: (id) => id !== "c" });
     expect(found.map((hit) => chunks[hit.chunk]!.fileId).sort()).toEqual(["a", "b"]);
+  });
+});
+
+describe("VectorScan", () => {
+  /** Random vectors of a seeded generator, each of `dimensions` values in [-1, 1]. */
+  function vectors(count: number, dimensions: number, seed = 7): Float32Array[] {
+    let state = seed;
+    const random = () => ((state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32) * 2 - 1;
+    return Array.from({ length: count }, () => Float32Array.from({ length: dimensions }, random));
+  }
+
+  it("is the module its text assembles to (node scripts/dots-wasm.mjs writes it)", async () => {
+    expect(dotsSource(await assembleDots())).toBe(
+      `// Written by scripts/dots-wasm.mjs from dots.wat: do not edit.\nexport const dotsWasm = "${dotsWasm}";\n`,
+    );
+  });
+
+  it("gives each vector's dot product with the query, in SIMD and in the fallback alike, for any width", () => {
+    for (const dimensions of [3, 16, 100, 384]) {
+      const rows = vectors(37, dimensions, dimensions);
+      const [query] = vectors(1, dimensions, 99);
+      const exact = rows.map((row) => row.reduce((sum, value, index) => sum + value * query![index]!, 0));
+      const scanned = (scan: VectorScan) => {
+        rows.forEach((row, place) => scan.set(place, row));
+        return [...scan.dots(query!)];
+      };
+      const simd = scanned(new VectorScan(rows.length, dimensions));
+      const validate = vi.spyOn(WebAssembly, "validate").mockReturnValue(false);
+      const fallback = scanned(new VectorScan(rows.length, dimensions));
+      validate.mockRestore();
+      simd.forEach((value, place) => expect(value).toBeCloseTo(exact[place]!, 4));
+      fallback.forEach((value, place) => expect(value).toBeCloseTo(exact[place]!, 4));
+    }
+  });
+
+  it("searches in time linear in the chunks: ten times the chunks take at most twenty times as long", () => {
+    const timed = (count: number) => {
+      const index = new SearchIndex(
+        vectors(count, 384).map((vector, place) => ({ fileId: `f${place % 7}`, text: `note ${place % 50}`, vector })),
+        384,
+      );
+      const query = { vector: vectors(1, 384, 3)[0]!, text: "note 7" };
+      const options = { limit: 10, threshold: 0, weights: { embedding: 0.7, text: 0.3 }, allows: () => true };
+      index.search([query], options);
+      return Math.min(
+        ...Array.from({ length: 7 }, () => {
+          const started = performance.now();
+          index.search([query], options);
+          return performance.now() - started;
+        }),
+      );
+    };
+    expect(timed(20_000) / timed(2_000)).toBeLessThan(20);
   });
 });
 
