@@ -12,6 +12,7 @@ import { hostEngine } from "../../src/engines/page-hosted.js";
 import type { GenerationRequest } from "../../src/engines/contract.js";
 import { renderChat } from "../../src/prompt/templates.js";
 import { embeddingCalls, type EmbeddingCalls } from "./embeddings.js";
+import { retrievalCalls, type RetrievalCalls } from "./retrieval.js";
 
 /** One generation as the page saw it. Times are ms from the request's start. */
 export interface Sample {
@@ -27,7 +28,7 @@ export interface Sample {
   threads?: number;
 }
 
-export interface Bench extends EmbeddingCalls {
+export interface Bench extends EmbeddingCalls, RetrievalCalls {
   /** With `llamacpp`, this page also hosts llama.cpp (the library's WebAssembly build), for the engines' comparison. */
   start(
     options: StartInferenceOptions,
@@ -311,6 +312,7 @@ window.bench = {
     return result;
   },
   llamaDirect,
+  ...retrievalCalls(() => account),
   ...embeddingCalls(() => ({
     baseURL: account.baseURL,
     key: account.key,
