@@ -103,7 +103,10 @@ test("a person creates a key, chats, stops a reply, and sees the ledger and the 
   }
 });
 
-test("after one visit the demo reloads and chats with the network off", async ({ context, page }) => {
+test("after one visit the demo reloads and chats with the network off, and indexes, searches and answers from documents", async ({
+  context,
+  page,
+}) => {
   await openDemo(page, 0);
   await chat(page, "Hello while online.");
   await context.setOffline(true);
@@ -122,6 +125,23 @@ test("after one visit the demo reloads and chats with the network off", async ({
   await page.locator("#model").selectOption("gamma-7b-instruct-v0.3");
   const other = await chat(page, "And with another model.");
   await expect(other.locator(".stats")).toContainText("gamma-7b-instruct-v0.3");
+  // Documents too: a PDF is read, indexed and searched with the network off, and Chat answers from it.
+  await page.getByRole("tab", { name: "Documents" }).click();
+  await page.getByLabel("Choose files").setInputFiles({
+    name: "kettle.pdf",
+    mimeType: "application/pdf",
+    buffer: readFileSync(resolve(import.meta.dirname, "../fixtures/documents/kettle.pdf")),
+  });
+  await expect(page.locator("#documents-table tbody tr").filter({ hasText: "kettle.pdf" })).toContainText("Indexed", {
+    timeout: 20_000,
+  });
+  await page.getByLabel("Search your documents").fill("warranty");
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await expect(page.locator("#documents-results li").first()).toContainText("kettle.pdf");
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await page.getByLabel("Answer from my documents").check();
+  const cited = await chat(page, "What does the warranty cover?");
+  await expect(cited.locator(".sources summary")).toHaveText(["[1] kettle.pdf"]);
   await context.setOffline(false);
 });
 
