@@ -1,8 +1,9 @@
 /**
  * A PDF's text, page by page, read by PDF.js (unpdf's build of it, which runs without a DOM or a
- * worker of its own, as a service worker needs). It is imported only when a PDF arrives. This
- * PDF.js compiles no font program to code and loads no fonts here, and the worker yields between
- * pages, so a long document never holds up a request for long.
+ * worker of its own, as a service worker needs; its 1.7 line, whose engines are Node 20's too). It
+ * is imported only when a PDF arrives. PDF.js runs here with `eval` off (no font program is ever
+ * compiled to code) and loads no fonts, and the worker yields between pages, so a long document
+ * never holds up a request for long.
  */
 import { loadReader } from "./reader.js";
 import { UnreadableFile } from "./unreadable.js";
@@ -28,7 +29,7 @@ export async function pdfText(bytes: Uint8Array, filename: string): Promise<stri
   let document;
   try {
     // A copy: PDF.js takes the buffer it is given.
-    document = await getDocumentProxy(bytes.slice(), { disableFontFace: true });
+    document = await getDocumentProxy(bytes.slice(), { disableFontFace: true, isEvalSupported: false });
   } catch (error) {
     throw new UnreadableFile(
       "invalid_file",
