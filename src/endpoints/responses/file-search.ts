@@ -2,7 +2,8 @@
  * The Responses API's `file_search` tool. The worker searches the named vector stores of the
  * key's account for the user's latest message before the model answers (every turn the tool is
  * offered, unless `tool_choice` is `none`: the models a device runs are too small to be trusted
- * to decide), then gives the model the passages found, numbered, to answer from and cite. The
+ * to decide), then gives the model the passages found, numbered, best first, as many as fit half
+ * the chat model's window, to answer from and cite. The
  * answer carries a `file_citation` for each passage it cites as `[n]`, or, when it cites none,
  * one for each file it was given, at the end of its text. The search's query embedding is a
  * ledger entry of its own, billed at the store's embedding model's price.
@@ -26,7 +27,30 @@ type FileSearchTool = Extract<Tool, { type: "file_search" }>;
 /** What the search found for a response, and the output item that says so. */
 export interface FileSearchRun {
   item: FileSearchCallItem;
-  found: Found[];
+  /** What the model is given, numbered from 1: the best passages found that fit its budget. */
+  given: Found[];
+}
+
+/** A passage as the model reads it, numbered to be cited. */
+const passageText = (found: Found, index: number) => `[${index + 1}] ${found.file.filename}\n${found.text}`;
+
+/**
+ * The best passages that fit half the chat model's window together, counted with its family's
+ * tokenizer: the rest of the window is the conversation's and the answer's. At least none: a
+ * model that is not in the catalogue is refused by chat next, and is given them all meanwhile.
+ */
+async function fitting(dependencies: EndpointDependencies, modelId: string, found: Found[]): Promise<Found[]> {
+  const model = dependencies.catalogue.get(modelId);
+  if (!model) return found;
+  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  const given: Found[] = [];
+  let tokens = 0;
+  for (const passage of found) {
+    tokens += tokenizer.encodeText(passageText(passage, given.length)).length;
+    if (tokens > model.contextWindow / 2) break;
+    given.push(passage);
+  }
+  return given;
 }
 
 /** The request as chat serves it: its function tools only, and a choice that names no `file_search`. */
@@ -117,13 +141,13 @@ export async function runFileSearch(
     queries: query ? [query] : [],
     results: included ? results : null,
   };
-  return { item, found };
+  return { item, given: await fitting(dependencies, request.model, found) };
 }
 
 /** The instructions with the passages found, numbered, for the model to answer from and cite. */
 export function withPassages(request: ResponseRequest, run: FileSearchRun): ResponseRequest {
-  if (run.found.length === 0) return request;
-  const passages = run.found.map((found, index) => `[${index + 1}] ${found.file.filename}\n${found.text}`).join("\n\n");
+  if (run.given.length === 0) return request;
+  const passages = run.given.map(passageText).join("\n\n");
   const guide =
     "Passages from the user's files, found for their question. Answer from them where they bear on it, " +
     "and cite a passage by its number in brackets, like [1].\n\n" +
@@ -136,7 +160,7 @@ export function withPassages(request: ResponseRequest, run: FileSearchRun): Resp
  * text; when there is none, each file the answer was given, once, at its end.
  */
 export function citationsOf(text: string, run: FileSearchRun | null): FileCitation[] {
-  if (!run || run.found.length === 0) return [];
+  if (!run || run.given.length === 0) return [];
   const cite = (found: Found, index: number): FileCitation => ({
     type: "file_citation",
     file_id: found.file.fileId,
@@ -145,10 +169,10 @@ export function citationsOf(text: string, run: FileSearchRun | null): FileCitati
   });
   const cited: FileCitation[] = [];
   for (const match of text.matchAll(/\[(\d{1,2})\]/g)) {
-    const found = run.found[Number(match[1]) - 1];
+    const found = run.given[Number(match[1]) - 1];
     if (found) cited.push(cite(found, match.index));
   }
   if (cited.length) return cited;
-  const files = new Map(run.found.map((found) => [found.file.fileId, found]));
+  const files = new Map(run.given.map((found) => [found.file.fileId, found]));
   return [...files.values()].map((found) => cite(found, text.length));
 }

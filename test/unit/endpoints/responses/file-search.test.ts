@@ -223,6 +223,38 @@ describe("file_search in the Responses API", () => {
     expect(searched.output[0]).toMatchObject({ type: "file_search_call", status: "completed" });
   });
 
+  it("gives the model the best passages that fit half its window, and cites only those", async () => {
+    const engine = citingEngine("See [1] and [9].");
+    const test = await makeApp({ engine });
+    const openai = client(test);
+    const store = await openai.vectorStores.create({ name: "Long notes" });
+    const words = "kettle water vinegar boil rinse scale mineral heat element switch".split(" ");
+    for (let file = 0; file < 12; file++) {
+      const text = Array.from({ length: 300 }, (_, index) => words[(index * (file + 3)) % words.length]).join(" ");
+      await openai.vectorStores.files.uploadAndPoll(store.id, await toFile(Buffer.from(text), `note-${file}.txt`), {
+        pollIntervalMs: 5,
+      });
+    }
+    // gamma's window is 4,096 tokens: twelve passages of some 300 tokens would not leave room for the answer.
+    const response = await openai.responses.create({
+      model: "gamma-7b-instruct-v0.3",
+      input: "How do I descale the kettle?",
+      tools: [{ type: "file_search", vector_store_ids: [store.id], max_num_results: 12 }],
+      include: ["file_search_call.results"],
+    });
+    const call = response.output[0];
+    if (call?.type !== "file_search_call") throw new Error("no file_search_call first");
+    expect(call.results).toHaveLength(12);
+    const prompt = JSON.stringify(engine.seen.at(-1)!.input);
+    const given = [...prompt.matchAll(/\[(\d+)\] note-/g)].length;
+    expect(given).toBeGreaterThan(1);
+    expect(given).toBeLessThan(12);
+    const message = response.output[1];
+    if (message?.type !== "message" || message.content[0]?.type !== "output_text") throw new Error("no answer");
+    // [9] names no passage the model was given: only [1] is cited.
+    expect(message.content[0].annotations).toHaveLength(given >= 9 ? 2 : 1);
+  });
+
   it("continues from a response that searched, and takes its call back as input", async () => {
     const test = await makeApp();
     const openai = client(test);
