@@ -20,11 +20,12 @@
  *   --types A,B      of q8_0 and f16 (default both)
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startStaticServer } from "../scripts/static-server.mjs";
+import { embeddingEntry } from "./embedding-model.mjs";
 import { buildTestGguf, ggufVariants, wordPieceVocabulary } from "../scripts/test-gguf.mjs";
 import { startLlamaServer } from "../scripts/llama-native.mjs";
 import { median } from "./statistics.mjs";
@@ -160,28 +161,6 @@ const sentence = (seed, count) =>
 const batch = (seed) => Array.from({ length: 64 }, (_, index) => sentence(seed * 64 + index, 98));
 const query = (seed) => sentence(1_000_000 + seed, 8);
 
-function entry(variant, origin) {
-  const shape = ggufVariants[variant];
-  return {
-    id: variant,
-    kind: "embedding",
-    family: "llama3",
-    contextWindow: shape.contextLength,
-    dimensions: shape.embedding,
-    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 0 },
-    engine: "llamacpp",
-    gguf: [
-      {
-        modelId: shape.file.replace(/\.gguf$/, ""),
-        file: `${origin}/test-gguf/${shape.file}`,
-        quantization: shape.type.toUpperCase(),
-        sizeMB: statSync(join(gguf, shape.file)).size / 2 ** 20,
-        kvCache: { layers: shape.layers, kvHeads: shape.kvHeads, headDim: shape.embedding / shape.heads },
-      },
-    ],
-  };
-}
-
 /**
  * Native llama.cpp's server on the file at `threads` threads. One slot: measured here, one slot
  * embedded a batch faster than 64 slots sharing a unified cache, so it is native's better figure.
@@ -313,7 +292,7 @@ try {
   for (const threads of threadCounts) {
     const page = remote.open(`${server.origin}/index.html?isolated&remote`);
     try {
-      const models = variants.map((variant) => entry(variant, server.origin));
+      const models = variants.map((variant) => embeddingEntry(variant, server.origin, gguf));
       const started = { serviceWorkerUrl: "/bench-sw.js", engine: "llamacpp", models, pageEngine: { threads } };
       await page.call("start", { ...started, databaseName: "webgpu-inference-embeddings" }, true);
       for (const variant of variants) batches.push(...(await sampleFile(page, variant, threads)));

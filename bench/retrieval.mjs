@@ -22,7 +22,8 @@ import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startStaticServer } from "../scripts/static-server.mjs";
-import { buildTestGguf, ggufVariants, wordPieceVocabulary } from "../scripts/test-gguf.mjs";
+import { embeddingEntry } from "./embedding-model.mjs";
+import { buildTestGguf, wordPieceVocabulary } from "../scripts/test-gguf.mjs";
 import { median, percentile } from "./statistics.mjs";
 import { remotePages } from "./remote-page.mjs";
 
@@ -107,28 +108,6 @@ function labelled(count) {
     queries.push({ text: asked.join(" "), passage: place });
   }
   return { passages, queries };
-}
-
-function entry(origin) {
-  const shape = ggufVariants[variant];
-  return {
-    id: variant,
-    kind: "embedding",
-    family: "llama3",
-    contextWindow: shape.contextLength,
-    dimensions: shape.embedding,
-    price: { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 0 },
-    engine: "llamacpp",
-    gguf: [
-      {
-        modelId: shape.file.replace(/\.gguf$/, ""),
-        file: `${origin}/test-gguf/${shape.file}`,
-        quantization: shape.type.toUpperCase(),
-        sizeMB: 25,
-        kvCache: { layers: shape.layers, kvHeads: shape.kvHeads, headDim: shape.embedding / shape.heads },
-      },
-    ],
-  };
 }
 
 const remote = remotePages();
@@ -217,13 +196,16 @@ let search = [];
 let recall;
 try {
   for (const threads of threadCounts)
-    await withPage({ engine: "llamacpp", models: [entry(server.origin)], pageEngine: { threads } }, async (page) => {
-      queryTimes[threads] = await sampleQueries(page, threads);
-      if (threads === cores) {
-        indexing = await sampleIndexing(page);
-        search = await sampleSearch(page);
-      }
-    });
+    await withPage(
+      { engine: "llamacpp", models: [embeddingEntry(variant, server.origin, gguf)], pageEngine: { threads } },
+      async (page) => {
+        queryTimes[threads] = await sampleQueries(page, threads);
+        if (threads === cores) {
+          indexing = await sampleIndexing(page);
+          search = await sampleSearch(page);
+        }
+      },
+    );
   const set = labelled(400);
   recall = await withPage({ engine: "deterministic" }, (page) =>
     page.call("recall", { model: "snowflake-arctic-embed-s", ...set }),
