@@ -3,10 +3,10 @@
  * key's account for the user's latest message before the model answers (every turn the tool is
  * offered, unless `tool_choice` is `none`: the models a device runs are too small to be trusted
  * to decide), then gives the model the passages found, numbered, best first, as many as fit half
- * the chat model's window, to answer from and cite. The
- * answer carries a `file_citation` for each passage it cites as `[n]`, or, when it cites none,
- * one for each file it was given, at the end of its text. The search's query embedding is a
- * ledger entry of its own, billed at the store's embedding model's price.
+ * the chat model's window, to answer from and cite. The answer carries a `file_citation` for each
+ * passage it cites as `[n]`, or, when it cites none, one for each file it was given, at the end
+ * of its text. Each store's query embedding is a ledger entry of its own, billed at the store's
+ * embedding model's price, once every store named is known to be the account's.
  */
 import { NotFoundError, quoted } from "../../core/errors/api.js";
 import type { FileCitation, FileSearchCallItem } from "../../core/wire/response.js";
@@ -103,6 +103,13 @@ export async function runFileSearch(
   const limit = tool.max_num_results ?? defaultFileSearchResults;
   const found: Found[] = [];
   const place = request.tools!.indexOf(tool);
+  const notFound = (storeId: string) =>
+    new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, {
+      param: `tools[${place}].vector_store_ids`,
+    });
+  // Every store is the account's before any is searched and billed.
+  for (const storeId of tool.vector_store_ids)
+    if (!(await dependencies.vectorStores.store(context.key.accountId, storeId))) throw notFound(storeId);
   for (const storeId of query ? tool.vector_store_ids : []) {
     // A request id of its own: the search is a ledger entry beside the response's.
     const serving = {
@@ -118,10 +125,7 @@ export async function runFileSearch(
       weights: hybrid ? { embedding: hybrid.embedding_weight, text: hybrid.text_weight } : defaultWeights,
       filter: tool.filters ?? undefined,
     });
-    if (!hits)
-      throw new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, {
-        param: `tools[${place}].vector_store_ids`,
-      });
+    if (!hits) throw notFound(storeId);
     found.push(...hits.found);
   }
   found.sort((a, b) => b.score - a.score);

@@ -294,6 +294,20 @@ describe("file_search in the Responses API", () => {
       param: "tools[0].vector_store_ids",
     });
     expect((await test.admin.ledger({ accountId: other.id })).filter((entry) => entry.kind === "charge")).toEqual([]);
+    // Its own store first, then another's: refused before its own is searched.
+    const own = await intruder.vectorStores.create({ name: "Own" });
+    await intruder.vectorStores.files.uploadAndPoll(own.id, await toFile(Buffer.from(kettle), "own.md"), {
+      pollIntervalMs: 5,
+    });
+    const before = (await test.admin.ledger({ accountId: other.id })).length;
+    await expect(
+      intruder.responses.create({
+        model,
+        input: question,
+        tools: [{ type: "file_search", vector_store_ids: [own.id, store.id] }],
+      }),
+    ).rejects.toMatchObject({ status: 404, param: "tools[0].vector_store_ids" });
+    expect(await test.admin.ledger({ accountId: other.id })).toHaveLength(before);
     await expect(
       intruder.responses.create({ model, input: question, tools, tool_choice: { type: "file_search" } }),
     ).rejects.toMatchObject({ status: 404 });
