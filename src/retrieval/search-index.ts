@@ -55,6 +55,9 @@ export class SearchIndex {
   /** Each chunk's file, as a number into `#fileIds`, so a filter is asked once per file. */
   readonly #fileOf: Uint32Array;
   readonly #fileIds: string[] = [];
+  /** A search's scratch: the best mix so far and one query's word scores, per chunk (a search runs to its end before another starts). */
+  readonly #scores: Float32Array;
+  readonly #keyword: Float32Array;
 
   constructor(chunks: readonly IndexedChunk[], dimensions: number) {
     this.chunks = chunks;
@@ -62,6 +65,8 @@ export class SearchIndex {
     this.#scan = new VectorScan(chunks.length, dimensions);
     this.#lengths = new Uint32Array(chunks.length);
     this.#fileOf = new Uint32Array(chunks.length);
+    this.#scores = new Float32Array(chunks.length);
+    this.#keyword = new Float32Array(chunks.length);
     const files = new Map<string, number>();
     const building = new Map<string, { chunks: number[]; counts: number[] }>();
     let total = 0;
@@ -92,7 +97,8 @@ export class SearchIndex {
     let postings = 0;
     for (const [word, posting] of this.#postings)
       postings += posting.chunks.byteLength + posting.counts.byteLength + 2 * word.length + 64;
-    return this.#scan.bytes + this.#lengths.byteLength + this.#fileOf.byteLength + postings;
+    const scratch = this.#scores.byteLength + this.#keyword.byteLength;
+    return this.#scan.bytes + this.#lengths.byteLength + this.#fileOf.byteLength + scratch + postings;
   }
 
   /** The best chunks for the queries (each a unit vector and its text): a chunk's score is its best over them. */
@@ -101,7 +107,7 @@ export class SearchIndex {
     const weight = options.weights.embedding + options.weights.text || 1;
     const embedding = options.weights.embedding / weight;
     const text = options.weights.text / weight;
-    const scores = new Float32Array(count);
+    const scores = this.#scores.fill(0);
     for (const query of queries) {
       const semantic = this.#scan.dots(query.vector);
       const keyword = this.#bm25(query.text);
@@ -126,7 +132,7 @@ export class SearchIndex {
   /** Each chunk's BM25 score for the query's words, scaled so the best is 1. */
   #bm25(text: string): Float32Array {
     const count = this.chunks.length;
-    const out = new Float32Array(count);
+    const out = this.#keyword.fill(0);
     let best = 0;
     for (const word of new Set(wordsOf(text))) {
       const posting = this.#postings.get(word);
