@@ -106,6 +106,15 @@ function searchIndex(store: StoreIndex, query: StoreQuery): Found[] {
   });
 }
 
+/** A 400 for a store past its `expires_after`, which is no longer searched. */
+export function checkUnexpired(store: VectorStoreRecord, now: number, param = "vector_store_id"): void {
+  if (store.expiresAt !== null && store.expiresAt <= now)
+    throw new BadRequestError(`Vector store ${store.id} has expired; create a new one to search.`, {
+      param,
+      code: "vector_store_expired",
+    });
+}
+
 /**
  * A search as a request asks it: the texts to search for, and how to rank and filter what is
  * found. `cut`: a text past the embedding model's window is cut to its last tokens that fit (a
@@ -149,11 +158,7 @@ export async function searchStore(
   const indexed = await indexes.of(accountId, storeId);
   if (!indexed) return undefined;
   const { store } = indexed;
-  if (store.expiresAt !== null && store.expiresAt <= services.clock())
-    throw new BadRequestError(`Vector store ${storeId} has expired; create a new one to search.`, {
-      param: "vector_store_id",
-      code: "vector_store_expired",
-    });
+  checkUnexpired(store, services.clock());
   if (indexed.index.chunks.length === 0) return { found: [] };
   const model = services.catalogue.get(store.embeddingModel);
   if (!model)

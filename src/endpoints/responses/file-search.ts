@@ -11,7 +11,13 @@
 import { NotFoundError, quoted } from "../../core/errors/api.js";
 import type { FileCitation, FileSearchCallItem } from "../../core/wire/response.js";
 import type { ResponseRequest } from "../../core/wire/responses-request.js";
-import { defaultWeights, searchStore, type Found, type SearchIndexes } from "../../pipeline/store-search.js";
+import {
+  checkUnexpired,
+  defaultWeights,
+  searchStore,
+  type Found,
+  type SearchIndexes,
+} from "../../pipeline/store-search.js";
 import type { RequestContext } from "../../http/context.js";
 import { abortWith } from "../../http/respond.js";
 import { serveRequest } from "../../http/serving.js";
@@ -107,9 +113,12 @@ export async function runFileSearch(
     new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, {
       param: `tools[${place}].vector_store_ids`,
     });
-  // Every store is the account's before any is searched and billed.
-  for (const storeId of tool.vector_store_ids)
-    if (!(await dependencies.vectorStores.store(context.key.accountId, storeId))) throw notFound(storeId);
+  // Every store is the account's, and unexpired, before any is searched and billed.
+  for (const storeId of tool.vector_store_ids) {
+    const store = await dependencies.vectorStores.store(context.key.accountId, storeId);
+    if (!store) throw notFound(storeId);
+    checkUnexpired(store, dependencies.clock(), `tools[${place}].vector_store_ids`);
+  }
   for (const storeId of query ? tool.vector_store_ids : []) {
     // A request id of its own: the search is a ledger entry beside the response's.
     const serving = {

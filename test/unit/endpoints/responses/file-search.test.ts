@@ -314,6 +314,19 @@ describe("file_search in the Responses API", () => {
     await expect(
       client(test).responses.create({ model, input: question, tool_choice: { type: "file_search" } }),
     ).rejects.toMatchObject({ status: 400, param: "tool_choice" });
+    // A store past its expires_after is a 400 naming the tool, with nothing searched or billed.
+    const openai = client(test);
+    const lapsing = await openai.vectorStores.create({ expires_after: { anchor: "last_active_at", days: 1 } });
+    test.clock.now += 2 * 86_400_000;
+    const charged = (await charges(test)).length;
+    await expect(
+      openai.responses.create({
+        model,
+        input: question,
+        tools: [{ type: "file_search", vector_store_ids: [store.id, lapsing.id] }],
+      }),
+    ).rejects.toMatchObject({ status: 400, code: "vector_store_expired", param: "tools[0].vector_store_ids" });
+    expect(await charges(test)).toHaveLength(charged);
   });
 });
 
