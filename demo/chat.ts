@@ -430,6 +430,8 @@ class Chat {
           // The Responses API's least is 16 tokens.
           max_output_tokens: Math.max(16, request.maxTokens),
           tools: [{ type: "file_search", vector_store_ids: [storeId] }],
+          // The person asked for an answer from the documents: searched every turn, not left to the model.
+          tool_choice: { type: "file_search" },
           include: ["file_search_call.results"],
           store: false,
           ...(streaming.jsonMode ? { text: { format: { type: "json_object" as const } } } : {}),

@@ -89,11 +89,14 @@ test("responses.create with file_search answers from the store and cites it, who
       model: "alpha3:8b-instruct-q8_0",
       input: "How do I descale the kettle?",
       tools: [{ type: "file_search" as const, vector_store_ids: [store.id] }],
+      tool_choice: { type: "file_search" as const },
       include: ["file_search_call.results" as const],
     };
     const whole = await client.responses.create(request);
+    // Streamed under `auto`: the deterministic engine decides to search, for queries it draws.
     const types = [];
-    for await (const event of await client.responses.create({ ...request, stream: true })) types.push(event.type);
+    const streamed = await client.responses.create({ ...request, tool_choice: "auto", stream: true });
+    for await (const event of streamed) types.push(event.type);
     const call = whole.output[0];
     const message = whole.output[1];
     return {

@@ -1,12 +1,12 @@
 /**
  * The Responses API's `file_search` tool. The worker searches the named vector stores of the
- * key's account for the user's latest message before the model answers (every turn the tool is
- * offered, unless `tool_choice` is `none`: the models a device runs are too small to be trusted
- * to decide), then gives the model the passages found, numbered, best first, as many as fit half
- * the chat model's window, to answer from and cite. The answer carries a `file_citation` for each
- * passage it cites as `[n]`, or, when it cites none, one for each file it was given, at the end
- * of its text. Each store's query embedding is a ledger entry of its own, billed at the store's
- * embedding model's price, once every store named is known to be the account's.
+ * key's account when the model asks it to (under `tool_choice` `auto`: search-decision.ts), or
+ * for the user's latest message when the request forces the tool; then gives the model the
+ * passages found, numbered, best first, as many as fit half the chat model's window, to answer
+ * from and cite. The answer carries a `file_citation` for each passage it cites as `[n]`, or,
+ * when it cites none, one for each file it was given, at the end of its text. Each store's
+ * query embedding is a ledger entry of its own, billed at the store's embedding model's price,
+ * once every store named is known to be the account's.
  */
 import { NotFoundError, quoted } from "../../core/errors/api.js";
 import type { FileCitation, FileSearchCallItem } from "../../core/wire/response.js";
@@ -23,6 +23,8 @@ import { abortWith } from "../../http/respond.js";
 import { serveRequest } from "../../http/serving.js";
 import type { EndpointDependencies } from "../dependencies.js";
 import type { ConversationItem } from "./input.js";
+import { decideSearch } from "./search-decision.js";
+import type { Usage } from "../../core/wire/shared.js";
 
 /** How many passages the model is given unless the tool says: what a small model's window holds beside the conversation. */
 export const defaultFileSearchResults = 5;
@@ -95,31 +97,67 @@ function lastUserText(conversation: readonly ConversationItem[]): string {
   return "";
 }
 
-/** Runs the tool's search of each of its stores, best passages first; undefined when `tool_choice` is `none`. */
+/** What a response searches for (null: nothing), and what the model used to decide it (null when it was not asked). */
+interface Searching {
+  queries: string[] | null;
+  decision: Usage | null;
+}
+
+/**
+ * What the response searches for, by `tool_choice`: under `required` or `{type: "file_search"}`
+ * the user's last message; under `auto` what the model asks for, if it asks (search-decision.ts);
+ * under `none`, a named function or `allowed_tools` (which lists functions only), nothing.
+ */
+async function searching(
+  dependencies: EndpointDependencies,
+  context: RequestContext,
+  request: ResponseRequest,
+  conversation: readonly ConversationItem[],
+): Promise<Searching> {
+  const choice = request.tool_choice ?? "auto";
+  const question = lastUserText(conversation);
+  if (choice === "required" || (typeof choice === "object" && choice.type === "file_search"))
+    return { queries: question ? [question] : [], decision: null };
+  if (choice !== "auto" || !question) return { queries: null, decision: null };
+  const decided = await decideSearch(dependencies, context, request, conversation);
+  // A call with no query the model wrote is a search for the user's question.
+  const queries = decided.queries && (decided.queries.length ? decided.queries : [question]);
+  return { queries, decision: decided.usage };
+}
+
+/** The refusal of a store the tool names that is not the account's, naming the tool by its place. */
+function storeRefusal(place: number) {
+  const param = `tools[${place}].vector_store_ids`;
+  const refusal = (storeId: string) =>
+    new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, { param });
+  return Object.assign(refusal, { param });
+}
+
+/**
+ * Runs the tool's search of each of its stores, best passages first, when the request or the
+ * model asks for one; with the usage of the model's decision, when it was asked.
+ */
 export async function runFileSearch(
   dependencies: EndpointDependencies,
   indexes: SearchIndexes,
   context: RequestContext,
   request: ResponseRequest,
   conversation: readonly ConversationItem[],
-): Promise<FileSearchRun | undefined> {
+): Promise<{ run: FileSearchRun | null; decision: Usage | null }> {
   const tool = withoutFileSearch(request).tool;
-  if (!tool || request.tool_choice === "none") return undefined;
-  const query = lastUserText(conversation);
-  const limit = tool.max_num_results ?? defaultFileSearchResults;
-  const found: Found[] = [];
-  const place = request.tools!.indexOf(tool);
-  const notFound = (storeId: string) =>
-    new NotFoundError(`Vector store with id '${quoted(storeId)}' not found.`, {
-      param: `tools[${place}].vector_store_ids`,
-    });
-  // Every store is the account's, and unexpired, before any is searched and billed.
+  if (!tool) return { run: null, decision: null };
+  const notFound = storeRefusal(request.tools!.indexOf(tool));
+  // Every store is the account's, and unexpired, before the model is asked and any store searched and billed.
   for (const storeId of tool.vector_store_ids) {
     const store = await dependencies.vectorStores.store(context.key.accountId, storeId);
     if (!store) throw notFound(storeId);
-    checkUnexpired(store, dependencies.clock(), `tools[${place}].vector_store_ids`);
+    checkUnexpired(store, dependencies.clock(), notFound.param);
   }
-  for (const storeId of query ? tool.vector_store_ids : []) {
+  const { queries, decision } = await searching(dependencies, context, request, conversation);
+  if (!queries) return { run: null, decision };
+  const limit = tool.max_num_results ?? defaultFileSearchResults;
+  const found: Found[] = [];
+  for (const storeId of queries.length ? tool.vector_store_ids : []) {
     // A request id of its own: the search is a ledger entry beside the response's.
     const serving = {
       ...serveRequest(context, abortWith(context.request).signal),
@@ -127,7 +165,7 @@ export async function runFileSearch(
     };
     const hybrid = tool.ranking_options?.hybrid_search;
     const hits = await searchStore(dependencies, indexes, serving, storeId, {
-      texts: [query],
+      texts: queries,
       cut: true,
       limit,
       threshold: tool.ranking_options?.score_threshold ?? 0,
@@ -151,10 +189,10 @@ export async function runFileSearch(
     id: dependencies.newId("fs_"),
     type: "file_search_call",
     status: "completed",
-    queries: query ? [query] : [],
+    queries,
     results: included ? results : null,
   };
-  return { item, given: await fitting(dependencies, request.model, found) };
+  return { run: { item, given: await fitting(dependencies, request.model, found) }, decision };
 }
 
 /** The instructions with the passages found, numbered, for the model to answer from and cite. */

@@ -9,6 +9,7 @@ import type { ResponseRequest } from "../../core/wire/responses-request.js";
 import type { OutputItem, OutputLogprob, OutputText, ResponseEvent, ResponseObject } from "../../core/wire/response.js";
 import type { TokenLogprobWire, Usage } from "../../core/wire/shared.js";
 import { citationsOf, defaultFileSearchResults, type FileSearchRun } from "./file-search.js";
+import { addedUsage } from "./search-decision.js";
 
 /** What the response says of itself and of its request, before any output. */
 export interface ResponseFrame {
@@ -25,6 +26,8 @@ export interface ResponseFrame {
   conversation: { id: string; add: (output: OutputItem[]) => Promise<void> } | null;
   /** What `file_search` found before the model answered: its item leads the output, and the answer cites it. */
   fileSearch: FileSearchRun | null;
+  /** What the model used to decide whether to search, before it answered: part of the response's usage. */
+  decision: Usage | null;
 }
 
 /** The response, stored when asked and saying whether it was, and added to its conversation. */
@@ -106,18 +109,19 @@ function finished(
   usage: Usage | null,
 ): ResponseObject {
   const reason = finish === "length" ? "max_output_tokens" : finish === "content_filter" ? "content_filter" : null;
+  const used = addedUsage(frame.decision, usage);
   return {
     ...skeleton(frame),
     completed_at: reason ? null : Math.floor(frame.clock() / 1000),
     status: reason ? "incomplete" : "completed",
     incomplete_details: reason ? { reason } : null,
     output,
-    usage: usage && {
-      input_tokens: usage.prompt_tokens,
-      input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0 },
-      output_tokens: usage.completion_tokens,
+    usage: used && {
+      input_tokens: used.prompt_tokens,
+      input_tokens_details: { cached_tokens: used.prompt_tokens_details?.cached_tokens ?? 0 },
+      output_tokens: used.completion_tokens,
       output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: usage.total_tokens,
+      total_tokens: used.total_tokens,
     },
   };
 }

@@ -24,6 +24,7 @@ import type { Outcome } from "../../http/outcome.js";
 import { asInputItem, chatRequestOf, checkSupported, inResponsesTermsOf, type ConversationItem } from "./input.js";
 import { runFileSearch, withoutFileSearch, withPassages } from "./file-search.js";
 import type { SearchIndexes } from "../../pipeline/store-search.js";
+import type { Usage } from "../../core/wire/shared.js";
 import { itemsOf } from "./history.js";
 import { listQueryOf } from "../../http/list-query.js";
 import { addedItems } from "../stored/conversations.js";
@@ -87,6 +88,7 @@ async function serveResponse(
       items: (stores ? 1 : 0) + (conversationId ? answered.length : 0),
     });
   const id = dependencies.newId("resp_");
+  const searched = await runFileSearch(dependencies, indexes, context, request, conversation);
   const frame: ResponseFrame = {
     id,
     createdAt: Math.floor(dependencies.clock() / 1000),
@@ -99,11 +101,18 @@ async function serveResponse(
       ? (response) => kept(dependencies, { id, accountId, request, answered, conversation }, response)
       : null,
     conversation: conversationTarget(dependencies, accountId, conversationId, answered),
-    fileSearch: (await runFileSearch(dependencies, indexes, context, request, conversation)) ?? null,
+    fileSearch: searched.run,
+    decision: searched.decision,
   };
-  const served = withoutFileSearch(request).chat;
+  const served = afterDecision(withoutFileSearch(request).chat, searched.decision);
   const chat = chatRequestOf(frame.fileSearch ? withPassages(served, frame.fileSearch) : served, conversation);
   return serveChat(dependencies, context, chat, { legacy: false, reshape: reshapeFor(frame) });
+}
+
+/** The answer's request: the output tokens the model's decision to search took come out of `max_output_tokens`. */
+function afterDecision(request: ResponseRequest, decision: Usage | null): ResponseRequest {
+  if (!decision || request.max_output_tokens == null) return request;
+  return { ...request, max_output_tokens: Math.max(1, request.max_output_tokens - decision.completion_tokens) };
 }
 
 /**

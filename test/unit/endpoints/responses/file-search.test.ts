@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { responseEventSchema, responseSchema } from "../../../../src/core/wire/response.js";
 import type { Engine, GenerationPart, GenerationRequest } from "../../../../src/engines/contract.js";
 import { DeterministicEngine } from "../../../../src/engines/deterministic/engine.js";
+import { toolSyntax } from "../../../../src/prompt/templates.js";
 import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "../../../support/unit-app.js";
 
 const model = "alpha3:8b-instruct-q8_0";
@@ -46,16 +47,38 @@ async function storeOfTwo(openai: OpenAI) {
   return { store, kettleFile: files[0]!, breadFile: files[1]! };
 }
 
-/** The deterministic engine's embeddings, with a reply the test writes (to cite passages by number). */
-function citingEngine(reply: string): Engine & { seen: GenerationRequest[] } {
+/** Whether a generation is the model asked whether to search: offered the `file_search` function. */
+const isDecision = (request: GenerationRequest) =>
+  request.constraint?.kind === "tools" && request.constraint.tools.some((tool) => tool.name === "file_search");
+
+/**
+ * The deterministic engine, scripted where the test says. Asked whether to search, it calls
+ * `file_search` with the queries `decide` gives for the prompt, or (given null) answers; every
+ * other answer is `reply`, when given (to cite passages by number).
+ */
+function scriptedEngine({
+  decide = () => [question],
+  reply,
+}: {
+  decide?: (prompt: string) => string[] | null;
+  reply?: string;
+}): Engine & { seen: GenerationRequest[] } {
   const deterministic = new DeterministicEngine({ tokenizers, tokenDelayMs: 0 });
   const seen: GenerationRequest[] = [];
   return Object.assign(Object.create(deterministic) as Engine, {
     seen,
     embed: (...args: Parameters<NonNullable<Engine["embed"]>>) => deterministic.embed(...args),
-    async *generate(request: GenerationRequest): AsyncGenerator<GenerationPart> {
+    async *generate(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationPart> {
       seen.push(request);
-      for (const word of reply.split(/(?<= )/)) yield { type: "text-delta", text: word };
+      const queries = isDecision(request) ? decide(JSON.stringify(request.input)) : undefined;
+      const text =
+        queries === undefined
+          ? reply
+          : queries
+            ? toolSyntax[request.model.family].write([{ name: "file_search", arguments: { queries } }])
+            : "Hello! How can I help?";
+      if (text === undefined) return yield* deterministic.generate(request, signal);
+      for (const word of text.split(/(?<= )/)) yield { type: "text-delta", text: word };
       yield { type: "finish", reason: "stop", usage: { promptTokens: 50, completionTokens: 9 } };
     },
   });
@@ -69,7 +92,7 @@ const charges = async (test: TestApp) =>
 
 describe("file_search in the Responses API", () => {
   it("searches the store for the question, then answers with the passages found and cites their files", async () => {
-    const test = await makeApp();
+    const test = await makeApp({ engine: scriptedEngine({}) });
     const openai = client(test);
     const { store, kettleFile } = await storeOfTwo(openai);
     const before = (await charges(test)).length;
@@ -104,9 +127,9 @@ describe("file_search in the Responses API", () => {
         ranking_options: { ranker: "auto", score_threshold: 0 },
       },
     ]);
-    // Two entries: the question embedded with the store's model, and the answer.
+    // Three entries: the model's decision to search, the question embedded with the store's model, and the answer.
     const added = (await charges(test)).slice(before);
-    expect(added.map((entry) => entry.model).sort()).toEqual([model, embeddingModel].sort());
+    expect(added.map((entry) => entry.model)).toEqual([model, embeddingModel, model]);
     const search = added.find((entry) => entry.model === embeddingModel)!;
     expect(search.completionTokens).toBe(0);
     expect(search.amountNanoUsd).toBe(search.promptTokens! * 1);
@@ -122,7 +145,7 @@ describe("file_search in the Responses API", () => {
   });
 
   it("gives the model the passages, numbered, and cites the passage each [n] of the answer names", async () => {
-    const engine = citingEngine("Boil water and white vinegar in it [1], then rinse it.");
+    const engine = scriptedEngine({ reply: "Boil water and white vinegar in it [1], then rinse it." });
     const test = await makeApp({ engine });
     const openai = client(test);
     const { store, kettleFile } = await storeOfTwo(openai);
@@ -146,7 +169,7 @@ describe("file_search in the Responses API", () => {
   });
 
   it("streams the call's events before the answer, and the annotations before its text is done", async () => {
-    const engine = citingEngine("Use vinegar [1] and rinse [2].");
+    const engine = scriptedEngine({ reply: "Use vinegar [1] and rinse [2]." });
     const test = await makeApp({ engine });
     const openai = client(test);
     const { store } = await storeOfTwo(openai);
@@ -199,11 +222,20 @@ describe("file_search in the Responses API", () => {
     const none = await openai.responses.create({ model, input: question, tools, tool_choice: "none" });
     expect(none.output.map((item) => item.type)).toEqual(["message"]);
     expect((await charges(test)).slice(before).map((entry) => entry.model)).toEqual([model]);
+    // Forced, the search is for the user's message, and the model is not asked whether to search.
     for (const choice of ["required", { type: "file_search" }] as const) {
       const forced = await openai.responses.create({ model, input: question, tools, tool_choice: choice });
       expect(forced.output.map((item) => item.type)).toEqual(["file_search_call", "message"]);
+      expect(forced.output[0]).toMatchObject({ queries: [question] });
     }
-    // Beside a function tool, the model still chooses between calling it and answering.
+    expect((await charges(test)).slice(before).map((entry) => entry.model)).toEqual([
+      model,
+      embeddingModel,
+      model,
+      embeddingModel,
+      model,
+    ]);
+    // A named function is what the model must call: nothing is searched.
     const weather: OpenAI.Responses.FunctionTool = {
       type: "function",
       name: "get_weather",
@@ -216,15 +248,88 @@ describe("file_search in the Responses API", () => {
       tools: [...tools, weather],
       tool_choice: { type: "function", name: "get_weather" },
     });
-    expect(both.output.map((item) => item.type)).toEqual(["file_search_call", "function_call"]);
+    expect(both.output.map((item) => item.type)).toEqual(["function_call"]);
+    const charged = (await charges(test)).slice(before).map((entry) => entry.model);
+    expect(charged.filter((name) => name === embeddingModel)).toHaveLength(2);
     // A message past the embedding model's window is searched for by its end, not refused.
     const long = `${"Some words of a long letter. ".repeat(400)}${question}`;
-    const searched = await openai.responses.create({ model, input: long, tools });
+    const searched = await openai.responses.create({ model, input: long, tools, tool_choice: "required" });
     expect(searched.output[0]).toMatchObject({ type: "file_search_call", status: "completed" });
   });
 
+  it("under auto, the model decides: it searches for the queries it writes, or answers without searching", async () => {
+    const engine = scriptedEngine({
+      decide: (prompt) => (prompt.includes("Hello") ? null : ["descale kettle", "  ", "kettle vinegar"]),
+    });
+    const test = await makeApp({ engine });
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
+    const before = (await charges(test)).length;
+    const searched = await openai.responses.create({ model, input: question, tools });
+    const decision = engine.seen.at(-2)!;
+    expect(isDecision(decision)).toBe(true);
+    expect(JSON.stringify(decision.input)).toContain(question);
+    expect(decision.sampling.maxTokens).toBeLessThanOrEqual(128);
+    // The model's queries, the blank one dropped.
+    expect(searched.output[0]).toMatchObject({
+      type: "file_search_call",
+      queries: ["descale kettle", "kettle vinegar"],
+    });
+    expect(JSON.stringify(engine.seen.at(-1)!.input)).toContain("kettle.md");
+    const added = (await charges(test)).slice(before);
+    expect(added.map((entry) => entry.model)).toEqual([model, embeddingModel, model]);
+    // The response's usage is both passes', as billed.
+    const usageOf = (entries: typeof added) => ({
+      input_tokens: entries.reduce((sum, entry) => sum + entry.promptTokens!, 0),
+      output_tokens: entries.reduce((sum, entry) => sum + entry.completionTokens!, 0),
+    });
+    expect(searched.usage).toMatchObject(usageOf(added.filter((entry) => entry.model === model)));
+    const answered = await openai.responses.create({ model, input: "Hello there", tools });
+    expect(answered.output.map((item) => item.type)).toEqual(["message"]);
+    expect(JSON.stringify(engine.seen.at(-1)!.input)).not.toContain("kettle.md");
+    expect(isDecision(engine.seen.at(-1)!)).toBe(false);
+    const passes = (await charges(test)).slice(before + 3);
+    expect(passes.map((entry) => entry.model)).toEqual([model, model]);
+    expect(answered.usage).toMatchObject(usageOf(passes));
+    await checkLedgerInvariant(test.database);
+  });
+
+  it("under auto, the tokens spent deciding come out of max_output_tokens", async () => {
+    const test = await makeApp({ engine: scriptedEngine({}) });
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
+    const response = await openai.responses.create({ model, input: question, tools, max_output_tokens: 40 });
+    expect(response.output[0]).toMatchObject({ type: "file_search_call" });
+    expect(response.usage!.output_tokens).toBeLessThanOrEqual(40);
+    const engine = (test.engine as ReturnType<typeof scriptedEngine>).seen;
+    expect(engine.at(-2)!.sampling.maxTokens).toBe(40);
+    expect(engine.at(-1)!.sampling.maxTokens).toBe(40 - 9);
+  });
+
+  it("on the deterministic engine, auto searches for the queries it draws, and the model's tokens are billed", async () => {
+    const test = await makeApp();
+    const openai = client(test);
+    const { store } = await storeOfTwo(openai);
+    const before = (await charges(test)).length;
+    const response = await openai.responses.create({
+      model,
+      input: question,
+      tools: [{ type: "file_search", vector_store_ids: [store.id] }],
+    });
+    const call = response.output[0];
+    if (call?.type !== "file_search_call") throw new Error("no file_search_call first");
+    expect(call.queries.length).toBeGreaterThan(0);
+    const added = (await charges(test)).slice(before);
+    expect(added.map((entry) => entry.model)).toEqual([model, embeddingModel, model]);
+    const billed = added.filter((entry) => entry.model === model);
+    expect(response.usage!.output_tokens).toBe(billed.reduce((sum, entry) => sum + entry.completionTokens!, 0));
+    expect(response.usage!.input_tokens).toBe(billed.reduce((sum, entry) => sum + entry.promptTokens!, 0));
+  });
+
   it("gives the model the best passages that fit half its window, and cites only those", async () => {
-    const engine = citingEngine("See [1] and [9].");
+    const engine = scriptedEngine({ reply: "See [1] and [9]." });
     const test = await makeApp({ engine });
     const openai = client(test);
     const store = await openai.vectorStores.create({ name: "Long notes" });
@@ -256,7 +361,8 @@ describe("file_search in the Responses API", () => {
   });
 
   it("continues from a response that searched, and takes its call back as input", async () => {
-    const test = await makeApp();
+    const engine = scriptedEngine({ decide: (prompt) => [prompt.includes("And the bread?") ? "bread" : question] });
+    const test = await makeApp({ engine });
     const openai = client(test);
     const { store } = await storeOfTwo(openai);
     const tools: OpenAI.Responses.Tool[] = [{ type: "file_search", vector_store_ids: [store.id] }];
@@ -267,7 +373,7 @@ describe("file_search in the Responses API", () => {
       input: "And the bread?",
       tools,
     });
-    expect(second.output[0]).toMatchObject({ type: "file_search_call", queries: ["And the bread?"] });
+    expect(second.output[0]).toMatchObject({ type: "file_search_call", queries: ["bread"] });
     const items = await openai.responses.inputItems.list(second.id);
     expect(items.data.map((item) => item.type)).toContain("file_search_call");
     // A client that keeps its own history (the Agents SDK does) sends the call back with its results.
@@ -332,7 +438,7 @@ describe("file_search in the Responses API", () => {
 
 describe("file_search through the Agents SDK", () => {
   it("an agent with fileSearchTool() searches the store and answers from it", async () => {
-    const test = await makeApp();
+    const test = await makeApp({ engine: scriptedEngine({}) });
     const openai = client(test);
     const { store, kettleFile } = await storeOfTwo(openai);
     // The SDK's own openai is a later major version; the client it is given needs only `responses`.
