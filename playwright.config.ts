@@ -5,10 +5,11 @@ import { chromiumArgs, chromiumPath } from "./scripts/chromium.mjs";
 
 /**
  * The specs of the full run (`npm run test:full`): web-llm on SwiftShader, where a forward pass
- * is slow, the benchmark's quick mode, and fresh Vite apps built from the packed
- * package. Every other spec is the gate (`npm test`): the deterministic engine and llama.cpp.
+ * is slow, the benchmark's quick mode, fresh Vite apps built from the packed package, and
+ * llama.cpp's Memory64 build on a model past 4 GB. Every other spec is the gate (`npm test`):
+ * the deterministic engine and llama.cpp.
  */
-const fullRun = /(real-engine|demo-real|bench|fresh-app)\.spec\.ts$/;
+const fullRun = /(real-engine|demo-real|bench|fresh-app|memory64)\.spec\.ts$/;
 
 export default defineConfig({
   testDir: "test/e2e",

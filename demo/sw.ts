@@ -37,7 +37,7 @@ self.addEventListener("install", (event) => {
  * than precached for every visitor: fetched from the network when it answers, else from the cache.
  */
 function keptForOffline(url: URL): boolean {
-  return /\/llamacpp\/llamacpp-[a-z.-]+\.(wasm|js)$/.test(url.pathname);
+  return /\/llamacpp\/llamacpp-[a-z0-9.-]+\.(wasm|js)$/.test(url.pathname);
 }
 
 async function networkThenCache(request: Request): Promise<Response> {

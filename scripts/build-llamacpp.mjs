@@ -6,6 +6,11 @@
  * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
  *   SIMD's 8-bit dot product in our Q4_0 tiles, for browsers that have relaxed SIMD (Chromium
  *   since 114). The pthreads one shares `llamacpp-mt.worker.js`, which the build checks is the same;
+ * - `llamacpp-st64`, `llamacpp-mt64`, each also `-relaxed`: the same four with Memory64's 64-bit
+ *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds. Debian bookworm's
+ *   Emscripten 3.1.6 cannot combine Memory64 with pthreads, so these are built by trixie's 3.1.69
+ *   in a build root that scripts/trixie-root.mjs makes with debootstrap; its LLVM 19 compiles the
+ *   relaxed tiles too. Their pthreads start from their own script;
  * - `build.json`: the source, the compilers, and the kernels CMake selected.
  *
  * Sources come from packages at build time, never copied into this repository: llama.cpp from
@@ -36,15 +41,17 @@
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
  * The build stops if CMake did not print "Wasm detected".
  *
- * Usage: node scripts/build-llamacpp.mjs [--jobs N] [--relink]
+ * Usage: node scripts/build-llamacpp.mjs [--jobs N] [--relink] [--only st,mt,st64,mt64]
  *   --relink  reuse the libraries of the last build (in the temporary folder) and only compile
  *             and link our C API: for a change to native/llamacpp/engine.cpp alone.
+ *   --only    build these variants (each with its -relaxed twin); build.json keeps the others'.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { availableParallelism } from "node:os";
 import { llamaSource, llamaWork as work } from "./llama-source.mjs";
+import { copyIn, ensureTrixieRoot, inTrixie, trixieRoot } from "./trixie-root.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const out = join(root, "wasm/llamacpp");
@@ -188,21 +195,45 @@ function withGrammarBound(dir) {
   );
 }
 
+/**
+ * Where a variant is compiled: bookworm's Emscripten 3.1.6 on this system (wasm32), or trixie's
+ * 3.1.69 in its build root (wasm64: Memory64). `here` is a path of the toolchain's as this
+ * system sees it.
+ */
+const toolchains = {
+  wasm32: {
+    exec: (command, args, options = {}) => run(command, args, options),
+    here: (path) => path,
+    maximumMemory: "4GB",
+  },
+  wasm64: {
+    exec: (command, args, { cwd = "/", ...options } = {}) => inTrixie(cwd, command, args, options),
+    here: (path) => join(trixieRoot, path),
+    maximumMemory: "16GB",
+  },
+};
+
+/** Runs `command` with the variant's toolchain. */
+function exec(memory, command, args, options = {}) {
+  return toolchains[memory].exec(command, args, options);
+}
+
 /** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
-function libraries(dir, variant, flags) {
+function libraries(dir, variant, flags, memory = "wasm32") {
   const build = join(work, `build-${variant}`);
-  const log = join(build, "configure.log");
+  const here = toolchains[memory].here;
+  const log = here(join(build, "configure.log"));
   if (relink && existsSync(log)) return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
-  rmSync(build, { recursive: true, force: true });
-  const configure = run("emcmake", [
+  rmSync(here(build), { recursive: true, force: true });
+  const configure = exec(memory, "emcmake", [
     "cmake",
     "-S",
     dir,
     "-B",
     build,
     "-DCMAKE_BUILD_TYPE=Release",
-    "-DEMSCRIPTEN_SYSTEM_PROCESSOR=wasm32",
-    "-DLLAMA_WASM_MEM64=OFF",
+    `-DEMSCRIPTEN_SYSTEM_PROCESSOR=${memory}`,
+    `-DLLAMA_WASM_MEM64=${memory === "wasm64" ? "ON" : "OFF"}`,
     "-DLLAMA_BUILD_HTML=OFF",
     "-DBUILD_SHARED_LIBS=OFF",
     "-DLLAMA_BUILD_TESTS=OFF",
@@ -220,7 +251,9 @@ function libraries(dir, variant, flags) {
   ]);
   writeFileSync(log, configure);
   const kernels = kernelsOf(variant, configure);
-  run("cmake", ["--build", build, "--target", "llama", "-j", jobs], { stdio: ["ignore", "ignore", "inherit"] });
+  exec(memory, "cmake", ["--build", build, "--target", "llama", "-j", jobs], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   return { build, kernels };
 }
 
@@ -259,16 +292,12 @@ const relaxedClang = "/usr/lib/llvm-19/bin/clang";
 const relaxedFile = "ggml-cpu/arch/wasm/quants.c";
 
 /**
- * Compiles ggml's `arch/wasm/quants.c`, with our tiles in it, by clang 19 with relaxed SIMD, with
- * the flags CMake gave Emscripten for it. Returns ggml-cpu's objects with that one in place of
- * Emscripten's, for `link`.
+ * ggml-cpu's objects as CMake compiled them, but for `arch/wasm/quants.c` (our tiles are in it),
+ * which `compile(entry, cmake, object)` compiles again with relaxed SIMD, given CMake's own
+ * arguments for it less its input and output (and any in `dropped`). For `link`.
  */
-function relaxedObjects(build, variant, flags) {
-  if (!existsSync(relaxedClang))
-    throw new Error(
-      `${relaxedClang} is missing: the -relaxed builds need Debian's clang 19 (apt-get install clang-19)`,
-    );
-  const commands = JSON.parse(readFileSync(join(build, "compile_commands.json"), "utf8"));
+function withRelaxedQuants(build, variant, memory, compile, dropped = []) {
+  const commands = JSON.parse(readFileSync(toolchains[memory].here(join(build, "compile_commands.json")), "utf8"));
   const objects = [];
   let compiled = "";
   for (const entry of commands) {
@@ -280,32 +309,95 @@ function relaxedObjects(build, variant, flags) {
       continue;
     }
     compiled = join(build, `quants-relaxed-${variant}.o`);
-    // Emscripten's own flags for clang, less WebAssembly exceptions: this C file throws none,
-    // and clang 19 would want reference types for them, which Emscripten 3.1.6 does not emit.
-    const ours = flags.split(" ").filter((flag) => flag && flag !== "-fwasm-exceptions");
-    const emscripten = run("emcc", [...ours, "--cflags"])
-      .trim()
-      .split(/\s+/);
     const cmake = words.slice(1).filter((word, at, all) => {
       const previous = all[at - 1];
-      return word !== "-fwasm-exceptions" && word !== "-o" && word !== "-c" && previous !== "-o" && previous !== "-c";
+      return !dropped.includes(word) && word !== "-o" && word !== "-c" && previous !== "-o" && previous !== "-c";
     });
-    const relaxed = ["-mrelaxed-simd", "-ffp-contract=off", "-mno-multivalue", "-mno-reference-types"];
-    run(relaxedClang, [...emscripten, ...cmake, ...relaxed, "-c", entry.file, "-o", compiled], {
-      cwd: entry.directory,
-    });
+    compile(entry, cmake, compiled);
   }
   if (!compiled) throw new Error(`${build}/compile_commands.json has no ${relaxedFile}`);
   return [compiled, ...objects];
 }
 
 /**
- * Links our C API with llama.cpp's libraries into `folder` as `llamacpp-${variant}`; with
- * `cpuObjects`, those in place of ggml-cpu's library.
+ * The relaxed objects. wasm32: clang 19 compiles the tiles' file with relaxed SIMD and the flags
+ * CMake gave Emscripten for it. Memory64: trixie's Emscripten brings LLVM 19, so its own
+ * compiler compiles the file again, with CMake's command and relaxed SIMD.
  */
-function link(dir, build, variant, flags, extra, folder = out, cpuObjects = undefined) {
+function relaxedObjects(build, variant, flags, memory) {
+  if (memory === "wasm64")
+    return withRelaxedQuants(build, variant, memory, (entry, cmake, object) =>
+      inTrixie(entry.directory, entry.command.split(/\s+/)[0], [
+        ...cmake,
+        "-mrelaxed-simd",
+        "-ffp-contract=off",
+        "-c",
+        entry.file,
+        "-o",
+        object,
+      ]),
+    );
+  if (!existsSync(relaxedClang))
+    throw new Error(
+      `${relaxedClang} is missing: the -relaxed builds need Debian's clang 19 (apt-get install clang-19)`,
+    );
+  // Emscripten's own flags for clang, less WebAssembly exceptions: this C file throws none,
+  // and clang 19 would want reference types for them, which Emscripten 3.1.6 does not emit.
+  const ours = flags.split(" ").filter((flag) => flag && flag !== "-fwasm-exceptions");
+  const emscripten = run("emcc", [...ours, "--cflags"])
+    .trim()
+    .split(/\s+/);
+  const relaxed = ["-mrelaxed-simd", "-ffp-contract=off", "-mno-multivalue", "-mno-reference-types"];
+  return withRelaxedQuants(
+    build,
+    variant,
+    memory,
+    (entry, cmake, object) =>
+      run(relaxedClang, [...emscripten, ...cmake, ...relaxed, "-c", entry.file, "-o", object], {
+        cwd: entry.directory,
+      }),
+    ["-fwasm-exceptions"],
+  );
+}
+
+/**
+ * What a Memory64 module's JavaScript converts at each export of our C API that takes or gives
+ * a pointer: its result, then its arguments, `p` a pointer (a BigInt in the module, a Number in
+ * JavaScript), `_` anything else. The worker's code then calls both builds alike; the exports
+ * with no pointer need no conversion.
+ */
+const signatures = {
+  wi_error: "p",
+  wi_log: "p",
+  wi_system_info: "p",
+  wi_load: "_p____",
+  wi_tokenize: "_p___p_",
+  wi_piece: "__p_",
+  wi_decode: "_p__",
+  wi_embed: "_pp_p",
+  wi_sampler: "______pp_p",
+  wi_sample: "__pp_",
+};
+
+/**
+ * Links our C API with llama.cpp's libraries into `folder` as `llamacpp-${variant}`; with
+ * `cpuObjects`, those in place of ggml-cpu's library. A Memory64 build is linked in the trixie
+ * root and copied out.
+ */
+function link(dir, build, variant, flags, extra, folder = out, cpuObjects = undefined, memory = "wasm32") {
   const name = `llamacpp-${variant}`;
-  run("em++", [
+  const target = memory === "wasm64" ? join(build, "link") : folder;
+  if (memory === "wasm64") mkdirSync(join(trixieRoot, target), { recursive: true });
+  const memory64 =
+    memory === "wasm64"
+      ? [
+          "-sMEMORY64=1",
+          `-sSIGNATURE_CONVERSIONS=${Object.entries(signatures)
+            .map(([symbol, signature]) => `${symbol}:${signature}`)
+            .join(",")}`,
+        ]
+      : [];
+  exec(memory, "em++", [
     join(root, "native/llamacpp/engine.cpp"),
     ...flags.split(" ").filter(Boolean),
     "-O3",
@@ -322,17 +414,36 @@ function link(dir, build, variant, flags, extra, folder = out, cpuObjects = unde
     "-sEXPORT_NAME=createLlamaCpp",
     "-sENVIRONMENT=web,worker,node",
     "-sALLOW_MEMORY_GROWTH=1",
-    "-sMAXIMUM_MEMORY=4GB",
+    `-sMAXIMUM_MEMORY=${toolchains[memory].maximumMemory}`,
     "-sINITIAL_MEMORY=64MB",
     "-sTOTAL_STACK=1MB",
     "-lworkerfs.js",
     "-sFORCE_FILESYSTEM=1",
     `-sEXPORTED_FUNCTIONS=${exported.join(",")}`,
     "-sEXPORTED_RUNTIME_METHODS=FS,WORKERFS,UTF8ToString,stringToUTF8,lengthBytesUTF8,HEAPU8,HEAP32,HEAPF32",
+    ...memory64,
     ...extra,
     "-o",
-    join(folder, `${name}.js`),
+    join(target, `${name}.js`),
   ]);
+  if (memory === "wasm64") {
+    cpSync(join(trixieRoot, target, `${name}.wasm`), join(folder, `${name}.wasm`));
+    const script = readFileSync(join(trixieRoot, target, `${name}.js`), "utf8");
+    writeFileSync(join(folder, `${name}.js`), withAddressKey(`${name}.js`, script));
+  }
+}
+
+/**
+ * A Memory64 script that names its memory's addresses as browsers now read them. Emscripten
+ * 3.1.69 writes `index: "i64"`, the JS API's first name for it; Chromium reads `address: "i64"`,
+ * and without it takes a 64-bit memory's sizes as Numbers where it wants BigInts, so every
+ * growth of the memory failed ("insufficient memory" at the first model load). Both names are
+ * given, so either reading holds.
+ */
+function withAddressKey(file, script) {
+  const first = 'index:"i64"';
+  if (!script.includes(first)) throw new Error(`${file} has changed: expected ${first} in it; update withAddressKey`);
+  return script.replaceAll(first, 'index:"i64",address:"i64"');
 }
 
 /**
@@ -340,8 +451,11 @@ function link(dir, build, variant, flags, extra, folder = out, cpuObjects = unde
  * opcode it knows under an earlier draft's name, so any relaxed instruction but the dot product
  * stops the build (see the top of this file).
  */
-function relaxedInstructions(file) {
-  const text = run("wasm-dis", ["--all-features", file], { maxBuffer: 1 << 30 });
+function relaxedInstructions(file, memory) {
+  const text =
+    memory === "wasm64"
+      ? inTrixie("/", "wasm-dis", ["--all-features", file])
+      : run("wasm-dis", ["--all-features", file], { maxBuffer: 1 << 30 });
   const counts = {};
   for (const [name] of text.matchAll(/\b[a-z0-9]+x[0-9]+\.[a-z0-9_]*(?:relaxed|laneselect|i7x16)[a-z0-9_]*/g))
     counts[name] = (counts[name] ?? 0) + 1;
@@ -353,18 +467,21 @@ function relaxedInstructions(file) {
  * same name (its script then loads the same pthread worker script, which must be the same), and
  * moved beside it. Its script is its own: the pthreads one holds addresses in the module's memory.
  */
-function linkRelaxed(dir, build, variant, flags, extra) {
+function linkRelaxed(dir, build, variant, flags, extra, memory = "wasm32") {
   const scratch = join(build, "relaxed");
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
-  link(dir, build, variant, flags, extra, scratch, relaxedObjects(build, variant, flags));
+  link(dir, build, variant, flags, extra, scratch, relaxedObjects(build, variant, flags, memory), memory);
   for (const file of readdirSync(scratch).filter((name) => name.endsWith(".worker.js")))
     if (!readFileSync(join(scratch, file)).equals(readFileSync(join(out, file))))
       throw new Error(`${file}: the relaxed build's pthread script differs from the plain build's`);
-  const counts = relaxedInstructions(join(scratch, `llamacpp-${variant}.wasm`));
+  const linked = memory === "wasm64" ? join(build, "link") : scratch;
+  const counts = relaxedInstructions(join(linked, `llamacpp-${variant}.wasm`), memory);
   const names = Object.keys(counts);
-  if (names.length !== 1 || names[0] !== "i16x8.dot_i8x16_i7x16_s")
-    throw new Error(`${variant}-relaxed: expected only i16x8.dot_i8x16_i7x16_s, found ${JSON.stringify(counts)}`);
+  // The dot product as Binaryen (108 and 120 alike) names it.
+  const dot = "i16x8.dot_i8x16_i7x16_s";
+  if (names.length !== 1 || names[0] !== dot)
+    throw new Error(`${variant}-relaxed: expected only ${dot}, found ${JSON.stringify(counts)}`);
   console.log(`${variant}-relaxed: ${counts[names[0]]} relaxed dot products, no other relaxed instruction`);
   for (const extension of ["js", "wasm"])
     renameSync(
@@ -373,31 +490,65 @@ function linkRelaxed(dir, build, variant, flags, extra) {
     );
 }
 
+/** The variants to build (`--only st64,mt64`), all by default. */
+const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1].split(",") : null;
+const wanted = (variant) => only === null || only.includes(variant);
+const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 tiles";
+// What an earlier build wrote stays for the variants this one leaves alone.
+const previous = existsSync(join(out, "build.json")) ? JSON.parse(readFileSync(join(out, "build.json"), "utf8")) : {};
+const kernels = { ...previous.kernels };
+
+/**
+ * Builds a variant and its relaxed twin: `st`, one thread; `mt`, pthreads. The pool is filled
+ * before the program starts: ggml's threads must exist before its first decode, since a worker
+ * started mid-call would never run while the caller waits for it.
+ */
+function buildVariant(dir, variant, memory) {
+  const threaded = variant.startsWith("mt");
+  // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
+  const flags = threaded ? "-fwasm-exceptions -pthread" : "-fwasm-exceptions";
+  const pool = threaded
+    ? [...(memory === "wasm32" ? ["-sUSE_PTHREADS=1"] : []), "-sPTHREAD_POOL_SIZE=Module.threads"]
+    : [];
+  const built = libraries(dir, variant, flags, memory);
+  link(dir, built.build, variant, flags, pool, out, undefined, memory);
+  // LLVM 19 compiles all of a Memory64 build: none of its plain one may be relaxed.
+  const plain =
+    memory === "wasm64" ? relaxedInstructions(join(built.build, "link", `llamacpp-${variant}.wasm`), memory) : {};
+  if (Object.keys(plain).length)
+    throw new Error(`${variant}: expected no relaxed instruction, found ${JSON.stringify(plain)}`);
+  linkRelaxed(dir, built.build, variant, flags, pool, memory);
+  kernels[variant] = built.kernels;
+  kernels[`${variant}-relaxed`] = relaxedKernels;
+}
+
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
 withRoundedActivations(dir);
 withGrammarBound(dir);
 mkdirSync(out, { recursive: true });
-// llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
-const single = libraries(dir, "st", "-fwasm-exceptions");
-link(dir, single.build, "st", "-fwasm-exceptions", []);
-linkRelaxed(dir, single.build, "st", "-fwasm-exceptions", []);
-const threaded = libraries(dir, "mt", "-fwasm-exceptions -pthread");
-// The pool is filled before the program starts: ggml's threads must exist before its first
-// decode, since a worker started mid-call would never run while the caller waits for it.
-const pool = ["-sUSE_PTHREADS=1", "-sPTHREAD_POOL_SIZE=Module.threads"];
-link(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", pool);
-linkRelaxed(dir, threaded.build, "mt", "-fwasm-exceptions -pthread", pool);
-const emscripten = run("emcc", ["--version"]).split("\n")[0];
-const clang = run(relaxedClang, ["--version"]).split("\n")[0];
-const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 tiles";
-console.log(`st-relaxed, mt-relaxed: ${relaxedKernels}`);
+const memory32 = ["st", "mt"].filter(wanted);
+for (const variant of memory32) buildVariant(dir, variant, "wasm32");
+const memory64 = ["st64", "mt64"].filter(wanted);
+const memory64Compiler = memory64.length
+  ? `${ensureTrixieRoot()}, in a Debian trixie build root (scripts/trixie-root.mjs), for st64 and mt64`
+  : previous.memory64Compiler;
+if (memory64.length) {
+  // The root compiles the same patched clone, and our C API, at the same paths.
+  copyIn(dir);
+  copyIn(join(root, "native"));
+}
+for (const variant of memory64) buildVariant(dir, variant, "wasm64");
+const version = (command) => run(command, ["--version"]).split("\n")[0];
 const build = {
   source: description,
-  compiler: emscripten,
-  relaxedCompiler: `${clang}, for ${relaxedFile} in the -relaxed builds`,
-  kernels: { st: single.kernels, mt: threaded.kernels, "st-relaxed": relaxedKernels, "mt-relaxed": relaxedKernels },
-  memory: "wasm32 (4 GB)",
+  compiler: memory32.length ? version("emcc") : previous.compiler,
+  relaxedCompiler: memory32.length
+    ? `${version(relaxedClang)}, for ${relaxedFile} in the wasm32 -relaxed builds`
+    : previous.relaxedCompiler,
+  memory64Compiler,
+  kernels,
+  memory: "wasm32 (4 GB) for st and mt; wasm64 (Memory64, 16 GB) for st64 and mt64",
 };
 writeFileSync(join(out, "build.json"), `${JSON.stringify(build, null, 2)}\n`);
 console.log(`wrote ${out}`);

@@ -19,9 +19,9 @@
  * from Llama 3's vocabulary, written as llama.cpp's converter writes BERT's (a word's first
  * piece after "▁", a continuation bare). No npm package ships bert-base-uncased's vocabulary.
  *
- * Usage: node scripts/test-gguf.mjs <out-dir> [test|bench|bench-q8_0]   writes <out-dir>/<variant's file>
+ * Usage: node scripts/test-gguf.mjs <out-dir> [variant]   writes <out-dir>/<variant's file> (or its shards)
  */
-import { existsSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, renameSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, statSync, writeSync, closeSync, renameSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 
@@ -108,9 +108,28 @@ for (const [shape, dimensions] of Object.entries(benchEmbeddingShapes))
       pooling: 1,
       type,
     };
+/**
+ * Llama 3 8B's shapes in Q4_0 (32 layers × 4,096, 32 heads, 8 KV heads, 14,336 feed-forward, an
+ * output matrix of its own): 4.5 GB, past what a wasm32 build addresses, for the Memory64 build's
+ * test. Its layers share one layer's random weights (the file is as large, and written in
+ * seconds), and it is split into shards of at most 2 GB, as the catalogue's large builds are.
+ */
+ggufVariants["big-q4_0"] = {
+  file: "llama3-8b-shape-q4_0.gguf",
+  embedding: 4_096,
+  layers: 32,
+  heads: 32,
+  kvHeads: 8,
+  feedForward: 14_336,
+  contextLength: 8_192,
+  type: "q4_0",
+  sharedLayers: true,
+  output: true,
+  shardBytes: 2_000_000_000,
+};
 export const ggufName = ggufVariants.test.file;
 
-const valueType = { uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
+const valueType = { uint16: 2, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
 const tensorType = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
 /** ggml's file types for "mostly F16", "mostly Q4_0" and "mostly Q8_0". */
 const fileType = { f16: 1, q4_0: 2, q8_0: 7 };
@@ -159,6 +178,8 @@ function writeMetadata(writer, key, type, value) {
   writer.u32(valueType[type]);
   if (type === "string") writer.string(value);
   else if (type === "uint32") writer.u32(value);
+  else if (type === "uint16") writer.push(Buffer.from([value & 0xff, value >>> 8]));
+  else if (type === "int32") writer.i32(value);
   else if (type === "float32") writer.f32(value);
   else if (type === "bool") writer.push(Buffer.from([value ? 1 : 0]));
   else throw new Error(`unsupported metadata type ${type}`);
@@ -317,9 +338,16 @@ function bertTensors(shape, vocabularySize, next) {
     },
     ...norm("token_embd_norm"),
   ];
+  // With `sharedLayers`, every layer's weights are the first layer's.
+  const drawn = new Map();
+  const draw = (name, count) => {
+    if (!shape.sharedLayers) return quantized[type](count, next);
+    if (!drawn.has(name)) drawn.set(name, quantized[type](count, next));
+    return drawn.get(name);
+  };
   for (let layer = 0; layer < layers; layer++) {
     const weight = (name, dims) =>
-      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
+      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: draw(name, dims[0] * dims[1]) });
     weight("attn_q", [embedding, embedding]);
     weight("attn_k", [embedding, embedding]);
     weight("attn_v", [embedding, embedding]);
@@ -374,9 +402,16 @@ function tensors(shape, vocabularySize, next) {
       data: quantized[type](embedding * vocabularySize, next),
     },
   ];
+  // With `sharedLayers`, every layer's weights are the first layer's.
+  const drawn = new Map();
+  const draw = (name, count) => {
+    if (!shape.sharedLayers) return quantized[type](count, next);
+    if (!drawn.has(name)) drawn.set(name, quantized[type](count, next));
+    return drawn.get(name);
+  };
   for (let layer = 0; layer < layers; layer++) {
     const weight = (name, dims) =>
-      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: quantized[type](dims[0] * dims[1], next) });
+      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: draw(name, dims[0] * dims[1]) });
     list.push({ name: `blk.${layer}.attn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
     weight("attn_q", [embedding, embedding]);
     weight("attn_k", [embedding, kvWidth]);
@@ -387,7 +422,8 @@ function tensors(shape, vocabularySize, next) {
     weight("ffn_up", [embedding, feedForward]);
     weight("ffn_down", [feedForward, embedding]);
   }
-  // No output.weight: llama.cpp ties the output to token_embd.
+  // Without `output`, no output.weight: llama.cpp ties the output to token_embd.
+  if (shape.output) list.push({ ...list[0], name: "output.weight" });
   list.push({ name: "output_norm.weight", dims: [embedding], type: "f32", data: ones(embedding) });
   return list;
 }
@@ -417,18 +453,32 @@ function bertMetadata(shape) {
   ];
 }
 
-function header(shape, vocab, tensorList) {
+/**
+ * A file's header: the model's metadata (the first shard's only, with `split`), then its
+ * tensors' names, shapes, types and offsets. `split` is llama.cpp's split keys for a shard.
+ */
+function header(shape, vocab, tensorList, split = null) {
   const writer = new Writer();
   writer.push(Buffer.from("GGUF", "ascii"));
   writer.u32(3);
   writer.u64(tensorList.length);
-  const metadata = shape.architecture === "bert" ? bertMetadata(shape) : llamaMetadata(shape, vocab);
-  const arrays = vocab.merges ? 3 : 2;
-  writer.u64(metadata.length + arrays);
-  for (const [key, type, value] of metadata) writeMetadata(writer, key, type, value);
-  writeArray(writer, "tokenizer.ggml.tokens", "string", vocab.tokens);
-  writeArray(writer, "tokenizer.ggml.token_type", "int32", vocab.types);
-  if (vocab.merges) writeArray(writer, "tokenizer.ggml.merges", "string", vocab.merges);
+  const model = split === null || split.no === 0;
+  const metadata = !model ? [] : shape.architecture === "bert" ? bertMetadata(shape) : llamaMetadata(shape, vocab);
+  const splitKeys = split
+    ? [
+        ["split.no", "uint16", split.no],
+        ["split.count", "uint16", split.count],
+        ["split.tensors.count", "int32", split.tensors],
+      ]
+    : [];
+  const arrays = !model ? 0 : vocab.merges ? 3 : 2;
+  writer.u64(metadata.length + splitKeys.length + arrays);
+  for (const [key, type, value] of [...metadata, ...splitKeys]) writeMetadata(writer, key, type, value);
+  if (model) {
+    writeArray(writer, "tokenizer.ggml.tokens", "string", vocab.tokens);
+    writeArray(writer, "tokenizer.ggml.token_type", "int32", vocab.types);
+    if (vocab.merges) writeArray(writer, "tokenizer.ggml.merges", "string", vocab.merges);
+  }
   let offset = 0;
   for (const tensor of tensorList) {
     writer.string(tensor.name);
@@ -480,10 +530,48 @@ export function buildTestGguf(outDirectory, variant = "test") {
   mkdirSync(outDirectory, { recursive: true });
   const vocab = shape.architecture === "bert" ? wordPieceVocabulary() : vocabulary();
   const tensorList = tensors(shape, vocab.tokens.length, generator(seed));
+  if (!shape.shardBytes) {
+    writeGguf(file, header(shape, vocab, tensorList), tensorList);
+    closeSync(openSync(stamp, "w"));
+    return file;
+  }
+  const shards = shardsOf(tensorList, shape.shardBytes);
+  const names = shards.map((_, index) => shardName(file, index, shards.length));
+  shards.forEach((shard, no) => {
+    const split = { no, count: shards.length, tensors: tensorList.length };
+    writeGguf(names[no], header(shape, vocab, shard, split), shard);
+  });
+  closeSync(openSync(stamp, "w"));
+  return names[0];
+}
+
+/** llama.cpp's name for a shard: `<name>-0000N-of-0000M.gguf`. */
+export function shardName(file, index, count) {
+  const number = (value) => String(value).padStart(5, "0");
+  return file.replace(/\.gguf$/, `-${number(index + 1)}-of-${number(count)}.gguf`);
+}
+
+/** The tensors in order, cut into shards whose data stays within `bytes` (a tensor is never cut). */
+function shardsOf(tensorList, bytes) {
+  const shards = [[]];
+  let size = 0;
+  for (const tensor of tensorList) {
+    const length = Math.ceil(tensor.data.length / alignment) * alignment;
+    if (size + length > bytes && shards.at(-1).length) {
+      shards.push([]);
+      size = 0;
+    }
+    shards.at(-1).push(tensor);
+    size += length;
+  }
+  return shards;
+}
+
+/** Writes one GGUF file: its header, then its tensors' data, each aligned; whole or not at all. */
+function writeGguf(file, head, tensorList) {
   const partial = `${file}.partial`;
   const descriptor = openSync(partial, "w");
   try {
-    const head = header(shape, vocab, tensorList);
     writeSync(descriptor, head);
     writeSync(descriptor, padding(head.length));
     for (const tensor of tensorList) {
@@ -494,13 +582,11 @@ export function buildTestGguf(outDirectory, variant = "test") {
     closeSync(descriptor);
   }
   renameSync(partial, file);
-  closeSync(openSync(stamp, "w"));
-  return file;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   const out = process.argv[2];
   if (!out) throw new Error("usage: node scripts/test-gguf.mjs <out-dir>");
   const file = buildTestGguf(resolve(out), process.argv[3] ?? "test");
-  console.log(`${file}: ${(readFileSync(file).length / 2 ** 20).toFixed(1)} MiB`);
+  console.log(`${file}: ${(statSync(file).size / 2 ** 20).toFixed(1)} MiB`);
 }

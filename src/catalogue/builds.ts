@@ -14,6 +14,8 @@ export interface DeviceFeatures {
   softwareAdapter?: boolean;
   /** What the device can spend on one model, in MB; undefined when unknown. */
   memoryBudgetMB?: number;
+  /** What bounds `memoryBudgetMB` when the device's memory does not: an engine's address space. */
+  memoryLimit?: string;
   /** The CPU threads llama.cpp runs on here (several only in a cross-origin isolated page). */
   threads?: number;
 }
@@ -83,7 +85,10 @@ export function ggufMemoryEstimateMB(model: Pick<ModelEntry, "contextWindow">, b
 export type GgufChoice = { ok: true; build: GgufBuild } | { ok: false; reason: string; build: GgufBuild | null };
 
 /** The first GGUF build that fits in `memoryBudgetMB` (any, when the budget is unknown), or why none does. */
-export function chooseGgufBuild(model: ModelEntry, memoryBudgetMB: number | undefined): GgufChoice {
+export function chooseGgufBuild(
+  model: ModelEntry,
+  { memoryBudgetMB, memoryLimit }: Pick<DeviceFeatures, "memoryBudgetMB" | "memoryLimit">,
+): GgufChoice {
   if (model.gguf.length === 0) return { ok: false, reason: `${model.id} has no GGUF build for llama.cpp`, build: null };
   const fitting = model.gguf.find(
     (build) => memoryBudgetMB === undefined || ggufMemoryEstimateMB(model, build) <= memoryBudgetMB,
@@ -94,7 +99,7 @@ export function chooseGgufBuild(model: ModelEntry, memoryBudgetMB: number | unde
   );
   return {
     ok: false,
-    reason: `${smallest.modelId} needs about ${Math.round(ggufMemoryEstimateMB(model, smallest))} MB of memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(memoryBudgetMB ?? 0)} MB (set \`memoryBudgetMB\` if it has more)`,
+    reason: `${smallest.modelId} needs about ${Math.round(ggufMemoryEstimateMB(model, smallest))} MB of memory at its ${model.contextWindow}-token context window; this device offers about ${Math.round(memoryBudgetMB ?? 0)} MB (${memoryLimit ?? "set `memoryBudgetMB` if it has more"})`,
     build: smallest,
   };
 }

@@ -121,7 +121,7 @@ export class ChoosingEngine implements Engine {
       reasons.push(`llama.cpp: ${noHostMessage("llamacpp")}`);
       return null;
     }
-    const build = chooseGgufBuild(model, (await engine.device()).memoryBudgetMB);
+    const build = chooseGgufBuild(model, await engine.device());
     if (build.ok) return { engine, name: "llamacpp", reason: "llama.cpp" };
     reasons.push(`llama.cpp: ${build.reason}`);
     return null;

@@ -206,10 +206,18 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
       "llamacpp/llamacpp-mt.js",
       "llamacpp/llamacpp-mt.wasm",
       "llamacpp/llamacpp-mt.worker.js",
+      "llamacpp/llamacpp-mt64-relaxed.js",
+      "llamacpp/llamacpp-mt64-relaxed.wasm",
+      "llamacpp/llamacpp-mt64.js",
+      "llamacpp/llamacpp-mt64.wasm",
       "llamacpp/llamacpp-st-relaxed.js",
       "llamacpp/llamacpp-st-relaxed.wasm",
       "llamacpp/llamacpp-st.js",
       "llamacpp/llamacpp-st.wasm",
+      "llamacpp/llamacpp-st64-relaxed.js",
+      "llamacpp/llamacpp-st64-relaxed.wasm",
+      "llamacpp/llamacpp-st64.js",
+      "llamacpp/llamacpp-st64.wasm",
       "llamacpp/llamacpp-worker.js",
     ];
     expect(appFiles(target).sort()).toEqual([

@@ -32,6 +32,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   await buildTestModel(resolve(root, ".cache/test-model"));
   buildTestGguf(resolve(root, ".cache/test-gguf"));
   buildTestGguf(resolve(root, ".cache/test-gguf"), "embed-bert-mean");
+  buildTestGguf(resolve(root, ".cache/test-gguf"), "test-q4_0");
   const server = await startStaticServer(
     [
       { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },
@@ -48,6 +49,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       // Two more, for a pinned hash that matches and one that does not (a download each).
       { prefix: "/test-gguf-pinned/", directory: resolve(root, ".cache/test-gguf") },
       { prefix: "/test-gguf-tampered/", directory: resolve(root, ".cache/test-gguf") },
+      // The GGUF past 4 GB, written by the Memory64 spec (test/e2e/memory64.spec.ts) when it runs.
+      { prefix: "/test-gguf-big/", directory: resolve(root, ".cache/test-gguf-big") },
       // The demo's page and worker script under the Content Security Policy `npm start` serves them
       // with (the test's own demo files first: a test ships a changed worker there).
       { prefix: "/demo/", directory: resolve(root, ".cache/e2e/demo"), headers: demoHeaders },

@@ -12,7 +12,7 @@
  * the service worker directly, so the page's thread is not on a token's way. An abort lands
  * between steps (a prefill batch, a sampled token).
  */
-import { chooseGgufBuild, type DeviceFeatures } from "../../catalogue/builds.js";
+import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../catalogue/builds.js";
 import { ggufFiles, type GgufBuild, type ModelEntry } from "../../catalogue/entry.js";
 import { EngineError } from "../../core/errors/engine.js";
 import { toGbnf } from "../../structured/gbnf.js";
@@ -30,7 +30,7 @@ import type {
 import { PartInbox, type AbortMessage, type PartMessage } from "../part-stream.js";
 import { deleteDownload, download, isDownloaded } from "./download.js";
 import type { EmbedResult, LoadResult, SamplerSettings, WorkerCall } from "./protocol.js";
-import { LlamaWorker, usableThreads } from "./runtime.js";
+import { hasMemory64, LlamaWorker, usableThreads, type Addressing } from "./runtime.js";
 
 export interface LlamaCppEngineOptions {
   /** The folder of our llama.cpp build (`llamacpp/` beside the worker script by default). */
@@ -72,8 +72,19 @@ function anyObject(): string {
  */
 const embeddingBatchTokens = 2_048;
 
-/** What a wasm32 build of llama.cpp can address (scripts/build-llamacpp.mjs: MAXIMUM_MEMORY=4GB). */
-const addressSpaceMB = 4_096;
+/**
+ * What each build of llama.cpp can address (scripts/build-llamacpp.mjs: MAXIMUM_MEMORY): wasm32
+ * 4 GB; Memory64 16 GB, the most Chromium gives a module. A model that fits in 4 GB keeps the
+ * wasm32 build, the one the CPU benchmark measures against native llama.cpp.
+ */
+const addressSpaceMB: Record<Addressing, number> = { wasm32: 4_096, wasm64: 16_384 };
+
+/** Why a budget is the address space's, as /v1/model/info says when a model does not fit. */
+const addressLimit: Record<Addressing, string> = {
+  wasm32:
+    "llama.cpp's WebAssembly addresses at most 4,096 MB in a browser without WebAssembly Memory64; Chromium has it",
+  wasm64: "llama.cpp's Memory64 WebAssembly addresses at most 16,384 MB, the most a browser gives it",
+};
 
 interface Loaded {
   url: string;
@@ -84,7 +95,7 @@ interface Loaded {
 export class LlamaCppEngine implements Engine {
   readonly name = "llamacpp";
   readonly #options: LlamaCppEngineOptions;
-  #worker: Promise<LlamaWorker> | undefined;
+  #worker: { addressing: Addressing; worker: Promise<LlamaWorker> } | undefined;
   #loaded: Loaded | undefined;
   /** One generation at a time: the KV cache and the sampler are the model's, not a request's. */
   #turn: Promise<void> = Promise.resolve();
@@ -96,20 +107,36 @@ export class LlamaCppEngine implements Engine {
   async device(): Promise<DeviceFeatures> {
     const deviceMemory = (globalThis.navigator as { deviceMemory?: number } | undefined)?.deviceMemory;
     const budget = this.#options.memoryBudgetMB ?? (deviceMemory ? deviceMemory * 1024 : undefined);
-    // The build is wasm32: one model, its KV cache and buffers share a 4 GB address space.
-    const memoryBudgetMB = Math.min(budget ?? addressSpaceMB, addressSpaceMB);
-    return { webgpu: false, features: new Set(), memoryBudgetMB, threads: this.#threads() };
+    // One model, its KV cache and buffers share one build's address space.
+    const addressing: Addressing = hasMemory64() ? "wasm64" : "wasm32";
+    const space = addressSpaceMB[addressing];
+    const memoryBudgetMB = Math.min(budget ?? space, space);
+    const bound = budget === undefined || budget > space ? { memoryLimit: addressLimit[addressing] } : {};
+    return { webgpu: false, features: new Set(), memoryBudgetMB, ...bound, threads: this.#threads() };
   }
 
   #threads(): number {
     return usableThreads(this.#options.threads);
   }
 
-  /** The Worker, started once; a failed start is not kept, so the next load tries again. */
-  #runtime(): Promise<LlamaWorker> {
-    this.#worker ??= LlamaWorker.start(this.#options.assetsUrl, this.#threads(), this.#options.fetch);
-    return this.#worker.catch((error: unknown) => {
+  /**
+   * The Worker, started once for a build's addressing (by default the one running, or wasm32);
+   * asked for the other, it is stopped, with its model, and the other started. A failed start is
+   * not kept, so the next load tries again.
+   */
+  #runtime(addressing: Addressing = this.#worker?.addressing ?? "wasm32"): Promise<LlamaWorker> {
+    if (this.#worker && this.#worker.addressing !== addressing) {
+      this.#loaded = undefined;
+      void this.#worker.worker.then((worker) => worker.terminate()).catch(() => undefined);
       this.#worker = undefined;
+    }
+    this.#worker ??= {
+      addressing,
+      worker: LlamaWorker.start(this.#options.assetsUrl, this.#threads(), addressing, this.#options.fetch),
+    };
+    const running = this.#worker;
+    return running.worker.catch((error: unknown) => {
+      if (this.#worker === running) this.#worker = undefined;
       throw error;
     });
   }
@@ -119,14 +146,14 @@ export class LlamaCppEngine implements Engine {
   }
 
   async #choose(model: ModelEntry): Promise<GgufBuild> {
-    const choice = chooseGgufBuild(model, (await this.device()).memoryBudgetMB);
+    const choice = chooseGgufBuild(model, await this.device());
     if (!choice.ok)
       throw new EngineError("device", `${model.id} cannot run on llama.cpp on this device: ${choice.reason}.`);
     return choice.build;
   }
 
   async status(model: ModelEntry): Promise<ModelStatus> {
-    const choice = chooseGgufBuild(model, (await this.device()).memoryBudgetMB);
+    const choice = chooseGgufBuild(model, await this.device());
     const url = choice.build ? this.#urlOf(choice.build) : null;
     const downloaded =
       url !== null && (await Promise.all(ggufFiles(url).map((file) => isDownloaded(file)))).every(Boolean);
@@ -183,7 +210,9 @@ export class LlamaCppEngine implements Engine {
       onProgress?.(progress);
       this.#options.onProgress?.(model.id, progress);
     };
-    const worker = await this.#runtime();
+    // The wasm32 build where the model fits in its 4 GB (see addressSpaceMB), else Memory64.
+    const fits32 = ggufMemoryEstimateMB(model, build) <= addressSpaceMB.wasm32;
+    const worker = await this.#runtime(fits32 ? "wasm32" : "wasm64");
     const files = await this.#files(build, url, report);
     try {
       const embeddings = model.kind === "embedding";
@@ -209,9 +238,9 @@ export class LlamaCppEngine implements Engine {
 
   async dispose(): Promise<void> {
     this.#loaded = undefined;
-    const worker = this.#worker;
+    const running = this.#worker;
     this.#worker = undefined;
-    (await worker?.catch(() => undefined))?.terminate();
+    (await running?.worker.catch(() => undefined))?.terminate();
   }
 
   async deleteCached(model: ModelEntry): Promise<void> {

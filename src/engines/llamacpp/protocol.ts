@@ -9,7 +9,7 @@
 /** What the worker needs to start its WebAssembly: the build's script, its bytes, and the threads. */
 interface StartCall {
   call: "start";
-  /** `llamacpp-st.js`, or `llamacpp-mt.js` (pthreads) where the page is cross-origin isolated; `-relaxed` where WebAssembly has relaxed SIMD. */
+  /** `llamacpp-st.js`, or `llamacpp-mt.js` (pthreads) where the page is cross-origin isolated; `64` for Memory64; `-relaxed` where WebAssembly has relaxed SIMD. */
   script: string;
   wasm: ArrayBuffer;
   threads: number;

@@ -13,23 +13,40 @@ const assetFix =
 /** The fix as a sentence of its own, for the end of an error message. */
 const assetFixSentence = `${assetFix[0]!.toUpperCase()}${assetFix.slice(1)}`;
 
+/** A build's addresses: 32-bit (4 GB), or Memory64's 64-bit (16 GB in Chromium). */
+export type Addressing = "wasm32" | "wasm64";
+
+/** A build's two files, its script and its WebAssembly, by name. */
+const filesOf = (name: string) => ({ script: `${name}.js`, wasm: `${name}.wasm` });
+
 /**
- * The files of our llama.cpp build, relative to its folder. Each build comes twice: `relaxed`
- * has relaxed SIMD's 8-bit dot product in the Q4_0 kernel, for browsers that have relaxed SIMD;
- * `plain` has no relaxed instruction, for the rest. The pthreads ones share `pthread`.
+ * The files of our llama.cpp builds, relative to their folder, by addressing and threads
+ * (`st`, one thread; `mt`, pthreads). Each build comes twice: `relaxed` has relaxed SIMD's 8-bit
+ * dot product in the Q4_0 kernel, for browsers that have relaxed SIMD; `plain` has no relaxed
+ * instruction, for the rest.
  */
 const buildFiles = {
   worker: "llamacpp-worker.js",
-  single: {
-    plain: { script: "llamacpp-st.js", wasm: "llamacpp-st.wasm" },
-    relaxed: { script: "llamacpp-st-relaxed.js", wasm: "llamacpp-st-relaxed.wasm" },
+  wasm32: {
+    single: { plain: filesOf("llamacpp-st"), relaxed: filesOf("llamacpp-st-relaxed") },
+    threaded: { plain: filesOf("llamacpp-mt"), relaxed: filesOf("llamacpp-mt-relaxed") },
   },
-  threaded: {
-    plain: { script: "llamacpp-mt.js", wasm: "llamacpp-mt.wasm" },
-    relaxed: { script: "llamacpp-mt-relaxed.js", wasm: "llamacpp-mt-relaxed.wasm" },
-    pthread: "llamacpp-mt.worker.js",
+  wasm64: {
+    single: { plain: filesOf("llamacpp-st64"), relaxed: filesOf("llamacpp-st64-relaxed") },
+    threaded: { plain: filesOf("llamacpp-mt64"), relaxed: filesOf("llamacpp-mt64-relaxed") },
   },
 } as const;
+
+/** Whether this browser's WebAssembly has Memory64: a module with a 64-bit memory validates. */
+export function hasMemory64(): boolean {
+  // The header, then a memory section: one memory, flags 0x04 (64-bit), at least one page.
+  const module = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x05, 0x03, 0x01, 0x04, 0x01];
+  try {
+    return WebAssembly.validate(new Uint8Array(module));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Whether this browser's WebAssembly has relaxed SIMD's `i16x8.relaxed_dot_i8x16_i7x16_s`, the
@@ -106,9 +123,14 @@ export class LlamaWorker {
   }
 
   /** Starts the Worker and its WebAssembly: `threads` > 1 takes the pthreads build. */
-  static async start(folder: string, threads: number, fetcher?: typeof fetch): Promise<LlamaWorker> {
+  static async start(
+    folder: string,
+    threads: number,
+    addressing: Addressing,
+    fetcher?: typeof fetch,
+  ): Promise<LlamaWorker> {
     const threaded = threads > 1;
-    const builds = threaded ? buildFiles.threaded : buildFiles.single;
+    const builds = threaded ? buildFiles[addressing].threaded : buildFiles[addressing].single;
     const files = hasRelaxedDot() ? builds.relaxed : builds.plain;
     const workerUrl = new URL(buildFiles.worker, folder).href;
     const wasm = await wasmBytes(new URL(files.wasm, folder).href, fetcher);

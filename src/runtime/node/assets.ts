@@ -30,20 +30,17 @@ export interface Asset {
 const workerPath = "inference-sw.js";
 const tokenizerFolder = "tokenizers";
 /**
- * The llama.cpp build: its Worker, and the one-thread and pthreads WebAssembly with their scripts,
- * each WebAssembly also with relaxed SIMD (`-relaxed`), which browsers that have it load.
+ * The llama.cpp builds: their Worker, and the one-thread and pthreads WebAssembly with their
+ * scripts, in 32-bit and Memory64 (`64`) addressing, each WebAssembly also with relaxed SIMD
+ * (`-relaxed`), which browsers that have it load. The wasm32 pthreads builds' threads start from
+ * `llamacpp-mt.worker.js`; the Memory64 ones' from their own script.
  */
 const llamacppFolder = "llamacpp";
 const llamacppFiles = [
   "llamacpp-worker.js",
-  "llamacpp-st.js",
-  "llamacpp-st.wasm",
-  "llamacpp-st-relaxed.js",
-  "llamacpp-st-relaxed.wasm",
-  "llamacpp-mt.js",
-  "llamacpp-mt.wasm",
-  "llamacpp-mt-relaxed.js",
-  "llamacpp-mt-relaxed.wasm",
+  ...["st", "mt", "st64", "mt64"].flatMap((variant) =>
+    ["", "-relaxed"].flatMap((relaxed) => [`llamacpp-${variant}${relaxed}.js`, `llamacpp-${variant}${relaxed}.wasm`]),
+  ),
   "llamacpp-mt.worker.js",
 ];
 

@@ -120,11 +120,14 @@ describe("GGUF builds in the catalogue", () => {
     const build = model.gguf[0]!;
     // 44 MB of weights, an f16 KV cache of 2 × 4 × 2 × 64 × 2 bytes × 2,048 tokens (4 MB), and llama.cpp's buffers.
     expect(ggufMemoryEstimateMB(model, build)).toBe(44 + 4 + 256);
-    expect(chooseGgufBuild(model, 1_000)).toMatchObject({ ok: true });
-    expect(chooseGgufBuild(model, undefined)).toMatchObject({ ok: true });
-    const refused = chooseGgufBuild(model, 100);
+    expect(chooseGgufBuild(model, { memoryBudgetMB: 1_000 })).toMatchObject({ ok: true });
+    expect(chooseGgufBuild(model, {})).toMatchObject({ ok: true });
+    const refused = chooseGgufBuild(model, { memoryBudgetMB: 100 });
     expect(refused).toMatchObject({ ok: false });
     expect(refused.ok ? "" : refused.reason).toContain("memoryBudgetMB");
+    // Where an address space bounds the budget, the reason names it instead.
+    const bound = chooseGgufBuild(model, { memoryBudgetMB: 100, memoryLimit: "llama.cpp addresses at most 100 MB" });
+    expect(bound.ok ? "" : bound.reason).toMatch(/offers about 100 MB \(llama\.cpp addresses at most 100 MB\)$/);
   });
 });
 
