@@ -1,7 +1,7 @@
 /**
  * The Responses API's `file_search` tool. The worker searches the named vector stores of the
- * key's account when the model asks it to (under `tool_choice` `auto`: search-decision.ts), or
- * for the user's latest message when the request forces the tool; then gives the model the
+ * key's account for the user's latest message, when the model asks it to (under `tool_choice`
+ * `auto`: search-decision.ts, with the model's own queries) or the request forces the tool; then gives the model the
  * passages found, numbered, best first, as many as fit half the chat model's window, to answer
  * from and cite. The answer carries a `file_citation` for each passage it cites as `[n]`, or,
  * when it cites none, one for each file it was given, at the end of its text. Each store's
@@ -105,8 +105,10 @@ interface Searching {
 
 /**
  * What the response searches for, by `tool_choice`: under `required` or `{type: "file_search"}`
- * the user's last message; under `auto` what the model asks for, if it asks (search-decision.ts);
- * under `none`, a named function or `allowed_tools` (which lists functions only), nothing.
+ * the user's last message; under `auto`, if the model asks for a search (search-decision.ts),
+ * that message and the queries it wrote (a chunk scores its best over them: a small model's
+ * poor query cannot hide what the message itself finds); under `none`, a named function or
+ * `allowed_tools` (which lists functions only), nothing.
  */
 async function searching(
   dependencies: EndpointDependencies,
@@ -120,8 +122,7 @@ async function searching(
     return { queries: question ? [question] : [], decision: null };
   if (choice !== "auto" || !question) return { queries: null, decision: null };
   const decided = await decideSearch(dependencies, context, request, conversation);
-  // A call with no query the model wrote is a search for the user's question.
-  const queries = decided.queries && (decided.queries.length ? decided.queries : [question]);
+  const queries = decided.queries && [...new Set([question, ...decided.queries])];
   return { queries, decision: decided.usage };
 }
 

@@ -271,10 +271,10 @@ describe("file_search in the Responses API", () => {
     expect(isDecision(decision)).toBe(true);
     expect(JSON.stringify(decision.input)).toContain(question);
     expect(decision.sampling.maxTokens).toBeLessThanOrEqual(128);
-    // The model's queries, the blank one dropped.
+    // The user's message, then the model's queries, the blank one dropped.
     expect(searched.output[0]).toMatchObject({
       type: "file_search_call",
-      queries: ["descale kettle", "kettle vinegar"],
+      queries: [question, "descale kettle", "kettle vinegar"],
     });
     expect(JSON.stringify(engine.seen.at(-1)!.input)).toContain("kettle.md");
     const added = (await charges(test)).slice(before);
@@ -308,7 +308,7 @@ describe("file_search in the Responses API", () => {
     expect(engine.at(-1)!.sampling.maxTokens).toBe(40 - 9);
   });
 
-  it("on the deterministic engine, auto searches for the queries it draws, and the model's tokens are billed", async () => {
+  it("on the deterministic engine, auto searches for the question and the queries it draws, and the model's tokens are billed", async () => {
     const test = await makeApp();
     const openai = client(test);
     const { store } = await storeOfTwo(openai);
@@ -317,10 +317,14 @@ describe("file_search in the Responses API", () => {
       model,
       input: question,
       tools: [{ type: "file_search", vector_store_ids: [store.id] }],
+      include: ["file_search_call.results"],
     });
     const call = response.output[0];
     if (call?.type !== "file_search_call") throw new Error("no file_search_call first");
-    expect(call.queries.length).toBeGreaterThan(0);
+    // The question, then the words it drew: the question's passage still leads.
+    expect(call.queries[0]).toBe(question);
+    expect(call.queries.length).toBeGreaterThan(1);
+    expect(call.results![0]!.filename).toBe("kettle.md");
     const added = (await charges(test)).slice(before);
     expect(added.map((entry) => entry.model)).toEqual([model, embeddingModel, model]);
     const billed = added.filter((entry) => entry.model === model);
@@ -373,7 +377,7 @@ describe("file_search in the Responses API", () => {
       input: "And the bread?",
       tools,
     });
-    expect(second.output[0]).toMatchObject({ type: "file_search_call", queries: ["bread"] });
+    expect(second.output[0]).toMatchObject({ type: "file_search_call", queries: ["And the bread?", "bread"] });
     const items = await openai.responses.inputItems.list(second.id);
     expect(items.data.map((item) => item.type)).toContain("file_search_call");
     // A client that keeps its own history (the Agents SDK does) sends the call back with its results.
