@@ -42,6 +42,12 @@ export interface LlamaCppEngineOptions {
   /** Threads for llama.cpp: several only where the page is cross-origin isolated (SharedArrayBuffer). */
   threads?: number;
   /**
+   * The build's addresses for every model. By default wasm32 where a model fits in its 4 GB, and
+   * Memory64 past that; `wasm64` takes Memory64 for all (where the browser has it), as the CPU
+   * benchmark does to measure what 64-bit addresses cost.
+   */
+  addressing?: Addressing;
+  /**
    * Tokens per prefill batch. An abort lands between batches, so small batches stop a long
    * prefill quickly at little cost in speed.
    */
@@ -108,11 +114,18 @@ export class LlamaCppEngine implements Engine {
     const deviceMemory = (globalThis.navigator as { deviceMemory?: number } | undefined)?.deviceMemory;
     const budget = this.#options.memoryBudgetMB ?? (deviceMemory ? deviceMemory * 1024 : undefined);
     // One model, its KV cache and buffers share one build's address space.
-    const addressing: Addressing = hasMemory64() ? "wasm64" : "wasm32";
+    const addressing: Addressing = this.#options.addressing !== "wasm32" && hasMemory64() ? "wasm64" : "wasm32";
     const space = addressSpaceMB[addressing];
     const memoryBudgetMB = Math.min(budget ?? space, space);
     const bound = budget === undefined || budget > space ? { memoryLimit: addressLimit[addressing] } : {};
     return { webgpu: false, features: new Set(), memoryBudgetMB, ...bound, threads: this.#threads() };
+  }
+
+  /** The wasm32 build where the model fits in its 4 GB (see addressSpaceMB), else Memory64. */
+  #addressingFor(model: ModelEntry, build: GgufBuild): Addressing {
+    if (this.#options.addressing === "wasm64" && hasMemory64()) return "wasm64";
+    if (this.#options.addressing === "wasm32") return "wasm32";
+    return ggufMemoryEstimateMB(model, build) <= addressSpaceMB.wasm32 ? "wasm32" : "wasm64";
   }
 
   #threads(): number {
@@ -210,9 +223,7 @@ export class LlamaCppEngine implements Engine {
       onProgress?.(progress);
       this.#options.onProgress?.(model.id, progress);
     };
-    // The wasm32 build where the model fits in its 4 GB (see addressSpaceMB), else Memory64.
-    const fits32 = ggufMemoryEstimateMB(model, build) <= addressSpaceMB.wasm32;
-    const worker = await this.#runtime(fits32 ? "wasm32" : "wasm64");
+    const worker = await this.#runtime(this.#addressingFor(model, build));
     const files = await this.#files(build, url, report);
     try {
       const embeddings = model.kind === "embedding";

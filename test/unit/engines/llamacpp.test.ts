@@ -299,4 +299,19 @@ describe("which llama.cpp WebAssembly a browser gets", () => {
     expect(hasRelaxedDot()).toBe(true);
     if (Number(process.versions.node.split(".")[0]) < 22) expect(before).toBe(false);
   });
+
+  it("addresses 16 GB where WebAssembly has Memory64, unless the app pins the wasm32 builds", async () => {
+    // Node 20's V8 keeps Memory64 behind this flag; Chromium has it on. Last in this file, since
+    // a flag cannot be unset.
+    setFlagsFromString("--experimental-wasm-memory64");
+    const options = { assetsUrl: "a/", ggufBaseUrl: "b/", memoryBudgetMB: 65_536 };
+    expect(await new LlamaCppEngine(options).device()).toMatchObject({
+      memoryBudgetMB: 16_384,
+      memoryLimit: expect.stringContaining("Memory64") as unknown,
+    });
+    expect(await new LlamaCppEngine({ ...options, addressing: "wasm32" }).device()).toMatchObject({
+      memoryBudgetMB: 4_096,
+      memoryLimit: expect.stringContaining("without WebAssembly Memory64") as unknown,
+    });
+  });
 });
