@@ -8,11 +8,13 @@ import { startInference, type InferenceHandle, type StartInferenceOptions } from
 import type { BenchReply, BenchRequest } from "./protocol.js";
 import { Catalogue } from "../../src/catalogue/catalogue.js";
 import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
+import type { Addressing } from "../../src/engines/llamacpp/runtime.js";
 import { hostEngine } from "../../src/engines/page-hosted.js";
 import type { GenerationRequest } from "../../src/engines/contract.js";
 import { renderChat } from "../../src/prompt/templates.js";
 import { embeddingCalls, type EmbeddingCalls } from "./embeddings.js";
 import { retrievalCalls, type RetrievalCalls } from "./retrieval.js";
+import { wllamaCalls, type WllamaCalls } from "./wllama.js";
 
 /** One generation as the page saw it. Times are ms from the request's start. */
 export interface Sample {
@@ -28,7 +30,7 @@ export interface Sample {
   threads?: number;
 }
 
-export interface Bench extends EmbeddingCalls, RetrievalCalls {
+export interface Bench extends EmbeddingCalls, RetrievalCalls, WllamaCalls {
   /** With `llamacpp`, this page also hosts llama.cpp (the library's WebAssembly build), for the engines' comparison. */
   start(
     options: StartInferenceOptions,
@@ -51,13 +53,15 @@ export interface Bench extends EmbeddingCalls, RetrievalCalls {
   zeroDirect(tokens: number): Promise<{ firstPartMs: number; totalMs: number }>;
   /**
    * The CPU benchmark: llama.cpp driven directly in this page, on the chat `messages` rendered
-   * with Llama 3's template: the very engine instance that serves /v1 (`start` with `llamacpp`).
+   * with Llama 3's template: the very engine instance that serves /v1 (`start` with `llamacpp`),
+   * or with `addressing: "wasm64"` a second instance on the Memory64 builds.
    */
   llamaDirect(request: {
     model: string;
     messages?: { role: "user"; content: string }[];
     text?: string;
     maxTokens: number;
+    addressing?: Addressing;
   }): Promise<Sample & { renderedPrompt: string; threads: number }>;
 }
 
@@ -173,19 +177,24 @@ let startOptions: StartInferenceOptions = {};
  * file 3–4% apart at 2 threads, the same one ahead in every pair, which no alternation cancels.
  */
 let pageEngine: LlamaCppEngine | undefined;
-function llamaEngine(): LlamaCppEngine {
-  pageEngine ??= new LlamaCppEngine({
-    assetsUrl: new URL("llamacpp/", location.href).href,
-    ggufBaseUrl: location.href,
-    ...(startOptions.pageEngine?.threads !== undefined ? { threads: startOptions.pageEngine.threads } : {}),
-  });
-  return pageEngine;
+/** A second instance on the Memory64 builds, driven directly only: what 64-bit addresses cost. */
+let memory64Engine: LlamaCppEngine | undefined;
+function llamaEngine(addressing?: Addressing): LlamaCppEngine {
+  const create = () =>
+    new LlamaCppEngine({
+      assetsUrl: new URL("llamacpp/", location.href).href,
+      ggufBaseUrl: location.href,
+      ...(startOptions.pageEngine?.threads !== undefined ? { threads: startOptions.pageEngine.threads } : {}),
+      ...(addressing ? { addressing } : {}),
+    });
+  if (addressing === "wasm64") return (memory64Engine ??= create());
+  return (pageEngine ??= create());
 }
 
-const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTokens }) => {
+const llamaDirect: Bench["llamaDirect"] = async ({ model, messages, text, maxTokens, addressing }) => {
   const entry = Catalogue.create((startOptions.models ?? []) as Parameters<typeof Catalogue.create>[0]).get(model);
   if (!entry) throw new Error(`no model ${model}`);
-  const directEngine = llamaEngine();
+  const directEngine = llamaEngine(addressing);
   // The rendered chat less its BOS text: llama.cpp tokenizes a raw prompt with its own BOS.
   const renderedPrompt = messages ? renderChat("llama3", messages) : (text ?? "");
   const started = performance.now();
@@ -312,6 +321,7 @@ window.bench = {
     return result;
   },
   llamaDirect,
+  ...wllamaCalls(),
   ...retrievalCalls(() => account),
   ...embeddingCalls(() => ({
     baseURL: account.baseURL,
