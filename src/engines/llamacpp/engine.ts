@@ -117,7 +117,11 @@ export class LlamaCppEngine implements Engine {
     const addressing: Addressing = this.#options.addressing !== "wasm32" && hasMemory64() ? "wasm64" : "wasm32";
     const space = addressSpaceMB[addressing];
     const memoryBudgetMB = Math.min(budget ?? space, space);
-    const bound = budget === undefined || budget > space ? { memoryLimit: addressLimit[addressing] } : {};
+    const limit =
+      addressing === "wasm32" && this.#options.addressing === "wasm32" && hasMemory64()
+        ? 'llama.cpp\'s wasm32 WebAssembly addresses at most 4,096 MB, and the app pinned it (`addressing: "wasm32"`)'
+        : addressLimit[addressing];
+    const bound = budget === undefined || budget > space ? { memoryLimit: limit } : {};
     return { webgpu: false, features: new Set(), memoryBudgetMB, ...bound, threads: this.#threads() };
   }
 

@@ -6,6 +6,7 @@
 import type { ResolvedConfig } from "../config/config.js";
 import { createEngine } from "../config/engines.js";
 import { LlamaCppEngine } from "../../engines/llamacpp/engine.js";
+import type { Addressing } from "../../engines/llamacpp/runtime.js";
 import { SetupError } from "../../core/errors/setup.js";
 import { hostEngine } from "../../engines/page-hosted.js";
 import type { Engine, LoadProgress } from "../../engines/contract.js";
@@ -21,6 +22,8 @@ export interface PageEngineOptions {
   llamacppUrl?: string;
   /** llama.cpp's threads. Default: a thread per core (less one for the page past two cores) when the page is cross-origin isolated, else 1 (docs/engines.md, Threads). */
   threads?: number;
+  /** llama.cpp's builds: by default wasm32 where a model fits in 4 GB, else Memory64; `wasm32` or `wasm64` pins one (docs/engines.md). */
+  addressing?: Addressing;
   /** The longest one token's grammar step may take on llama.cpp, in ms (default 2,000); past it the request fails. */
   tokenBudgetMs?: number;
   /** How long an aborted llama.cpp generation may take to stop, in ms (default 3,000), before its Worker is stopped. */
@@ -50,6 +53,7 @@ export function hostPageEngine(config: ResolvedConfig, scriptUrl: string, option
       ggufBaseUrl: config.artifacts.ggufBaseUrl ?? new URL("models/", scriptUrl).href,
       ...(config.memoryBudgetMB !== undefined ? { memoryBudgetMB: config.memoryBudgetMB } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.addressing !== undefined ? { addressing: options.addressing } : {}),
       ...(options.tokenBudgetMs !== undefined ? { tokenBudgetMs: options.tokenBudgetMs } : {}),
       ...(options.abortGraceMs !== undefined ? { abortGraceMs: options.abortGraceMs } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),

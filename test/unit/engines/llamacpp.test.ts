@@ -311,7 +311,7 @@ describe("which llama.cpp WebAssembly a browser gets", () => {
     });
     expect(await new LlamaCppEngine({ ...options, addressing: "wasm32" }).device()).toMatchObject({
       memoryBudgetMB: 4_096,
-      memoryLimit: expect.stringContaining("without WebAssembly Memory64") as unknown,
+      memoryLimit: expect.stringContaining('the app pinned it (`addressing: "wasm32"`)') as unknown,
     });
   });
 });
