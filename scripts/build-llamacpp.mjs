@@ -4,7 +4,7 @@
  * - `llamacpp-st.{js,wasm}`: one thread, for pages that are not cross-origin isolated;
  * - `llamacpp-mt.{js,wasm,worker.js}`: pthreads, a thread per core where the page is isolated;
  * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
- *   SIMD's 8-bit dot product in our Q4_0 tiles, for browsers that have relaxed SIMD (Chromium
+ *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles, for browsers that have relaxed SIMD (Chromium
  *   since 114). The pthreads one shares `llamacpp-mt.worker.js`, which the build checks is the same;
  * - `llamacpp-st64`, `llamacpp-mt64`, each also `-relaxed`: the same four with Memory64's 64-bit
  *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds. Debian bookworm's
@@ -22,10 +22,10 @@
  * kernels: activations rounded to 8 bits as its other kernels round them, not truncated
  * (`withRoundedActivations`).
  *
- * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0, Q8_0 and F16 weights two rows by up to six
- * tokens at a time, for prompts and generation alike (ggml has no WebAssembly matrix kernel, so
- * its products ran a row by a token at a time, and its F16 ones widened each half by a scalar
- * table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
+ * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0, Q5_0, Q8_0 and F16 weights two rows by up
+ * to six tokens at a time for prompts, a row at a time for generation (ggml has no WebAssembly
+ * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
+ * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
  * product call it.
  *
  * Why a second compiler: Debian's Emscripten 3.1.6 brings LLVM 14, which has no relaxed dot
@@ -262,7 +262,7 @@ function kernelsOf(variant, configure) {
   if (!configure.includes("Wasm detected"))
     throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
   const kernels =
-    "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0, Q8_0 and F16 products in tiles (native/llamacpp/tiles.c)";
+    "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0, Q5_0, Q8_0 and F16 products in tiles (native/llamacpp/tiles.c)";
   console.log(`${variant}: CMake selected ${kernels}`);
   return kernels;
 }
@@ -493,7 +493,7 @@ function linkRelaxed(dir, build, variant, flags, extra, memory = "wasm32") {
 /** The variants to build (`--only st64,mt64`), all by default. */
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1].split(",") : null;
 const wanted = (variant) => only === null || only.includes(variant);
-const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 tiles";
+const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 and Q5_0 tiles";
 // What an earlier build wrote stays for the variants this one leaves alone.
 const previous = existsSync(join(out, "build.json")) ? JSON.parse(readFileSync(join(out, "build.json"), "utf8")) : {};
 const kernels = { ...previous.kernels };

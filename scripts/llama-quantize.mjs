@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
  * llama.cpp's own quantizer, native, for the CPU benchmark's K-quant file: our GGUF writer
- * (scripts/test-gguf.mjs) writes Q4_0 and Q8_0, and llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for
- * half the attention values and feed-forward downs, and its fallbacks for rows that are not a
- * multiple of 256) is best made by llama.cpp itself.
+ * (scripts/test-gguf.mjs) writes Q4_0, Q5_0 and Q8_0, and llama.cpp's Q4_K_M mix (Q4_K, with
+ * Q6_K for half the attention values and feed-forward downs, and its fallbacks for rows that are
+ * not a multiple of 256) is best made by llama.cpp itself.
  *
  * Built once from the same source as our WebAssembly build (scripts/llama-native.mjs).
  *

@@ -58,6 +58,8 @@ export const ggufVariants = {
  * product's last block takes the kernels' scalar tail), for the Q4_0 kernels' own check.
  */
 ggufVariants["test-q4_0"] = { ...ggufVariants.test, file: "llama3-test-q4_0.gguf", feedForward: 480, type: "q4_0" };
+/** The same in Q5_0 (llama.cpp's fallback for K-quant rows not a multiple of 256 wide), for its tiles' check. */
+ggufVariants["test-q5_0"] = { ...ggufVariants.test, file: "llama3-test-q5_0.gguf", feedForward: 480, type: "q5_0" };
 /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
 ggufVariants["bench-q8_0"] = { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q8_0.gguf", type: "q8_0" };
 /** The small embedding shapes: pooling 1 mean, 2 CLS, 3 last (llama.cpp's `llama_pooling_type`). */
@@ -130,9 +132,9 @@ ggufVariants["big-q4_0"] = {
 export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint16: 2, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
-const tensorType = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
-/** ggml's file types for "mostly F16", "mostly Q4_0" and "mostly Q8_0". */
-const fileType = { f16: 1, q4_0: 2, q8_0: 7 };
+const tensorType = { f32: 0, f16: 1, q4_0: 2, q5_0: 6, q8_0: 8 };
+/** ggml's file types for "mostly F16", "mostly Q4_0", "mostly Q5_0" and "mostly Q8_0". */
+const fileType = { f16: 1, q4_0: 2, q5_0: 8, q8_0: 7 };
 
 /** Little-endian bytes, appended piece by piece. */
 class Writer {
@@ -261,6 +263,24 @@ function q4Weights(count, next) {
   return data;
 }
 
+/**
+ * Q5_0 data for `count` weights: blocks of a half-precision scale, 4 bytes of fifth bits and 16
+ * bytes of 4-bit values (weight = scale × (nibble + 16 × bit − 16)). Uniform 5-bit values have a
+ * standard deviation of about 9.2.
+ */
+function q5Weights(count, next) {
+  if (count % 32 !== 0) throw new Error(`${count} weights do not fill Q5_0 blocks of 32`);
+  const blocks = count / 32;
+  const data = Buffer.alloc(blocks * 22);
+  const scale = halfBits(0.02 / 9.2);
+  for (let block = 0; block < blocks; block++) {
+    const offset = block * 22;
+    data.writeUInt16LE(scale, offset);
+    for (let index = 0; index < 20; index += 4) data.writeUInt32LE(next(), offset + 2 + index);
+  }
+  return data;
+}
+
 /** Half-precision weights for `count` weights, uniform in about ±0.035 as `randomFloats`' are. */
 function f16Weights(count, next) {
   const data = Buffer.alloc(count * 2);
@@ -272,7 +292,7 @@ function f16Weights(count, next) {
   return data;
 }
 
-const quantized = { q4_0: q4Weights, q8_0: q8Weights, f16: f16Weights };
+const quantized = { q4_0: q4Weights, q5_0: q5Weights, q8_0: q8Weights, f16: f16Weights };
 
 function filled(count, value) {
   const data = Buffer.alloc(count * 4);

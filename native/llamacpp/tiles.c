@@ -1,8 +1,9 @@
-// Q4_0 and Q8_0 weights × Q8_0 tokens, and F16 weights × F16 tokens, in tiles of two rows by up
-// to six tokens, for ggml's WebAssembly CPU backend: the project's own matrix kernel, for prompts
-// and for generation. scripts/build-llamacpp.mjs appends this file to ggml's `arch/wasm/quants.c`
-// and has ggml's matrix product pass its chunk plan to `wi_mul_mat_plan` and hand each chunk of a
-// Q4_0, Q8_0 or F16 product to `wi_mul_mat_tiled` before its own code (F16: see its section).
+// Q4_0, Q5_0 and Q8_0 weights × Q8_0 tokens, and F16 weights × F16 tokens, in tiles of two rows
+// by up to six tokens (one row by one token for generation), for ggml's WebAssembly CPU backend:
+// the project's own matrix kernel, for prompts and for generation. scripts/build-llamacpp.mjs
+// appends this file to ggml's `arch/wasm/quants.c` and has ggml's matrix product pass its chunk
+// plan to `wi_mul_mat_plan` and hand each chunk of a Q4_0, Q5_0, Q8_0 or F16 product to
+// `wi_mul_mat_tiled` before its own code (F16: see its section).
 //
 // Why: ggml has no WebAssembly matrix kernel. Its dot product takes one weight row and one token,
 // so every weight block was unpacked again for every token and every token block widened again
@@ -15,15 +16,23 @@
 // (0 to 15); ggml's `- 8` is taken off each sum afterwards as eight times the token's values in
 // that lane, computed once per token block.
 //
-// With relaxed SIMD (the `-relaxed` builds, compiled by clang 19), a Q4_0 block is not widened
-// at all: its nibbles stay bytes, and an 8-bit dot product multiplies them by the token's bytes
-// (see WI_RELAXED_Q4_0). That halves the vectors a tile holds and the instructions a sum takes.
+// A Q5_0 block (llama.cpp's fallback for K-quant rows not a multiple of 256 wide, so most of a
+// small model's Q4_K_M file) is a Q4_0 block with a fifth bit per weight, spread to its byte once
+// per block and tile (ggml spreads them through memory for every row and token again); the
+// weights stay unsigned (0 to 31), and ggml's `- 16` is taken off as Q4_0's `- 8` is. A Q8_0
+// block is widened in its own order, which is already ggml's.
+//
+// With relaxed SIMD (the `-relaxed` builds, compiled by clang 19), a Q4_0 or Q5_0 block is not
+// widened at all: its weights stay bytes in their own order, and an 8-bit dot product multiplies
+// them by the token's bytes (see WI_RELAXED). That halves the vectors a tile holds and the
+// instructions a sum takes.
 //
 // Invariants:
 // - Each (row, token) sum is ggml's kernel's, bit for bit: the same products summed into the same
 //   four lanes (integer sums, so their order within a lane is free), the same scales, the lanes
 //   summed as ggml sums them, and for Q4_0 an odd last block added afterwards in scalar code, as
-//   ggml adds it. `wi_tiles(0)` hands every product back to ggml, so a test can compare.
+//   ggml adds it (its Q5_0 and Q8_0 kernels take every block in SIMD). `wi_tiles(0)` hands every
+//   product back to ggml, so a test can compare.
 // - Any tile shape is handled (odd rows, any number of tokens), so ggml's chunking needs no
 //   particular length.
 // - Nothing is changed outside the chunk's own part of the result.
@@ -37,34 +46,39 @@
 // The most tokens a tile holds. Measured in V8 on x86-64: two rows by six tokens beat two by
 // four, two by eight and four rows by two or four (more sums than V8 keeps in registers).
 #define WI_TILE_TOKENS 6
+// The rows a tile of `tokens` tokens takes: two, but one for a single token. Measured in V8 on
+// x86-64, a Q8_0 product by one token took about twice as long two rows at a time as one, and
+// longer than ggml's own row-by-row kernel, which one row at a time beats.
+#define WI_TILE_ROWS(tokens) ((tokens) == 1 ? 1 : 2)
 
 // ggml's four-lane sums of a block: lane i sums weights 8s + 2i and 8s + 2i + 1 for s = 0 to 3.
 // A token block widened: its 32 values as four vectors of 16-bit lanes in the order `wi_unpack`
 // gives the weights (i32x4.dot_i16x8 adds lanes 2i and 2i + 1 into lane i), and each lane's
-// eight values summed and times 8: what ggml's `- 8` on Q4_0 weights takes off that lane.
+// eight values summed and times 8 (Q4_0) or 16 (Q5_0): what ggml's `- 8` or `- 16` on the
+// weights takes off that lane.
 typedef struct {
     int16_t values[QK8_0];
     int32_t offsets[4];
 } wi_widened_block;
 
-// Where relaxed SIMD's 8-bit dot product is compiled in (the `-relaxed` builds), a Q4_0 product
-// takes its nibbles as 8-bit lanes, unwidened: `i16x8.relaxed_dot_i8x16_i7x16_s` multiplies a
-// token's signed bytes by the nibbles (0 to 15, so the instruction's 7-bit operand, whose result
-// is then exact on every machine) and adds each pair, one x86 `pmaddubsw`. A token block is kept
-// as its 32 bytes, in the order the nibbles are unpacked in, and the same offsets.
+// Where relaxed SIMD's 8-bit dot product is compiled in (the `-relaxed` builds), a Q4_0 or Q5_0
+// product takes its weights as 8-bit lanes, unwidened: `i16x8.relaxed_dot_i8x16_i7x16_s`
+// multiplies a token's signed bytes by the weights (0 to 31, within the instruction's 7-bit
+// operand, whose result is then exact on every machine) and adds each pair, one x86 `pmaddubsw`.
+// A token block is kept as its 32 bytes in their own order, and the same offsets.
 #if defined(__wasm_relaxed_simd__)
-#define WI_RELAXED_Q4_0 1
+#define WI_RELAXED 1
 #else
-#define WI_RELAXED_Q4_0 0
+#define WI_RELAXED 0
 #endif
 typedef struct {
     int8_t values[QK8_0];
     int32_t offsets[4];
 } wi_narrow_block;
 
-// The byte order a Q4_0 block is unpacked in: 16-bit lane 2i holds bytes 2i and 2i + 1, lane
-// 2i + 1 bytes 8 + 2i and 9 + 2i. Their low nibbles are weights 2i, 2i + 1, 8 + 2i, 9 + 2i, their
-// high nibbles those plus 16: lane i of ggml's sums, exactly.
+// The byte order a Q4_0 or Q5_0 block is unpacked in by the plain builds: 16-bit lane 2i holds
+// bytes 2i and 2i + 1, lane 2i + 1 bytes 8 + 2i and 9 + 2i. Their low nibbles are weights 2i,
+// 2i + 1, 8 + 2i, 9 + 2i, their high nibbles those plus 16: lane i of ggml's sums, exactly.
 #define WI_Q4_ORDER 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15
 // The order a half block of 8-bit values is put in before widening, so the low half's lanes
 // hold values 2i, 8 + 2i and the high half's 2i + 1, 9 + 2i: the order `wi_unpack` gives.
@@ -87,56 +101,114 @@ EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
     return chunks;
 }
 
+// Whether a type's weights are nibbles with an offset (Q4_0, Q5_0).
+#define WI_NIBBLES(type) ((type) == GGML_TYPE_Q4_0 || (type) == GGML_TYPE_Q5_0)
+
+// The fifth bits of a Q5_0 block's weights, as 0x10 in the bytes that `wi_unpack` puts those
+// weights in: byte p of `low` for weight p (relaxed) or WI_Q4_ORDER[p] (plain), of `high` for
+// that weight plus 16. ggml's `table_b2b_0` spreads a byte's bits to eight bytes, 0x10 or 0;
+// WI_Q4_ORDER takes 16-bit pairs from weights 0 to 7 and 8 to 15 in turn, which is interleaving
+// two such spreads (one x86 `punpcklwd`). No constant vectors: V8 builds one again at each use.
+static inline __attribute__((always_inline)) void wi_fifth_bits(const block_q5_0 * block, v128_t * low,
+                                                                v128_t * high) {
+    v128_t spread[4];
+    for (int k = 0; k < 4; k++) spread[k] = wasm_v128_load64_zero(&table_b2b_0[block->qh[k]]);
+#if WI_RELAXED
+    *low = wasm_i64x2_shuffle(spread[0], spread[1], 0, 2);
+    *high = wasm_i64x2_shuffle(spread[2], spread[3], 0, 2);
+#else
+    *low = wasm_i16x8_shuffle(spread[0], spread[1], 0, 8, 1, 9, 2, 10, 3, 11);
+    *high = wasm_i16x8_shuffle(spread[2], spread[3], 0, 8, 1, 9, 2, 10, 3, 11);
+#endif
+}
+
 // A weight block in the order its token blocks take: four vectors of 16-bit lanes, or for relaxed
-// Q4_0 products two of bytes (its low nibbles, then its high ones).
+// Q4_0 and Q5_0 products two of bytes in the block's own order (its weights 0 to 15, then 16 to
+// 31), which `wi_block_dot` sums into ggml's lanes.
 static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type type, const void * block,
                                                             v128_t x[4]) {
-    if (type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0) {
-        // Bytes 4i to 4i + 3 of each vector are weights of ggml's lane i (see WI_Q4_ORDER).
-        const v128_t lanes = WI_REORDER(wasm_v128_load(((const block_q4_0 *) block)->qs), WI_Q4_ORDER);
-        x[0] = wasm_v128_and(lanes, wasm_i8x16_splat(0x0F));
-        x[1] = wasm_u8x16_shr(lanes, 4);
-    } else if (type == GGML_TYPE_Q4_0) {
-        const v128_t packed = wasm_v128_load(((const block_q4_0 *) block)->qs);
-        const v128_t lanes = WI_REORDER(packed, WI_Q4_ORDER);
-        const v128_t nibble = wasm_i16x8_splat(0x000F);
-        x[0] = wasm_v128_and(lanes, nibble);
-        x[1] = wasm_v128_and(wasm_u16x8_shr(lanes, 8), nibble);
-        x[2] = wasm_v128_and(wasm_u16x8_shr(lanes, 4), nibble);
-        x[3] = wasm_u16x8_shr(lanes, 12);
-    } else {
-        const int8_t * values = ((const block_q8_0 *) block)->qs;
-        const v128_t low = wasm_v128_load(values), high = wasm_v128_load(values + 16);
-        const v128_t low_ordered = WI_REORDER(low, WI_WIDE_ORDER);
-        const v128_t high_ordered = WI_REORDER(high, WI_WIDE_ORDER);
-        x[0] = wasm_i16x8_extend_low_i8x16(low_ordered);
-        x[1] = wasm_i16x8_extend_high_i8x16(low_ordered);
-        x[2] = wasm_i16x8_extend_low_i8x16(high_ordered);
-        x[3] = wasm_i16x8_extend_high_i8x16(high_ordered);
+    if (WI_NIBBLES(type)) {
+        const uint8_t * packed_bytes = type == GGML_TYPE_Q4_0 ? ((const block_q4_0 *) block)->qs
+                                                              : ((const block_q5_0 *) block)->qs;
+        const v128_t packed = wasm_v128_load(packed_bytes);
+        if (type == GGML_TYPE_Q4_0 && !WI_RELAXED) {
+            // Bytes 4i to 4i + 3 are weights of ggml's lane i (see WI_Q4_ORDER).
+            const v128_t lanes = WI_REORDER(packed, WI_Q4_ORDER);
+            const v128_t nibble = wasm_i16x8_splat(0x000F);
+            x[0] = wasm_v128_and(lanes, nibble);
+            x[1] = wasm_v128_and(wasm_u16x8_shr(lanes, 8), nibble);
+            x[2] = wasm_v128_and(wasm_u16x8_shr(lanes, 4), nibble);
+            x[3] = wasm_u16x8_shr(lanes, 12);
+            return;
+        }
+        const v128_t lanes = WI_RELAXED ? packed : WI_REORDER(packed, WI_Q4_ORDER);
+        // The high nibbles: with the low ones cleared, a 16-bit shift moves each byte's into place.
+        v128_t low = wasm_v128_and(lanes, wasm_i8x16_splat(0x0F));
+        v128_t high = wasm_u16x8_shr(wasm_v128_xor(lanes, low), 4);
+        if (type == GGML_TYPE_Q5_0) {
+            v128_t low_bits, high_bits;
+            wi_fifth_bits(block, &low_bits, &high_bits);
+            low = wasm_v128_or(low, low_bits);
+            high = wasm_v128_or(high, high_bits);
+        }
+        if (WI_RELAXED) {
+            x[0] = low;
+            x[1] = high;
+        } else {
+            // Lane k of each: the even byte 2k, then the odd one, as Q4_0's nibbles above.
+            const v128_t byte = wasm_i16x8_splat(0x00FF);
+            x[0] = wasm_v128_and(low, byte);
+            x[1] = wasm_u16x8_shr(low, 8);
+            x[2] = wasm_v128_and(high, byte);
+            x[3] = wasm_u16x8_shr(high, 8);
+        }
+        return;
     }
+    const int8_t * values = ((const block_q8_0 *) block)->qs;
+    const v128_t low = wasm_v128_load(values), high = wasm_v128_load(values + 16);
+    x[0] = wasm_i16x8_extend_low_i8x16(low);
+    x[1] = wasm_i16x8_extend_high_i8x16(low);
+    x[2] = wasm_i16x8_extend_low_i8x16(high);
+    x[3] = wasm_i16x8_extend_high_i8x16(high);
 }
 
-static inline float wi_block_scale(const enum ggml_type type, const void * block) {
-    return GGML_CPU_FP16_TO_FP32(type == GGML_TYPE_Q4_0 ? ((const block_q4_0 *) block)->d
-                                                        : ((const block_q8_0 *) block)->d);
+// Each block type starts with its scale.
+static inline float wi_block_scale(const void * block) {
+    ggml_half scale;
+    memcpy(&scale, block, sizeof(scale));
+    return GGML_CPU_FP16_TO_FP32(scale);
 }
 
-// The bytes a token block takes in the scratch: narrow for relaxed Q4_0 products, else widened.
+static inline size_t wi_block_bytes(const enum ggml_type type) {
+    return type == GGML_TYPE_Q4_0 ? sizeof(block_q4_0)
+           : type == GGML_TYPE_Q5_0 ? sizeof(block_q5_0)
+                                    : sizeof(block_q8_0);
+}
+
+// The bytes a token block takes in the scratch: narrow for relaxed Q4_0 and Q5_0 products, else
+// widened.
 static inline size_t wi_token_block_bytes(const enum ggml_type type) {
-    return type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0 ? sizeof(wi_narrow_block) : sizeof(wi_widened_block);
+    return WI_NIBBLES(type) && WI_RELAXED ? sizeof(wi_narrow_block) : sizeof(wi_widened_block);
+}
+
+// ggml's lane i from 16-bit lanes i and i + 4 (relaxed products' order), as 32-bit lanes.
+static inline __attribute__((always_inline)) v128_t wi_fold(const v128_t pairs) {
+    return wasm_i32x4_extend_low_i16x8(wasm_i16x8_add(pairs, wasm_i32x4_shuffle(pairs, pairs, 2, 3, 0, 1)));
 }
 
 // ggml's four lane sums of one weight block by one token block (a wi_narrow_block for relaxed
-// Q4_0 products, else a wi_widened_block).
+// Q4_0 and Q5_0 products, else a wi_widened_block).
 static inline __attribute__((always_inline)) v128_t wi_block_dot(const enum ggml_type type, const v128_t x[4],
                                                                  const void * token) {
-#if WI_RELAXED_Q4_0
-    if (type == GGML_TYPE_Q4_0) {
-        // A pair's sum is at most 2 × 128 × 15 in size, and two pairs' at most 7,680: 16 bits hold it.
+#if WI_RELAXED
+    if (WI_NIBBLES(type)) {
+        // 16-bit lane k: weights 2k, 2k + 1, 16 + 2k and 17 + 2k. ggml's lane i is lanes i and
+        // i + 4, added by folding the vector's halves (one x86 `pshufd`), then widened. Four
+        // products are at most 4 × 128 × 31 in size, eight at most 31,744: 16 bits hold them.
         const wi_narrow_block * y = token;
         const v128_t pairs = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values), x[0]),
                                             wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values + 16), x[1]));
-        return wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(pairs), wasm_v128_load(y->offsets));
+        return wasm_i32x4_sub(wi_fold(pairs), wasm_v128_load(y->offsets));
     }
 #endif
     const wi_widened_block * y = token;
@@ -145,7 +217,7 @@ static inline __attribute__((always_inline)) v128_t wi_block_dot(const enum ggml
                        wasm_i32x4_dot_i16x8(x[1], wasm_v128_load(y->values + 8))),
         wasm_i32x4_add(wasm_i32x4_dot_i16x8(x[2], wasm_v128_load(y->values + 16)),
                        wasm_i32x4_dot_i16x8(x[3], wasm_v128_load(y->values + 24))));
-    return type == GGML_TYPE_Q4_0 ? wasm_i32x4_sub(sum, wasm_v128_load(y->offsets)) : sum;
+    return WI_NIBBLES(type) ? wasm_i32x4_sub(sum, wasm_v128_load(y->offsets)) : sum;
 }
 
 // An odd last Q4_0 block, computed as ggml's kernel computes it.
@@ -158,17 +230,21 @@ static inline float wi_scalar_block(const block_q4_0 * GGML_RESTRICT x, const bl
     return (low + high) * GGML_CPU_FP16_TO_FP32(x->d) * GGML_CPU_FP16_TO_FP32(y->d);
 }
 
+// A loop over a tile's rows or tokens, unrolled whole (clang's cost model stops short of it for
+// the wider relaxed shapes, and then keeps the sums in memory).
+#define WI_UNROLLED _Pragma("clang loop unroll(full)")
+
 // One tile: `rows` weight rows (`row_bytes` apart) by `tokens` widened tokens (`blocks` blocks
 // each, their scales in `scales`), into s[token * bs + row]. Called with constant shapes and
-// types only, so the compiler unrolls the loops over rows and tokens and keeps the sums in
-// registers.
+// types only, so the loops over rows and tokens unroll and the sums stay in registers.
 static inline __attribute__((always_inline)) void wi_tile(
     const enum ggml_type type, const int rows, const int tokens, const int blocks, const char * GGML_RESTRICT weights,
     const size_t row_bytes, const char * GGML_RESTRICT widened, const float * GGML_RESTRICT scales,
     const block_q8_0 * const * GGML_RESTRICT quantized, float * GGML_RESTRICT s, const size_t bs) {
     const size_t token_block_bytes = wi_token_block_bytes(type);
-    const size_t block_bytes = type == GGML_TYPE_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const size_t block_bytes = wi_block_bytes(type);
     v128_t sums[2][WI_TILE_TOKENS];
+    WI_UNROLLED
     for (int r = 0; r < rows; r++)
         for (int t = 0; t < tokens; t++) sums[r][t] = wasm_f32x4_splat(0.0f);
     // ggml's Q4_0 kernel takes blocks in twos and leaves an odd last one to scalar code.
@@ -176,14 +252,17 @@ static inline __attribute__((always_inline)) void wi_tile(
     for (int block = 0; block < simd_blocks; block++) {
         v128_t x[2][4];
         float row_scale[2];
+        WI_UNROLLED
         for (int r = 0; r < rows; r++) {
             const void * row_block = weights + r * row_bytes + block * block_bytes;
             wi_unpack(type, row_block, x[r]);
-            row_scale[r] = wi_block_scale(type, row_block);
+            row_scale[r] = wi_block_scale(row_block);
         }
+        WI_UNROLLED
         for (int t = 0; t < tokens; t++) {
             const void * y = widened + (t * blocks + block) * token_block_bytes;
             const float token_scale = scales[t * blocks + block];
+            WI_UNROLLED
             for (int r = 0; r < rows; r++) {
                 const v128_t dot = wi_block_dot(type, x[r], y);
                 sums[r][t] = wasm_f32x4_add(
@@ -204,30 +283,40 @@ static inline __attribute__((always_inline)) void wi_tile(
     }
 }
 
-// A token block for relaxed Q4_0 products: its bytes in the order `wi_unpack` gives the nibbles,
-// and each lane's eight values summed and times 8.
-static inline void wi_narrow(const block_q8_0 * GGML_RESTRICT y, wi_narrow_block * GGML_RESTRICT out) {
-    const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_Q4_ORDER);
-    const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_Q4_ORDER);
+// What ggml's `- 8` (Q4_0) or `- 16` (Q5_0) takes off a lane: the lane's token values summed,
+// times 8 or 16, as a shift.
+static inline int wi_offset_shift(const enum ggml_type type) {
+    return type == GGML_TYPE_Q4_0 ? 3 : 4;
+}
+
+// A token block for relaxed Q4_0 and Q5_0 products: its bytes in its own order, as `wi_unpack`
+// gives the weights, and the offsets, summed into ggml's lanes as `wi_block_dot` sums.
+static inline void wi_narrow(const enum ggml_type type, const block_q8_0 * GGML_RESTRICT y,
+                             wi_narrow_block * GGML_RESTRICT out) {
+    const v128_t low = wasm_v128_load(y->qs), high = wasm_v128_load(y->qs + 16);
     wasm_v128_store(out->values, low);
     wasm_v128_store(out->values + 16, high);
     const v128_t pairs = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(low), wasm_i16x8_extadd_pairwise_i8x16(high));
-    wasm_v128_store(out->offsets, wasm_i32x4_shl(wasm_i32x4_extadd_pairwise_i16x8(pairs), 3));
+    wasm_v128_store(out->offsets, wasm_i32x4_shl(wi_fold(pairs), wi_offset_shift(type)));
 }
 
-// A token block widened (values in `wi_unpack`'s order, and Q4_0's offsets).
-static inline void wi_widen_block(const block_q8_0 * GGML_RESTRICT y, wi_widened_block * GGML_RESTRICT out) {
-    const v128_t ones = wasm_i16x8_splat(1);
-    const v128_t low = WI_REORDER(wasm_v128_load(y->qs), WI_WIDE_ORDER);
-    const v128_t high = WI_REORDER(wasm_v128_load(y->qs + 16), WI_WIDE_ORDER);
+// A token block widened: for Q4_0 and Q5_0 its values in `wi_unpack`'s order and the offsets,
+// for Q8_0 in its own order (ggml's) and no offsets.
+static inline void wi_widen_block(const enum ggml_type type, const block_q8_0 * GGML_RESTRICT y,
+                                  wi_widened_block * GGML_RESTRICT out) {
+    v128_t low = wasm_v128_load(y->qs), high = wasm_v128_load(y->qs + 16);
+    if (WI_NIBBLES(type)) {
+        low = WI_REORDER(low, WI_WIDE_ORDER);
+        high = WI_REORDER(high, WI_WIDE_ORDER);
+    }
     const v128_t values[4] = {wasm_i16x8_extend_low_i8x16(low), wasm_i16x8_extend_high_i8x16(low),
                               wasm_i16x8_extend_low_i8x16(high), wasm_i16x8_extend_high_i8x16(high)};
     v128_t lane_sums = wasm_i32x4_splat(0);
     for (int k = 0; k < 4; k++) {
         wasm_v128_store(out->values + 8 * k, values[k]);
-        lane_sums = wasm_i32x4_add(lane_sums, wasm_i32x4_dot_i16x8(values[k], ones));
+        lane_sums = wasm_i32x4_add(lane_sums, wasm_i32x4_dot_i16x8(values[k], wasm_i16x8_splat(1)));
     }
-    wasm_v128_store(out->offsets, wasm_i32x4_shl(lane_sums, 3));
+    if (WI_NIBBLES(type)) wasm_v128_store(out->offsets, wasm_i32x4_shl(lane_sums, wi_offset_shift(type)));
 }
 
 // Prepares `tokens` Q8_0 tokens for a `type` product: their blocks into `widened`, as
@@ -240,10 +329,10 @@ static void wi_widen(const enum ggml_type type, const int tokens, const int bloc
         for (int block = 0; block < blocks; block++) {
             const block_q8_0 * y = quantized[t] + block;
             void * out = widened + (t * blocks + block) * token_block_bytes;
-            if (type == GGML_TYPE_Q4_0 && WI_RELAXED_Q4_0)
-                wi_narrow(y, out);
+            if (WI_NIBBLES(type) && WI_RELAXED)
+                wi_narrow(type, y, out);
             else
-                wi_widen_block(y, out);
+                wi_widen_block(type, y, out);
             scales[t * blocks + block] = GGML_CPU_FP16_TO_FP32(y->d);
         }
     }
@@ -263,18 +352,20 @@ static void wi_widen(const enum ggml_type type, const int tokens, const int bloc
     WI_TILE_SHAPE(TYPE, 1, 5) WI_TILE_SHAPE(TYPE, 1, 6) WI_TILE_SHAPE(TYPE, 2, 1) WI_TILE_SHAPE(TYPE, 2, 2) \
     WI_TILE_SHAPE(TYPE, 2, 3) WI_TILE_SHAPE(TYPE, 2, 4) WI_TILE_SHAPE(TYPE, 2, 5) WI_TILE_SHAPE(TYPE, 2, 6)
 WI_TILE_SHAPES(Q4_0)
+WI_TILE_SHAPES(Q5_0)
 WI_TILE_SHAPES(Q8_0)
 
 typedef void (*wi_tile_shape)(int, const char *, size_t, const char *, const float *,
                               const block_q8_0 * const *, float *, size_t);
 
-// The shapes by type (Q4_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS).
+// The shapes by type (Q4_0, Q5_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS).
 #define WI_TILE_TABLE(TYPE)                                                                                 \
     {{wi_tile_##TYPE##_1_1, wi_tile_##TYPE##_1_2, wi_tile_##TYPE##_1_3, wi_tile_##TYPE##_1_4,              \
       wi_tile_##TYPE##_1_5, wi_tile_##TYPE##_1_6},                                                          \
      {wi_tile_##TYPE##_2_1, wi_tile_##TYPE##_2_2, wi_tile_##TYPE##_2_3, wi_tile_##TYPE##_2_4,              \
       wi_tile_##TYPE##_2_5, wi_tile_##TYPE##_2_6}}
-static const wi_tile_shape wi_tile_shapes[2][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q8_0)};
+static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q5_0),
+                                                                   WI_TILE_TABLE(Q8_0)};
 
 // ------------------------------------------------------------------ F16 weights
 //
@@ -392,8 +483,9 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml
             for (; i + 4 <= n; i += 4) wasm_v128_store(floats + t * n + i, wi_load_halves(halves[t] + i));
             for (; i < n; i++) floats[t * n + i] = GGML_CPU_FP16_TO_FP32(halves[t][i]);
         }
-        for (int64_t row = row_start; row < row_end; row += 2) {
-            const int rows = (int) MIN(2, row_end - row);
+        const int tile_rows = WI_TILE_ROWS(tokens);
+        for (int64_t row = row_start; row < row_end; row += tile_rows) {
+            const int rows = (int) MIN(tile_rows, row_end - row);
             wi_f16_shapes[rows - 1][tokens - 1](n, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
                                                 floats, halves, (float *) result->data + token * bs + row, bs);
         }
@@ -401,10 +493,12 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml
     return 1;
 }
 
-// Whether the tiles take a product: Q4_0, Q8_0 or F16 weights by F32 tokens, in two dimensions.
+// Whether the tiles take a product: Q4_0, Q5_0, Q8_0 or F16 weights by F32 tokens, in two
+// dimensions.
 static int wi_takes(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor) {
     const enum ggml_type type = weights_tensor->type;
-    return wi_tiles_on && (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q8_0 || type == GGML_TYPE_F16) &&
+    return wi_tiles_on &&
+           (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q8_0 || type == GGML_TYPE_F16) &&
            tokens_tensor->type == GGML_TYPE_F32 &&
            weights_tensor->ne[2] == 1 && weights_tensor->ne[3] == 1 && tokens_tensor->ne[2] == 1 &&
            tokens_tensor->ne[3] == 1;
@@ -459,7 +553,7 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
         widened_blocks = blocks;
     }
     float * scales = (float *) (widened + (size_t) WI_TILE_TOKENS * widened_blocks * sizeof(wi_widened_block));
-    const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : 1];
+    const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : type == GGML_TYPE_Q5_0 ? 1 : 2];
     wi_tiled_chunks++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
@@ -467,8 +561,10 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
         for (int t = 0; t < tokens; t++)
             quantized[t] = (const block_q8_0 *) ((const char *) quantized_tokens + (token + t) * token_bytes);
         wi_widen(type, tokens, blocks, quantized, widened, scales);
-        for (int64_t row = row_start; row < row_end; row += 2) {
-            const int rows = (int) MIN(2, row_end - row);
+        // One token (generation) takes a row at a time (see WI_TILE_ROWS).
+        const int tile_rows = WI_TILE_ROWS(tokens);
+        for (int64_t row = row_start; row < row_end; row += tile_rows) {
+            const int rows = (int) MIN(tile_rows, row_end - row);
             shapes[rows - 1][tokens - 1](blocks, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
                                          widened, scales, quantized, (float *) result->data + token * bs + row, bs);
         }

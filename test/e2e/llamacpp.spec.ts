@@ -1141,10 +1141,10 @@ test("auto picks web-llm on an adapter that is not a software one, with the head
   }
 });
 
-test("the Memory64 builds compute as the wasm32 build's ggml kernels do: the same top ten ids and log probabilities, on Q4_0 and Q8_0", async () => {
+test("the Memory64 builds compute as the wasm32 build's ggml kernels do: the same top ten ids and log probabilities, on Q4_0, Q5_0 and Q8_0", async () => {
   // Node 20 cannot run them (no table64): Chromium does, as it runs them for a model past 4 GB.
   test.setTimeout(120_000);
-  for (const file of ["llama3-test-q4_0.gguf", "llama3-test-q8_0.gguf"]) {
+  for (const file of ["llama3-test-q4_0.gguf", "llama3-test-q5_0.gguf", "llama3-test-q8_0.gguf"]) {
     const url = `${origin()}/test-gguf/${file}`;
     const steps = (build: string, tiles: boolean) =>
       page.evaluate((call) => window.harness.kernelSteps(call.build, call.url, call.tiles), { build, url, tiles });

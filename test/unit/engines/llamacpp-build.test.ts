@@ -142,15 +142,18 @@ describe("the llama.cpp build", () => {
     for (const file of builds) expect(q4Dots(file), file).toBeGreaterThanOrEqual(8);
   });
 
-  it("has relaxed SIMD's 8-bit dot product in the -relaxed builds' Q4_0 tiles, and nowhere in the others", () => {
+  it("has relaxed SIMD's 8-bit dot product in the -relaxed builds' Q4_0 and Q5_0 tiles, and nowhere in the others", () => {
     expect(info.kernels["st-relaxed"]).toContain("relaxed_dot_i8x16_i7x16_s");
+    const relaxedDots = (file: string, type: string) =>
+      relaxedDotProducts(functionBody(wasm(file), `wi_tile_${type}_2_6`));
     // Two a block for each of the widest tile's twelve (row, token) sums.
     for (const file of relaxedBuilds)
-      expect(relaxedDotProducts(functionBody(wasm(file), "wi_tile_Q4_0_2_6")), file).toBeGreaterThanOrEqual(2 * 12);
+      for (const type of ["Q4_0", "Q5_0"])
+        expect(relaxedDots(file, type), `${file} ${type}`).toBeGreaterThanOrEqual(2 * 12);
     // A browser without relaxed SIMD would refuse the whole module: the plain builds have none.
     // Node 20 validates no Memory64 module (it has no 64-bit tables): their build checks them.
     for (const file of plainBuilds) {
-      expect(relaxedDotProducts(functionBody(wasm(file), "wi_tile_Q4_0_2_6")), file).toBe(0);
+      for (const type of ["Q4_0", "Q5_0"]) expect(relaxedDots(file, type), `${file} ${type}`).toBe(0);
       if (!file.includes("64")) expect(validatesWithoutRelaxedSimd(join(folder, file)), file).toBe(true);
     }
   });
@@ -162,14 +165,14 @@ describe("the llama.cpp build", () => {
       expect(floatMultiplies(functionBody(wasm(file), "wi_tile_F16_2_6")), file).toBeGreaterThanOrEqual(12);
   });
 
-  it("has our Q4_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
+  it("has our Q4_0, Q5_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
     for (const variant of variants) expect(info.kernels[variant], variant).toContain("tiles.c");
     // Four dot products a block for each of the tile's twelve (row, token) sums. A tile left in
     // loops would hold only four.
     for (const file of builds)
-      for (const type of ["Q4_0", "Q8_0"]) {
-        // The relaxed builds' Q4_0 tiles take relaxed dot products instead (the test above).
-        if (file.includes("relaxed") && type === "Q4_0") continue;
+      for (const type of ["Q4_0", "Q5_0", "Q8_0"]) {
+        // The relaxed builds' Q4_0 and Q5_0 tiles take relaxed dot products instead (the test above).
+        if (file.includes("relaxed") && type !== "Q8_0") continue;
         expect(tileDots(file, type), `${file} ${type}`).toBeGreaterThanOrEqual(4 * 12);
       }
   });
@@ -326,7 +329,7 @@ describe("the one-thread build in Node, through our C API", () => {
   // Our tiles against ggml's own kernels on the same batches: every logit bit for bit, for a
   // 15-token prompt (tiles of six, six and three tokens, each of two rows) and then one token at
   // a time. The Q4_0 file's feed-forward is 15 blocks wide: an odd last block on the scalar tail.
-  it.each(["test-q4_0", "test"] as const)(
+  it.each(["test-q4_0", "test-q5_0", "test"] as const)(
     "computes %s's products in tiles (our kernel) exactly as ggml's kernels do, prompt and generation",
     (variant) => {
       const models = mkdtempSync(join(tmpdir(), "gguf-"));
@@ -356,7 +359,8 @@ function stepsOf(llama: Module, file: string, tiles: boolean) {
 
 // The relaxed build's tiles against the plain build's ggml kernels (compiled by the other
 // compiler, with no relaxed instruction): the same 15-token prompt and four generated tokens,
-// every top-10 id and log probability equal, on a Q4_0 file (the relaxed tiles) and a Q8_0 one.
+// every top-10 id and log probability equal, on a Q4_0 and a Q5_0 file (the relaxed tiles) and a
+// Q8_0 one.
 describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
   let plain: Module;
   let relaxed: Module;
@@ -368,10 +372,13 @@ describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
     [plain, relaxed] = await Promise.all([oneThreadBuild("llamacpp-st"), oneThreadBuild("llamacpp-st-relaxed")]);
   });
 
-  it.each(["test-q4_0", "test"] as const)("computes %s exactly as the plain build's ggml kernels do", (variant) => {
-    const file = buildTestGguf(models, variant);
-    expect(stepsOf(relaxed, file, true)).toEqual(stepsOf(plain, file, false));
-  });
+  it.each(["test-q4_0", "test-q5_0", "test"] as const)(
+    "computes %s exactly as the plain build's ggml kernels do",
+    (variant) => {
+      const file = buildTestGguf(models, variant);
+      expect(stepsOf(relaxed, file, true)).toEqual(stepsOf(plain, file, false));
+    },
+  );
 });
 
 /** Cosine similarity: the measure that llama.cpp's own embedding tests compare vectors by. */
