@@ -247,39 +247,33 @@ function q8Weights(count, next) {
 }
 
 /**
- * Q4_0 data for `count` weights: blocks of a half-precision scale and 16 bytes of 4-bit values
- * (weight = scale × (nibble − 8)). Uniform nibbles have a standard deviation of about 4.6.
+ * Blocks of a half-precision scale and `bytes` random bytes, for `count` weights of `type` whose
+ * unscaled values have a standard deviation of `deviation`: the scale gives weights of about
+ * 0.02, as a trained model's.
  */
-function q4Weights(count, next) {
-  if (count % 32 !== 0) throw new Error(`${count} weights do not fill Q4_0 blocks of 32`);
+function randomBlocks(type, bytes, deviation, count, next) {
+  if (count % 32 !== 0) throw new Error(`${count} weights do not fill ${type} blocks of 32`);
   const blocks = count / 32;
-  const data = Buffer.alloc(blocks * 18);
-  const scale = halfBits(0.02 / 4.6);
+  const size = 2 + bytes;
+  const data = Buffer.alloc(blocks * size);
+  const scale = halfBits(0.02 / deviation);
   for (let block = 0; block < blocks; block++) {
-    const offset = block * 18;
+    const offset = block * size;
     data.writeUInt16LE(scale, offset);
-    for (let index = 0; index < 16; index += 4) data.writeUInt32LE(next(), offset + 2 + index);
+    for (let index = 0; index < bytes; index += 4) data.writeUInt32LE(next(), offset + 2 + index);
   }
   return data;
 }
 
+/** Q4_0: 16 bytes of 4-bit values (weight = scale × (nibble − 8)); uniform nibbles deviate by about 4.6. */
+const q4Weights = (count, next) => randomBlocks("Q4_0", 16, 4.6, count, next);
+
 /**
- * Q5_0 data for `count` weights: blocks of a half-precision scale, 4 bytes of fifth bits and 16
- * bytes of 4-bit values (weight = scale × (nibble + 16 × bit − 16)). Uniform 5-bit values have a
- * standard deviation of about 9.2.
+ * Q5_0 (llama.cpp's fallback for K-quant rows not a multiple of 256 wide): 4 bytes of fifth bits,
+ * then 16 of 4-bit values (weight = scale × (nibble + 16 × bit − 16)); uniform 5-bit values
+ * deviate by about 9.2.
  */
-function q5Weights(count, next) {
-  if (count % 32 !== 0) throw new Error(`${count} weights do not fill Q5_0 blocks of 32`);
-  const blocks = count / 32;
-  const data = Buffer.alloc(blocks * 22);
-  const scale = halfBits(0.02 / 9.2);
-  for (let block = 0; block < blocks; block++) {
-    const offset = block * 22;
-    data.writeUInt16LE(scale, offset);
-    for (let index = 0; index < 20; index += 4) data.writeUInt32LE(next(), offset + 2 + index);
-  }
-  return data;
-}
+const q5Weights = (count, next) => randomBlocks("Q5_0", 20, 9.2, count, next);
 
 /** Half-precision weights for `count` weights, uniform in about ±0.035 as `randomFloats`' are. */
 function f16Weights(count, next) {
