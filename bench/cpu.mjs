@@ -389,12 +389,16 @@ const demoRun = await demoFirstTokens();
 const demoMedian = median(demoRun.samples.map((sample) => sample.firstTokenMs));
 const demoMax = Math.max(...demoRun.samples.map((sample) => sample.firstTokenMs));
 
+/** A path's median prefill and decode rates over a group of samples. */
+const medianRates = (group, path) => ({
+  prefill: median(group.map((sample) => rates(sample[path]).prefill)),
+  decode: median(group.map((sample) => rates(sample[path]).decode)),
+});
 const rows = [];
 for (const variant of variants)
   for (const threads of threadCounts) {
     const group = samples.filter((sample) => sample.variant === variant && sample.threads === threads);
-    const rate = (path, kind) => median(group.map((sample) => rates(sample[path])[kind]));
-    const both = (path) => ({ prefill: rate(path, "prefill"), decode: rate(path, "decode") });
+    const both = (path) => medianRates(group, path);
     // Each sample against the one of the other path run beside it: drift between samples cancels.
     const paired = (path, over, kind) =>
       median(group.map((sample) => rates(sample[path])[kind] / rates(sample[over])[kind]));
@@ -417,12 +421,11 @@ for (const variant of variants)
   }
 const bigRows = threadCounts.map((threads) => {
   const group = bigSamples.filter((sample) => sample.threads === threads);
-  const rate = (path, kind) => median(group.map((sample) => rates(sample[path])[kind]));
   return {
     threads,
     browserThreads: group[0]?.direct.threads,
-    native: { prefill: rate("native", "prefill"), decode: rate("native", "decode") },
-    memory64: { prefill: rate("direct", "prefill"), decode: rate("direct", "decode") },
+    native: medianRates(group, "native"),
+    memory64: medianRates(group, "direct"),
   };
 });
 const fixed = (value, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "—");
