@@ -2,20 +2,23 @@
 /**
  * Builds llama.cpp for the browser with its WebAssembly SIMD kernels, into `wasm/llamacpp/`:
  * - `llamacpp-st.{js,wasm}`: one thread, for pages that are not cross-origin isolated;
- * - `llamacpp-mt.{js,wasm,worker.js}`: pthreads, a thread per core where the page is isolated;
+ * - `llamacpp-mt.{js,wasm}`: pthreads, a thread per core where the page is isolated; its threads
+ *   start from its own script;
  * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
  *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles, for browsers that have relaxed SIMD (Chromium
- *   since 114). The pthreads one shares `llamacpp-mt.worker.js`, which the build checks is the same;
+ *   since 114);
  * - `llamacpp-st64`, `llamacpp-mt64`, each also `-relaxed`: the same four with Memory64's 64-bit
- *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds. Debian bookworm's
- *   Emscripten 3.1.6 cannot combine Memory64 with pthreads, so these are built by trixie's 3.1.69
- *   in a build root that scripts/trixie-root.mjs makes with debootstrap; its LLVM 19 compiles the
- *   relaxed tiles too. Their pthreads start from their own script;
- * - `build.json`: the source, the compilers, and the kernels CMake selected.
+ *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds;
+ * - `build.json`: the source, the compiler, and the kernels CMake selected.
  *
  * Sources come from packages at build time, never copied into this repository: llama.cpp from
  * the git bundle that `node-llama-cpp` ships (`llama/gitRelease.bundle`), our thin C API from
- * `native/llamacpp/engine.cpp`. The compiler is Debian's `emscripten` (apt-get install emscripten).
+ * `native/llamacpp/engine.cpp`.
+ *
+ * The compiler is Debian trixie's Emscripten 3.1.69 (LLVM 19, Binaryen 120), in a build root that
+ * scripts/trixie-root.mjs makes with debootstrap: bookworm's 3.1.6 cannot combine Memory64 with
+ * pthreads, and its LLVM 14 has no relaxed dot product. One compiler builds every variant, the
+ * relaxed tiles included (bench/results/emscripten.md measures the wasm32 builds of both).
  *
  * One change to llama.cpp's grammar matcher is ours too: a bound on the parses it keeps at once
  * (`withGrammarBound`), so no grammar can hold the engine. And one to ggml's WebAssembly
@@ -26,16 +29,9 @@
  * to six tokens at a time for prompts, a row at a time for generation (ggml has no WebAssembly
  * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
  * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
- * product call it.
- *
- * Why a second compiler: Debian's Emscripten 3.1.6 brings LLVM 14, which has no relaxed dot
- * product. Debian's clang 19 (apt-get install clang-19) compiles the one file our tiles are in,
- * ggml's `arch/wasm/quants.c`, for the `-relaxed` builds, with Emscripten's own flags
- * (`emcc --cflags`); everything else, and the link, stay Emscripten's. Only
- * `i16x8.relaxed_dot_i8x16_i7x16_s` is used: its opcode is the same in clang 19, in the
- * Emscripten's Binaryen (108) that rewrites the linked module, and in the final standard, where
- * the other relaxed instructions' opcodes moved. Floating-point contraction is off, so clang 19
- * emits no relaxed multiply-add either.
+ * product call it. The `-relaxed` builds compile the one file our tiles are in, ggml's
+ * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` may be in
+ * them (the build checks), and floating-point contraction is off, so no relaxed multiply-add is.
  *
  * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
@@ -46,8 +42,7 @@
  *             and link our C API: for a change to native/llamacpp/engine.cpp alone.
  *   --only    build these variants (each with its -relaxed twin); build.json keeps the others'.
  */
-import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { availableParallelism } from "node:os";
 import { llamaSource, llamaWork as work } from "./llama-source.mjs";
@@ -59,13 +54,6 @@ const relink = process.argv.includes("--relink");
 const jobs = String(
   process.argv.includes("--jobs") ? process.argv[process.argv.indexOf("--jobs") + 1] : availableParallelism(),
 );
-
-// Debian's Emscripten runs its JavaScript optimiser with Node and needs acorn, which our lint tools install.
-const env = { ...process.env, NODE_PATH: join(root, "node_modules") };
-
-function run(command, args, options = {}) {
-  return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], env, ...options });
-}
 
 /** Replaces `text`'s one occurrence of `from` with `to`; the build stops if it is not there once. */
 function replaceOnce(file, text, from, to) {
@@ -150,6 +138,71 @@ function withRoundedActivations(dir) {
   writeFileSync(file, text.replaceAll(truncated, rounded));
 }
 
+/**
+ * ggml's four-half loads and stores in WebAssembly SIMD (the clone, never this repository): its
+ * `__wasm_f16x4_load` widened each half by a scalar lookup in a 256 KB table, and
+ * `__wasm_f16x4_store` narrowed each by the scalar bit trick of `ggml_compute_fp32_to_fp16`.
+ * Flash attention's F16 products and sums take them at every cached token, and LLVM 19 made
+ * the scalar stores slow enough to cost a decode 2%. These are the same bit tricks four lanes at
+ * a time (ggml's table holds the load's trick's own results), so every half and float is the
+ * same as before. Idempotent.
+ */
+function withVectorHalves(dir) {
+  const marker = "/* webgpu-inference: vector halves */";
+  const file = join(dir, "ggml/src/ggml-cpu/simd-mappings.h");
+  const text = readFileSync(file, "utf8");
+  if (text.includes(marker)) return;
+  const load = `inline static v128_t __wasm_f16x4_load(const ggml_fp16_t * p) {
+    float tmp[4];
+
+    tmp[0] = GGML_CPU_FP16_TO_FP32(p[0]);
+    tmp[1] = GGML_CPU_FP16_TO_FP32(p[1]);
+    tmp[2] = GGML_CPU_FP16_TO_FP32(p[2]);
+    tmp[3] = GGML_CPU_FP16_TO_FP32(p[3]);
+
+    return wasm_v128_load(tmp);
+}`;
+  const store = `inline static void __wasm_f16x4_store(ggml_fp16_t * p, v128_t x) {
+    float tmp[4];
+
+    wasm_v128_store(tmp, x);
+
+    p[0] = GGML_CPU_FP32_TO_FP16(tmp[0]);
+    p[1] = GGML_CPU_FP32_TO_FP16(tmp[1]);
+    p[2] = GGML_CPU_FP32_TO_FP16(tmp[2]);
+    p[3] = GGML_CPU_FP32_TO_FP16(tmp[3]);
+}`;
+  // ggml_compute_fp16_to_fp32 (ggml-impl.h), a lane each.
+  const vectorLoad = `inline static v128_t __wasm_f16x4_load(const ggml_fp16_t * p) { ${marker}
+    const v128_t w = wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16);
+    const v128_t sign = wasm_v128_and(w, wasm_u32x4_splat(0x80000000u));
+    const v128_t two_w = wasm_i32x4_add(w, w);
+    const v128_t normalized = wasm_f32x4_mul(
+        wasm_i32x4_add(wasm_u32x4_shr(two_w, 4), wasm_u32x4_splat(0xE0u << 23)), wasm_f32x4_splat(0x1.0p-112f));
+    const v128_t denormalized = wasm_f32x4_sub(
+        wasm_v128_or(wasm_u32x4_shr(two_w, 17), wasm_u32x4_splat(126u << 23)), wasm_f32x4_splat(0.5f));
+    const v128_t small = wasm_u32x4_lt(two_w, wasm_u32x4_splat(1u << 27));
+    return wasm_v128_or(sign, wasm_v128_bitselect(denormalized, normalized, small));
+}`;
+  // ggml_compute_fp32_to_fp16 (ggml-impl.h), a lane each.
+  const vectorStore = `inline static void __wasm_f16x4_store(ggml_fp16_t * p, v128_t x) {
+    v128_t base = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_abs(x), wasm_f32x4_splat(0x1.0p+112f)),
+                                 wasm_f32x4_splat(0x1.0p-110f));
+    const v128_t shl1_w = wasm_i32x4_add(x, x);
+    const v128_t sign = wasm_v128_and(x, wasm_u32x4_splat(0x80000000u));
+    const v128_t bias = wasm_u32x4_max(wasm_v128_and(shl1_w, wasm_u32x4_splat(0xFF000000u)),
+                                       wasm_u32x4_splat(0x71000000u));
+    base = wasm_f32x4_add(wasm_i32x4_add(wasm_u32x4_shr(bias, 1), wasm_u32x4_splat(0x07800000u)), base);
+    const v128_t nonsign = wasm_i32x4_add(wasm_v128_and(wasm_u32x4_shr(base, 13), wasm_u32x4_splat(0x7C00u)),
+                                          wasm_v128_and(base, wasm_u32x4_splat(0xFFFu)));
+    const v128_t nan = wasm_u32x4_gt(shl1_w, wasm_u32x4_splat(0xFF000000u));
+    const v128_t halves = wasm_v128_or(wasm_u32x4_shr(sign, 16),
+                                       wasm_v128_bitselect(wasm_u32x4_splat(0x7E00u), nonsign, nan));
+    wasm_v128_store64_lane(p, wasm_u16x8_narrow_i32x4(halves, halves), 0);
+}`;
+  writeFileSync(file, replaceOnce(file, replaceOnce(file, text, load, vectorLoad), store, vectorStore));
+}
+
 /** The most parses llama.cpp's grammar matcher may keep at once (see `withGrammarBound`). */
 const grammarParses = 1024;
 
@@ -195,37 +248,24 @@ function withGrammarBound(dir) {
   );
 }
 
-/**
- * Where a variant is compiled: bookworm's Emscripten 3.1.6 on this system (wasm32), or trixie's
- * 3.1.69 in its build root (wasm64: Memory64). `here` is a path of the toolchain's as this
- * system sees it.
- */
-const toolchains = {
-  wasm32: {
-    exec: (command, args, options = {}) => run(command, args, options),
-    here: (path) => path,
-    maximumMemory: "4GB",
-  },
-  wasm64: {
-    exec: (command, args, { cwd = "/", ...options } = {}) => inTrixie(cwd, command, args, options),
-    here: (path) => join(trixieRoot, path),
-    maximumMemory: "16GB",
-  },
-};
+/** What a module may grow to: wasm32 addresses 4 GB; Memory64, what Chromium gives it. */
+const maximumMemory = { wasm32: "4GB", wasm64: "16GB" };
 
-/** Runs `command` with the variant's toolchain. */
-function exec(memory, command, args, options = {}) {
-  return toolchains[memory].exec(command, args, options);
+/** Runs `command` in the trixie build root, in `cwd`; paths are the same in the root as here. */
+function exec(command, args, { cwd = "/", ...options } = {}) {
+  return inTrixie(cwd, command, args, options);
 }
+
+/** A path of the build root's as this system sees it. */
+const here = (path) => join(trixieRoot, path);
 
 /** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
 function libraries(dir, variant, flags, memory = "wasm32") {
   const build = join(work, `build-${variant}`);
-  const here = toolchains[memory].here;
   const log = here(join(build, "configure.log"));
   if (relink && existsSync(log)) return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
   rmSync(here(build), { recursive: true, force: true });
-  const configure = exec(memory, "emcmake", [
+  const configure = exec("emcmake", [
     "cmake",
     "-S",
     dir,
@@ -251,7 +291,7 @@ function libraries(dir, variant, flags, memory = "wasm32") {
   ]);
   writeFileSync(log, configure);
   const kernels = kernelsOf(variant, configure);
-  exec(memory, "cmake", ["--build", build, "--target", "llama", "-j", jobs], {
+  exec("cmake", ["--build", build, "--target", "llama", "-j", jobs], {
     stdio: ["ignore", "ignore", "inherit"],
   });
   return { build, kernels };
@@ -287,17 +327,15 @@ const exported = [
   "free",
 ].map((name) => `_${name}`);
 
-/** Debian's clang 19, for the one file compiled with relaxed SIMD (see the top of this file). */
-const relaxedClang = "/usr/lib/llvm-19/bin/clang";
 const relaxedFile = "ggml-cpu/arch/wasm/quants.c";
 
 /**
  * ggml-cpu's objects as CMake compiled them, but for `arch/wasm/quants.c` (our tiles are in it),
  * which `compile(entry, cmake, object)` compiles again with relaxed SIMD, given CMake's own
- * arguments for it less its input and output (and any in `dropped`). For `link`.
+ * arguments for it less its input and output. For `link`.
  */
-function withRelaxedQuants(build, variant, memory, compile, dropped = []) {
-  const commands = JSON.parse(readFileSync(toolchains[memory].here(join(build, "compile_commands.json")), "utf8"));
+function withRelaxedQuants(build, variant, compile) {
+  const commands = JSON.parse(readFileSync(here(join(build, "compile_commands.json")), "utf8"));
   const objects = [];
   let compiled = "";
   for (const entry of commands) {
@@ -311,7 +349,7 @@ function withRelaxedQuants(build, variant, memory, compile, dropped = []) {
     compiled = join(build, `quants-relaxed-${variant}.o`);
     const cmake = words.slice(1).filter((word, at, all) => {
       const previous = all[at - 1];
-      return !dropped.includes(word) && word !== "-o" && word !== "-c" && previous !== "-o" && previous !== "-c";
+      return word !== "-o" && word !== "-c" && previous !== "-o" && previous !== "-c";
     });
     compile(entry, cmake, compiled);
   }
@@ -319,44 +357,18 @@ function withRelaxedQuants(build, variant, memory, compile, dropped = []) {
   return [compiled, ...objects];
 }
 
-/**
- * The relaxed objects. wasm32: clang 19 compiles the tiles' file with relaxed SIMD and the flags
- * CMake gave Emscripten for it. Memory64: trixie's Emscripten brings LLVM 19, so its own
- * compiler compiles the file again, with CMake's command and relaxed SIMD.
- */
-function relaxedObjects(build, variant, flags, memory) {
-  if (memory === "wasm64")
-    return withRelaxedQuants(build, variant, memory, (entry, cmake, object) =>
-      inTrixie(entry.directory, entry.command.split(/\s+/)[0], [
-        ...cmake,
-        "-mrelaxed-simd",
-        "-ffp-contract=off",
-        "-c",
-        entry.file,
-        "-o",
-        object,
-      ]),
-    );
-  if (!existsSync(relaxedClang))
-    throw new Error(
-      `${relaxedClang} is missing: the -relaxed builds need Debian's clang 19 (apt-get install clang-19)`,
-    );
-  // Emscripten's own flags for clang, less WebAssembly exceptions: this C file throws none,
-  // and clang 19 would want reference types for them, which Emscripten 3.1.6 does not emit.
-  const ours = flags.split(" ").filter((flag) => flag && flag !== "-fwasm-exceptions");
-  const emscripten = run("emcc", [...ours, "--cflags"])
-    .trim()
-    .split(/\s+/);
-  const relaxed = ["-mrelaxed-simd", "-ffp-contract=off", "-mno-multivalue", "-mno-reference-types"];
-  return withRelaxedQuants(
-    build,
-    variant,
-    memory,
-    (entry, cmake, object) =>
-      run(relaxedClang, [...emscripten, ...cmake, ...relaxed, "-c", entry.file, "-o", object], {
-        cwd: entry.directory,
-      }),
-    ["-fwasm-exceptions"],
+/** The relaxed objects: the tiles' file compiled again with CMake's command and relaxed SIMD. */
+function relaxedObjects(build, variant) {
+  return withRelaxedQuants(build, variant, (entry, cmake, object) =>
+    inTrixie(entry.directory, entry.command.split(/\s+/)[0], [
+      ...cmake,
+      "-mrelaxed-simd",
+      "-ffp-contract=off",
+      "-c",
+      entry.file,
+      "-o",
+      object,
+    ]),
   );
 }
 
@@ -380,14 +392,12 @@ const signatures = {
 };
 
 /**
- * Links our C API with llama.cpp's libraries into `folder` as `llamacpp-${variant}`; with
- * `cpuObjects`, those in place of ggml-cpu's library. A Memory64 build is linked in the trixie
- * root and copied out.
+ * Links our C API with llama.cpp's libraries as `name` in the build root, and copies it to `out`;
+ * with `cpuObjects`, those in place of ggml-cpu's library.
  */
-function link(dir, build, variant, flags, extra, folder = out, cpuObjects = undefined, memory = "wasm32") {
-  const name = `llamacpp-${variant}`;
-  const target = memory === "wasm64" ? join(build, "link") : folder;
-  if (memory === "wasm64") mkdirSync(join(trixieRoot, target), { recursive: true });
+function link(dir, build, name, flags, extra, memory, cpuObjects = undefined) {
+  const target = join(build, "link");
+  mkdirSync(here(target), { recursive: true });
   const memory64 =
     memory === "wasm64"
       ? [
@@ -397,7 +407,7 @@ function link(dir, build, variant, flags, extra, folder = out, cpuObjects = unde
             .join(",")}`,
         ]
       : [];
-  exec(memory, "em++", [
+  exec("em++", [
     join(root, "native/llamacpp/engine.cpp"),
     ...flags.split(" ").filter(Boolean),
     "-O3",
@@ -414,9 +424,9 @@ function link(dir, build, variant, flags, extra, folder = out, cpuObjects = unde
     "-sEXPORT_NAME=createLlamaCpp",
     "-sENVIRONMENT=web,worker,node",
     "-sALLOW_MEMORY_GROWTH=1",
-    `-sMAXIMUM_MEMORY=${toolchains[memory].maximumMemory}`,
+    `-sMAXIMUM_MEMORY=${maximumMemory[memory]}`,
     "-sINITIAL_MEMORY=64MB",
-    "-sTOTAL_STACK=1MB",
+    "-sSTACK_SIZE=1MB",
     "-lworkerfs.js",
     "-sFORCE_FILESYSTEM=1",
     `-sEXPORTED_FUNCTIONS=${exported.join(",")}`,
@@ -426,11 +436,11 @@ function link(dir, build, variant, flags, extra, folder = out, cpuObjects = unde
     "-o",
     join(target, `${name}.js`),
   ]);
-  if (memory === "wasm64") {
-    cpSync(join(trixieRoot, target, `${name}.wasm`), join(folder, `${name}.wasm`));
-    const script = readFileSync(join(trixieRoot, target, `${name}.js`), "utf8");
-    writeFileSync(join(folder, `${name}.js`), withAddressKey(`${name}.js`, script));
-  }
+  const wasm = here(join(target, `${name}.wasm`));
+  const script = readFileSync(here(join(target, `${name}.js`)), "utf8");
+  cpSync(wasm, join(out, `${name}.wasm`));
+  writeFileSync(join(out, `${name}.js`), memory === "wasm64" ? withAddressKey(`${name}.js`, script) : script);
+  return join(target, `${name}.wasm`);
 }
 
 /**
@@ -449,45 +459,26 @@ function withAddressKey(file, script) {
 /**
  * The relaxed instructions in a module, by Binaryen's name, counted. Binaryen 108 names a final
  * opcode it knows under an earlier draft's name, so any relaxed instruction but the dot product
- * stops the build (see the top of this file).
+ * stops the build: only the dot product's opcode is the same in every draft and the final standard.
  */
-function relaxedInstructions(file, memory) {
-  const text =
-    memory === "wasm64"
-      ? inTrixie("/", "wasm-dis", ["--all-features", file])
-      : run("wasm-dis", ["--all-features", file], { maxBuffer: 1 << 30 });
+function relaxedInstructions(file) {
+  const text = exec("wasm-dis", ["--all-features", file]);
   const counts = {};
   for (const [name] of text.matchAll(/\b[a-z0-9]+x[0-9]+\.[a-z0-9_]*(?:relaxed|laneselect|i7x16)[a-z0-9_]*/g))
     counts[name] = (counts[name] ?? 0) + 1;
   return counts;
 }
 
-/**
- * The `-relaxed` build of a variant: linked as the variant is, into a scratch folder under the
- * same name (its script then loads the same pthread worker script, which must be the same), and
- * moved beside it. Its script is its own: the pthreads one holds addresses in the module's memory.
- */
-function linkRelaxed(dir, build, variant, flags, extra, memory = "wasm32") {
-  const scratch = join(build, "relaxed");
-  rmSync(scratch, { recursive: true, force: true });
-  mkdirSync(scratch, { recursive: true });
-  link(dir, build, variant, flags, extra, scratch, relaxedObjects(build, variant, flags, memory), memory);
-  for (const file of readdirSync(scratch).filter((name) => name.endsWith(".worker.js")))
-    if (!readFileSync(join(scratch, file)).equals(readFileSync(join(out, file))))
-      throw new Error(`${file}: the relaxed build's pthread script differs from the plain build's`);
-  const linked = memory === "wasm64" ? join(build, "link") : scratch;
-  const counts = relaxedInstructions(join(linked, `llamacpp-${variant}.wasm`), memory);
+/** The `-relaxed` build of a variant: linked as the variant is, with the relaxed tiles. */
+function linkRelaxed(dir, build, variant, flags, extra, memory) {
+  const linked = link(dir, build, `llamacpp-${variant}-relaxed`, flags, extra, memory, relaxedObjects(build, variant));
+  const counts = relaxedInstructions(linked);
   const names = Object.keys(counts);
-  // The dot product as Binaryen (108 and 120 alike) names it.
+  // The dot product as Binaryen 120 names it.
   const dot = "i16x8.dot_i8x16_i7x16_s";
   if (names.length !== 1 || names[0] !== dot)
     throw new Error(`${variant}-relaxed: expected only ${dot}, found ${JSON.stringify(counts)}`);
   console.log(`${variant}-relaxed: ${counts[names[0]]} relaxed dot products, no other relaxed instruction`);
-  for (const extension of ["js", "wasm"])
-    renameSync(
-      join(scratch, `llamacpp-${variant}.${extension}`),
-      join(out, `llamacpp-${variant}-relaxed.${extension}`),
-    );
 }
 
 /** The variants to build (`--only st64,mt64`), all by default. */
@@ -506,15 +497,10 @@ const kernels = { ...previous.kernels };
 function buildVariant(dir, variant, memory) {
   const threaded = variant.startsWith("mt");
   // llama.cpp reports a bad file or grammar by throwing: WebAssembly's own exceptions catch it.
-  const flags = threaded ? "-fwasm-exceptions -pthread" : "-fwasm-exceptions";
-  const pool = threaded
-    ? [...(memory === "wasm32" ? ["-sUSE_PTHREADS=1"] : []), "-sPTHREAD_POOL_SIZE=Module.threads"]
-    : [];
+  const flags = `-fwasm-exceptions -mbulk-memory -mnontrapping-fptoint${threaded ? " -pthread" : ""}`;
+  const pool = threaded ? ["-sPTHREAD_POOL_SIZE=Module.threads"] : [];
   const built = libraries(dir, variant, flags, memory);
-  link(dir, built.build, variant, flags, pool, out, undefined, memory);
-  // LLVM 19 compiles all of a Memory64 build: none of its plain one may be relaxed.
-  const plain =
-    memory === "wasm64" ? relaxedInstructions(join(built.build, "link", `llamacpp-${variant}.wasm`), memory) : {};
+  const plain = relaxedInstructions(link(dir, built.build, `llamacpp-${variant}`, flags, pool, memory));
   if (Object.keys(plain).length)
     throw new Error(`${variant}: expected no relaxed instruction, found ${JSON.stringify(plain)}`);
   linkRelaxed(dir, built.build, variant, flags, pool, memory);
@@ -525,28 +511,18 @@ function buildVariant(dir, variant, memory) {
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
 withRoundedActivations(dir);
+withVectorHalves(dir);
 withGrammarBound(dir);
 mkdirSync(out, { recursive: true });
-const memory32 = ["st", "mt"].filter(wanted);
-for (const variant of memory32) buildVariant(dir, variant, "wasm32");
-const memory64 = ["st64", "mt64"].filter(wanted);
-const memory64Compiler = memory64.length
-  ? `${ensureTrixieRoot()}, in a Debian trixie build root (scripts/trixie-root.mjs), for st64 and mt64`
-  : previous.memory64Compiler;
-if (memory64.length) {
-  // The root compiles the same patched clone, and our C API, at the same paths.
-  copyIn(dir);
-  copyIn(join(root, "native"));
-}
-for (const variant of memory64) buildVariant(dir, variant, "wasm64");
-const version = (command) => run(command, ["--version"]).split("\n")[0];
+const compiler = `${ensureTrixieRoot()}, in a Debian trixie build root (scripts/trixie-root.mjs)`;
+// The root compiles the same patched clone, and our C API, at the same paths.
+copyIn(dir);
+copyIn(join(root, "native"));
+for (const variant of ["st", "mt"].filter(wanted)) buildVariant(dir, variant, "wasm32");
+for (const variant of ["st64", "mt64"].filter(wanted)) buildVariant(dir, variant, "wasm64");
 const build = {
   source: description,
-  compiler: memory32.length ? version("emcc") : previous.compiler,
-  relaxedCompiler: memory32.length
-    ? `${version(relaxedClang)}, for ${relaxedFile} in the wasm32 -relaxed builds`
-    : previous.relaxedCompiler,
-  memory64Compiler,
+  compiler,
   kernels,
   memory: "wasm32 (4 GB) for st and mt; wasm64 (Memory64, 16 GB) for st64 and mt64",
 };

@@ -1,8 +1,8 @@
 /**
- * Debian trixie's build root, for llama.cpp's Memory64 builds (scripts/build-llamacpp.mjs):
- * trixie's Emscripten 3.1.69 (LLVM 19, Binaryen 120) builds Memory64 with pthreads, which
- * bookworm's 3.1.6 cannot. `debootstrap` makes it once, outside this repository; nothing of
- * trixie is installed into this system, whose own libraries are bookworm's.
+ * Debian trixie's build root, for llama.cpp's builds (scripts/build-llamacpp.mjs): trixie's
+ * Emscripten 3.1.69 (LLVM 19, Binaryen 120) builds Memory64 with pthreads, which bookworm's 3.1.6
+ * cannot, and relaxed SIMD, which its LLVM 14 cannot. `debootstrap` makes it once, outside this
+ * repository; nothing of trixie is installed into this system, whose own libraries are bookworm's.
  *
  * Nothing is mounted into the root: what a build reads is copied into it under the same absolute
  * path (so the paths in its compile commands hold in both), and what it writes is copied out.

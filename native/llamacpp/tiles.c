@@ -22,7 +22,7 @@
 // weights stay unsigned (0 to 31), and ggml's `- 16` is taken off as Q4_0's `- 8` is. A Q8_0
 // block is widened in its own order, which is already ggml's.
 //
-// With relaxed SIMD (the `-relaxed` builds, compiled by clang 19), a Q4_0 or Q5_0 block is not
+// With relaxed SIMD (the `-relaxed` builds), a Q4_0 or Q5_0 block is not
 // widened at all: its weights stay bytes in their own order, and an 8-bit dot product multiplies
 // them by the token's bytes (see WI_RELAXED). That halves the vectors a tile holds and the
 // instructions a sum takes.

@@ -205,7 +205,6 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
       "llamacpp/llamacpp-mt-relaxed.wasm",
       "llamacpp/llamacpp-mt.js",
       "llamacpp/llamacpp-mt.wasm",
-      "llamacpp/llamacpp-mt.worker.js",
       "llamacpp/llamacpp-mt64-relaxed.js",
       "llamacpp/llamacpp-mt64-relaxed.wasm",
       "llamacpp/llamacpp-mt64.js",
@@ -239,12 +238,15 @@ test("without Vite: the package's copy-assets command copies exactly what is sel
       ),
     ).toBe(true);
     writeFileSync(join(target, "app.css"), "body {}");
+    // A pthreads script that earlier versions shipped, and this one no longer does.
+    writeFileSync(join(target, "llamacpp/llamacpp-mt.worker.js"), "// stale");
     const output = run(
       `npx webgpu-inference copy-assets ${target} --families llama3,gemma2 --no-service-worker --no-llamacpp`,
       directory,
     );
     expect(output).toContain(`removed ${join(target, "inference-sw.js")}`);
     expect(output).toContain(`removed ${join(target, "llamacpp/llamacpp-mt.wasm")}`);
+    expect(output).toContain(`removed ${join(target, "llamacpp/llamacpp-mt.worker.js")}`);
     expect(appFiles(target).sort()).toEqual(["app.css", "tokenizers/gemma.json.gz", "tokenizers/llama3.json.gz"]);
     expect(() => run(`npx webgpu-inference copy-assets ${target} --families llama4`, directory)).toThrow(
       /unknown model family 'llama4'/,

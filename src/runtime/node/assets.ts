@@ -32,8 +32,8 @@ const tokenizerFolder = "tokenizers";
 /**
  * The llama.cpp builds: their Worker, and the one-thread and pthreads WebAssembly with their
  * scripts, in 32-bit and Memory64 (`64`) addressing, each WebAssembly also with relaxed SIMD
- * (`-relaxed`), which browsers that have it load. The wasm32 pthreads builds' threads start from
- * `llamacpp-mt.worker.js`; the Memory64 ones' from their own script.
+ * (`-relaxed`), which browsers that have it load. Every pthreads build's threads start from its
+ * own script.
  */
 const llamacppFolder = "llamacpp";
 const llamacppFiles = [
@@ -41,14 +41,16 @@ const llamacppFiles = [
   ...["st", "mt", "st64", "mt64"].flatMap((variant) =>
     ["", "-relaxed"].flatMap((relaxed) => [`llamacpp-${variant}${relaxed}.js`, `llamacpp-${variant}${relaxed}.wasm`]),
   ),
-  "llamacpp-mt.worker.js",
 ];
+/** What earlier versions copied and this one no longer ships: removed from an app as stale. */
+const retiredFiles = ["llamacpp/llamacpp-mt.worker.js"];
 
 /** Every path this package may have written into an app, so stale ones can be told apart. */
 export function ownedPaths(): string[] {
   return [
     workerPath,
     ...llamacppFiles.map((name) => `${llamacppFolder}/${name}`),
+    ...retiredFiles,
     ...Object.values(tokenizerNames).map((name) => `${tokenizerFolder}/${tokenizerFileName(name)}`),
   ];
 }

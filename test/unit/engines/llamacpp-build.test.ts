@@ -111,6 +111,8 @@ function occurrences(body: Uint8Array, opcode: readonly [number, number, number]
 const dotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0xba, 0x01]);
 /** f32x4.mul (0xFD 230): a product of four floats, as the F16 tiles take them. */
 const floatMultiplies = (body: Uint8Array) => occurrences(body, [0xfd, 0xe6, 0x01]);
+/** i32x4.extend_low_i16x8_u (0xFD 169): four halves' bits widened to 32-bit lanes at once. */
+const halfWidenings = (body: Uint8Array) => occurrences(body, [0xfd, 0xa9, 0x01]);
 /** i16x8.relaxed_dot_i8x16_i7x16_s (0xFD 274): relaxed SIMD's 8-bit dot product. */
 const relaxedDotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0x92, 0x02]);
 
@@ -156,6 +158,12 @@ describe("the llama.cpp build", () => {
       for (const type of ["Q4_0", "Q5_0"]) expect(relaxedDots(file, type), `${file} ${type}`).toBe(0);
       if (!file.includes("64")) expect(validatesWithoutRelaxedSimd(join(folder, file)), file).toBe(true);
     }
+  });
+
+  it("widens and narrows ggml's F16 vectors four halves at a time (flash attention's products and sums), in every build", () => {
+    // ggml's own code widened each half by a scalar table lookup, with no vector widening.
+    for (const file of builds)
+      expect(halfWidenings(functionBody(wasm(file), "ggml_vec_dot_f16")), file).toBeGreaterThanOrEqual(2);
   });
 
   it("has our F16 tiles beside ggml's kernels: the two-row, six-token tile unrolled", () => {
