@@ -142,10 +142,10 @@ function withRoundedActivations(dir) {
  * ggml's four-half loads and stores in WebAssembly SIMD (the clone, never this repository): its
  * `__wasm_f16x4_load` widened each half by a scalar lookup in a 256 KB table, and
  * `__wasm_f16x4_store` narrowed each by the scalar bit trick of `ggml_compute_fp32_to_fp16`.
- * Flash attention's F16 products and sums take them at every cached token, and LLVM 19 made
- * the scalar stores slow enough to cost a decode 2%. These are the same bit tricks four lanes at
- * a time (ggml's table holds the load's trick's own results), so every half and float is the
- * same as before. Idempotent.
+ * Flash attention's F16 products and sums take them at every cached token, and LLVM 19 compiles
+ * that scalar code slower than LLVM 14 did. These are the same bit tricks four lanes at a time
+ * (ggml's table holds the load's trick's own results), so every half and float is the same as
+ * before. Idempotent.
  */
 function withVectorHalves(dir) {
   const marker = "/* webgpu-inference: vector halves */";
