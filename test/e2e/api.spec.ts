@@ -466,7 +466,7 @@ test("two tabs share one engine: requests run one at a time, first come first se
 }) => {
   const first = await context.newPage();
   const second = await context.newPage();
-  const options = { engine: "deterministic" as const, tokenDelayMs: 40, maxQueued: 1 };
+  const options = { engine: "deterministic" as const, tokenDelayMs: 150, maxQueued: 1 };
   await openHarness(first, options);
   await openHarness(second, options);
   const run = (page: typeof first, label: string) =>
@@ -482,7 +482,9 @@ test("two tabs share one engine: requests run one at a time, first come first se
             stream: true,
           });
           for await (const chunk of stream) {
-            if (chunk.choices[0]?.delta.content) events.push({ label: name, event: "token", at: Date.now() });
+            if (!chunk.choices[0]?.delta.content) continue;
+            events.push({ label: name, event: "token", at: Date.now() });
+            (window as unknown as { streaming: Set<string> }).streaming.add(name);
           }
           events.push({ label: name, event: "done", at: Date.now() });
         } catch (error) {
@@ -496,13 +498,17 @@ test("two tabs share one engine: requests run one at a time, first come first se
       },
       { modelId: model, label },
     );
+  await first.evaluate(() => ((window as unknown as { streaming: Set<string> }).streaming = new Set()));
+  await second.evaluate(() => ((window as unknown as { streaming: Set<string> }).streaming = new Set()));
   // The first generation loads the engine and its tokenizer, which holds the worker's thread for
   // a moment: requests sent meanwhile would all arrive together, in no telling which order.
   expect((await run(first, "warm")).at(-1)?.event).toBe("done");
   const a = run(first, "a");
-  await first.waitForTimeout(100);
+  await first.waitForFunction(() => (window as unknown as { streaming: Set<string> }).streaming.has("a"));
+  // From a's first token it has 9 more to go, at 150 ms each: time enough for b to reach the
+  // queue (nothing in the page shows when it has), and then for c to find it full.
   const b = run(second, "b");
-  await first.waitForTimeout(100);
+  await first.waitForTimeout(400);
   const c = run(first, "c");
   const [eventsA, eventsB, eventsC] = await Promise.all([a, b, c]);
   expect(eventsC).toEqual([expect.objectContaining({ event: "error 503 engine_busy" })]);
