@@ -5,8 +5,8 @@
  * - `llamacpp-mt.{js,wasm}`: pthreads, a thread per core where the page is isolated; its threads
  *   start from its own script;
  * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
- *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles, for browsers that have relaxed SIMD (Chromium
- *   since 114);
+ *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles and Q4_K kernel, for browsers that have
+ *   relaxed SIMD (Chromium since 114);
  * - `llamacpp-st64`, `llamacpp-mt64`, each also `-relaxed`: the same four with Memory64's 64-bit
  *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds;
  * - `build.json`: the source, the compiler, and the kernels CMake selected.
@@ -25,13 +25,15 @@
  * kernels: activations rounded to 8 bits as its other kernels round them, not truncated
  * (`withRoundedActivations`).
  *
- * One kernel is ours: `native/llamacpp/tiles.c`, Q4_0, Q5_0, Q8_0 and F16 weights two rows by up
+ * Two kernels are ours. `native/llamacpp/tiles.c`: Q4_0, Q5_0, Q8_0 and F16 weights two rows by up
  * to six tokens at a time for prompts, a row at a time for generation (ggml has no WebAssembly
  * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
  * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
  * product call it. The `-relaxed` builds compile the one file our tiles are in, ggml's
  * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` may be in
  * them (the build checks), and floating-point contraction is off, so no relaxed multiply-add is.
+ * And `native/llamacpp/kquants.c`: the Q4_K (relaxed builds) and Q6_K dot products of a Q4_K_M
+ * file, under ggml's names (`withKQuantKernels`).
  *
  * Why the processor is named: Emscripten's CMake toolchain reports `x86` unless
  * EMSCRIPTEN_SYSTEM_PROCESSOR is set, and ggml then falls back to its generic scalar kernels.
@@ -115,6 +117,23 @@ function withTiledKernel(dir) {
     ].join("\n"),
   );
   writeFileSync(product, source);
+}
+
+/**
+ * Our Q4_K and Q6_K dot products into ggml's source (the clone, never this repository): ggml's
+ * two renamed `wi_ggml_vec_dot_…`, and ours appended after the tiles under ggml's names, falling
+ * back to ggml's where the tiles are off (see native/llamacpp/kquants.c). Idempotent.
+ */
+function withKQuantKernels(dir) {
+  const marker = "/* webgpu-inference: kquants.c */";
+  const kernels = join(dir, "ggml/src/ggml-cpu/arch/wasm/quants.c");
+  let text = readFileSync(kernels, "utf8");
+  if (text.includes(marker)) return;
+  for (const type of ["q4_K", "q6_K"]) {
+    const definition = `void ggml_vec_dot_${type}_q8_K(int n,`;
+    text = replaceOnce(kernels, text, definition, `static void wi_ggml_vec_dot_${type}_q8_K(int n,`);
+  }
+  writeFileSync(kernels, [text, marker, `#include "${join(root, "native/llamacpp/kquants.c")}"`, ""].join("\n"));
 }
 
 /**
@@ -302,7 +321,7 @@ function kernelsOf(variant, configure) {
   if (!configure.includes("Wasm detected"))
     throw new Error(`${variant}: ggml did not select its wasm kernels; CMake said:\n${configure}`);
   const kernels =
-    "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0, Q5_0, Q8_0 and F16 products in tiles (native/llamacpp/tiles.c)";
+    "wasm (ggml-cpu/arch/wasm, SIMD128) with Q4_0, Q5_0, Q8_0 and F16 products in tiles (native/llamacpp/tiles.c) and Q6_K ones of our own (native/llamacpp/kquants.c)";
   console.log(`${variant}: CMake selected ${kernels}`);
   return kernels;
 }
@@ -484,7 +503,8 @@ function linkRelaxed(dir, build, variant, flags, extra, memory) {
 /** The variants to build (`--only st64,mt64`), all by default. */
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1].split(",") : null;
 const wanted = (variant) => only === null || only.includes(variant);
-const relaxedKernels = "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 and Q5_0 tiles";
+const relaxedKernels =
+  "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 and Q5_0 tiles and our Q4_K products";
 // What an earlier build wrote stays for the variants this one leaves alone.
 const previous = existsSync(join(out, "build.json")) ? JSON.parse(readFileSync(join(out, "build.json"), "utf8")) : {};
 const kernels = { ...previous.kernels };
@@ -510,6 +530,7 @@ function buildVariant(dir, variant, memory) {
 
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
+withKQuantKernels(dir);
 withRoundedActivations(dir);
 withVectorHalves(dir);
 withGrammarBound(dir);

@@ -60,6 +60,17 @@ export const ggufVariants = {
 ggufVariants["test-q4_0"] = { ...ggufVariants.test, file: "llama3-test-q4_0.gguf", feedForward: 480, type: "q4_0" };
 /** The same in Q5_0 (llama.cpp's fallback for K-quant rows not a multiple of 256 wide), for its tiles' check. */
 ggufVariants["test-q5_0"] = { ...ggufVariants.test, file: "llama3-test-q5_0.gguf", feedForward: 480, type: "q5_0" };
+/**
+ * The test shape in llama.cpp's Q4_K_M mix: Q4_K weights, with Q6_K for the attention values and
+ * the feed-forward downs, for our K-quant kernels' own check (256 wide: whole K-quant blocks).
+ */
+ggufVariants["test-q4_k_m"] = {
+  ...ggufVariants.test,
+  file: "llama3-test-q4_k_m.gguf",
+  type: "q4_k",
+  fileType: "q4_k_m",
+  types: { attn_v: "q6_k", ffn_down: "q6_k" },
+};
 /** The bench shape in Q8_0, for the CPU benchmark's second quantization. */
 ggufVariants["bench-q8_0"] = { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q8_0.gguf", type: "q8_0" };
 /** The small embedding shapes: pooling 1 mean, 2 CLS, 3 last (llama.cpp's `llama_pooling_type`). */
@@ -132,9 +143,9 @@ ggufVariants["big-q4_0"] = {
 export const ggufName = ggufVariants.test.file;
 
 const valueType = { uint16: 2, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9 };
-const tensorType = { f32: 0, f16: 1, q4_0: 2, q5_0: 6, q8_0: 8 };
-/** ggml's file types for "mostly F16", "mostly Q4_0", "mostly Q5_0" and "mostly Q8_0". */
-const fileType = { f16: 1, q4_0: 2, q5_0: 8, q8_0: 7 };
+const tensorType = { f32: 0, f16: 1, q4_0: 2, q5_0: 6, q8_0: 8, q4_k: 12, q6_k: 14 };
+/** ggml's file types for "mostly F16", "mostly Q4_0", "mostly Q5_0", "mostly Q8_0" and "Q4_K_M". */
+const fileType = { f16: 1, q4_0: 2, q5_0: 8, q8_0: 7, q4_k_m: 15 };
 
 /** Little-endian bytes, appended piece by piece. */
 class Writer {
@@ -199,15 +210,19 @@ function writeArray(writer, key, elementType, values) {
   }
 }
 
-/** A float's nearest half-precision bits (normal range only, which is all the scales need). */
+/**
+ * A float's half-precision bits: truncated in the normal range, nearest below it (Q6_K's scales
+ * are subnormal halves, as in llama.cpp's own files).
+ */
 function halfBits(value) {
+  if (Math.abs(value) < 2 ** -14) return (value < 0 ? 0x8000 : 0) | Math.round(Math.abs(value) / 2 ** -24);
   const view = new DataView(new ArrayBuffer(4));
   view.setFloat32(0, value);
   const bits = view.getUint32(0);
   const sign = (bits >>> 16) & 0x8000;
   const exponent = ((bits >>> 23) & 0xff) - 127 + 15;
   const mantissa = (bits >>> 13) & 0x3ff;
-  if (exponent <= 0 || exponent >= 31) throw new Error(`${value} is outside half precision's normal range`);
+  if (exponent >= 31) throw new Error(`${value} is past half precision's range`);
   return sign | (exponent << 10) | mantissa;
 }
 
@@ -286,7 +301,36 @@ function f16Weights(count, next) {
   return data;
 }
 
-const quantized = { q4_0: q4Weights, q5_0: q5Weights, q8_0: q8Weights, f16: f16Weights };
+/**
+ * Blocks of 256 weights of `bytes` random bytes, with a half-precision scale (and for Q4_K a
+ * second, the mins') at `scaleAt`, giving weights of about 0.02 for unscaled values that deviate
+ * by `deviation`. Random bytes are valid K-quant blocks: every bit pattern is a weight.
+ */
+function randomSuperBlocks(type, bytes, scaleAt, deviation, count, next) {
+  if (count % 256 !== 0) throw new Error(`${count} weights do not fill ${type} blocks of 256`);
+  const data = Buffer.alloc((count / 256) * bytes);
+  for (let offset = 0; offset + 4 <= data.length; offset += 4) data.writeUInt32LE(next(), offset);
+  for (let at = 0; at < data.length; at += bytes) {
+    data.writeUInt16LE(halfBits(0.02 / deviation), at + scaleAt);
+    // Q4_K's mins' scale: the mean of a 6-bit scale times a nibble over the mean 6-bit min.
+    if (type === "Q4_K") data.writeUInt16LE(halfBits((0.02 / deviation) * 7.5), at + scaleAt + 2);
+  }
+  return data;
+}
+
+/** Q4_K: the scales (d, dmin), 12 bytes of 6-bit scales and mins, 128 of 4-bit values. */
+const q4kWeights = (count, next) => randomSuperBlocks("Q4_K", 144, 0, 260, count, next);
+/** Q6_K: 128 bytes of low nibbles, 64 of high bits, 16 signed 8-bit scales, then the scale d. */
+const q6kWeights = (count, next) => randomSuperBlocks("Q6_K", 210, 208, 1_370, count, next);
+
+const quantized = {
+  q4_0: q4Weights,
+  q5_0: q5Weights,
+  q8_0: q8Weights,
+  f16: f16Weights,
+  q4_k: q4kWeights,
+  q6_k: q6kWeights,
+};
 
 function filled(count, value) {
   const data = Buffer.alloc(count * 4);
@@ -418,14 +462,16 @@ function tensors(shape, vocabularySize, next) {
   ];
   // With `sharedLayers`, every layer's weights are the first layer's.
   const drawn = new Map();
+  // A mix (`types`) gives some weights a type of their own.
+  const typeOf = (name) => shape.types?.[name] ?? type;
   const draw = (name, count) => {
-    if (!shape.sharedLayers) return quantized[type](count, next);
-    if (!drawn.has(name)) drawn.set(name, quantized[type](count, next));
+    if (!shape.sharedLayers) return quantized[typeOf(name)](count, next);
+    if (!drawn.has(name)) drawn.set(name, quantized[typeOf(name)](count, next));
     return drawn.get(name);
   };
   for (let layer = 0; layer < layers; layer++) {
     const weight = (name, dims) =>
-      list.push({ name: `blk.${layer}.${name}.weight`, dims, type, data: draw(name, dims[0] * dims[1]) });
+      list.push({ name: `blk.${layer}.${name}.weight`, dims, type: typeOf(name), data: draw(name, dims[0] * dims[1]) });
     list.push({ name: `blk.${layer}.attn_norm.weight`, dims: [embedding], type: "f32", data: ones(embedding) });
     weight("attn_q", [embedding, embedding]);
     weight("attn_k", [embedding, kvWidth]);
@@ -448,7 +494,7 @@ function bertMetadata(shape) {
     ["general.architecture", "string", "bert"],
     ["general.name", "string", "BERT embedding test (random weights)"],
     ["general.alignment", "uint32", alignment],
-    ["general.file_type", "uint32", fileType[shape.type]],
+    ["general.file_type", "uint32", fileType[shape.fileType ?? shape.type]],
     ["bert.context_length", "uint32", shape.contextLength],
     ["bert.embedding_length", "uint32", shape.embedding],
     ["bert.block_count", "uint32", shape.layers],
@@ -511,7 +557,7 @@ function llamaMetadata(shape, vocab) {
     ["general.architecture", "string", "llama"],
     ["general.name", "string", "Llama 3 test (random weights)"],
     ["general.alignment", "uint32", alignment],
-    ["general.file_type", "uint32", fileType[shape.type]],
+    ["general.file_type", "uint32", fileType[shape.fileType ?? shape.type]],
     ["llama.context_length", "uint32", shape.contextLength],
     ["llama.embedding_length", "uint32", shape.embedding],
     ["llama.block_count", "uint32", shape.layers],

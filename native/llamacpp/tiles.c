@@ -87,18 +87,19 @@ typedef struct {
 #define WI_REORDER(vector, ...) wasm_i8x16_shuffle(vector, vector, __VA_ARGS__)
 
 static int wi_tiles_on = 1;
-// Per thread, so counting costs the products no shared write: the calling thread computes chunks
-// of every product too, which is all the test asks.
-static _Thread_local int wi_tiled_chunks = 0;
+// The chunks our tiles and the row products our K-quant kernels (kquants.c) computed. Per thread,
+// so counting costs the products no shared write: the calling thread computes part of every
+// product too, which is all the test asks.
+static _Thread_local int wi_kernel_runs = 0;
 
 // Hands every product back to ggml's own kernels (0) or takes them again (1), for the test that
-// compares the two bit for bit. Returns how many chunks the calling thread's tiles computed since
-// its last call, so that test knows they ran.
+// compares the two bit for bit. Returns how many chunks and rows the calling thread's kernels
+// computed since its last call, so that test knows they ran.
 EMSCRIPTEN_KEEPALIVE int wi_tiles(int on) {
     wi_tiles_on = on;
-    const int chunks = wi_tiled_chunks;
-    wi_tiled_chunks = 0;
-    return chunks;
+    const int runs = wi_kernel_runs;
+    wi_kernel_runs = 0;
+    return runs;
 }
 
 // Whether a type's weights are nibbles with an offset (Q4_0, Q5_0).
@@ -473,7 +474,7 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml
         floats = grown;
         floats_width = n;
     }
-    wi_tiled_chunks++;
+    wi_kernel_runs++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
         const ggml_fp16_t * halves[WI_TILE_TOKENS];
@@ -554,7 +555,7 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
     }
     float * scales = (float *) (widened + (size_t) WI_TILE_TOKENS * widened_blocks * sizeof(wi_widened_block));
     const wi_tile_shape(*shapes)[WI_TILE_TOKENS] = wi_tile_shapes[type == GGML_TYPE_Q4_0 ? 0 : type == GGML_TYPE_Q5_0 ? 1 : 2];
-    wi_tiled_chunks++;
+    wi_kernel_runs++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
         const block_q8_0 * quantized[WI_TILE_TOKENS];

@@ -34,6 +34,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   buildTestGguf(resolve(root, ".cache/test-gguf"), "embed-bert-mean");
   buildTestGguf(resolve(root, ".cache/test-gguf"), "test-q4_0");
   buildTestGguf(resolve(root, ".cache/test-gguf"), "test-q5_0");
+  buildTestGguf(resolve(root, ".cache/test-gguf"), "test-q4_k_m");
   const server = await startStaticServer(
     [
       { prefix: "/test-model/resolve/main/", directory: resolve(root, ".cache/test-model/model") },

@@ -43,7 +43,7 @@ export interface LlamaCApi {
     grammar: number,
   ): number;
   _wi_sample(alternatives: number, ids: number, logprobs: number, budgetMs: number): number;
-  /** Our tiles on (1) or off (0, every product back to ggml's own kernels: native/llamacpp/tiles.c). */
+  /** Our kernels on (1) or off (0, every product back to ggml's own: native/llamacpp/tiles.c, kquants.c); the runs since the last call. */
   _wi_tiles(on: number): number;
   /** Read by the grammar's step between slices of candidates (engine.cpp): whether to stop. */
   abortRequested?: () => number;

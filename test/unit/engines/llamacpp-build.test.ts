@@ -160,6 +160,17 @@ describe("the llama.cpp build", () => {
     }
   });
 
+  it("has our K-quant kernels under ggml's names: Q6_K in every build, Q4_K's relaxed dot products in the -relaxed builds", () => {
+    // ggml's own Q6_K kernel multiplied 32-bit lanes by the scales; ours takes two sub-blocks'
+    // 16-bit lanes by theirs in one dot product, eight a block.
+    for (const file of builds)
+      expect(dotProducts(functionBody(wasm(file), "ggml_vec_dot_q6_K_q8_K")), file).toBeGreaterThanOrEqual(8);
+    // Four a turn of 64 weights in ours; none in ggml's, which the plain builds keep.
+    const q4kDots = (file: string) => relaxedDotProducts(functionBody(wasm(file), "ggml_vec_dot_q4_K_q8_K"));
+    for (const file of relaxedBuilds) expect(q4kDots(file), file).toBeGreaterThanOrEqual(4);
+    for (const file of plainBuilds) expect(q4kDots(file), file).toBe(0);
+  });
+
   it("widens ggml's F16 vectors four halves at a time (flash attention's products), in every build", () => {
     // ggml's own code widened each half by a scalar table lookup, with no vector widening.
     for (const file of builds)
@@ -337,8 +348,9 @@ describe("the one-thread build in Node, through our C API", () => {
   // Our tiles against ggml's own kernels on the same batches: every logit bit for bit, for a
   // 15-token prompt (tiles of six, six and three tokens, each of two rows) and then one token at
   // a time. The Q4_0 file's feed-forward is 15 blocks wide: an odd last block on the scalar tail.
-  it.each(["test-q4_0", "test-q5_0", "test"] as const)(
-    "computes %s's products in tiles (our kernel) exactly as ggml's kernels do, prompt and generation",
+  // The Q4_K_M file takes our K-quant kernels (a row at a time) instead of tiles.
+  it.each(["test-q4_0", "test-q5_0", "test", "test-q4_k_m"] as const)(
+    "computes %s's products with our kernels (tiles, K-quants) exactly as ggml's kernels do, prompt and generation",
     (variant) => {
       const models = mkdtempSync(join(tmpdir(), "gguf-"));
       llama.FS.writeFile(`/models/${variant}.gguf`, readFileSync(buildTestGguf(models, variant)));
@@ -348,9 +360,9 @@ describe("the one-thread build in Node, through our C API", () => {
       expect(prompt).toHaveLength(15);
       llama._wi_tiles(1);
       const tiled = greedyTopTens(llama, prompt);
-      expect(llama._wi_tiles(0), "chunks the tiles computed").toBeGreaterThan(0);
+      expect(llama._wi_tiles(0), "runs of our kernels").toBeGreaterThan(0);
       const ggml = greedyTopTens(llama, prompt);
-      expect(llama._wi_tiles(1), "chunks the tiles computed while off").toBe(0);
+      expect(llama._wi_tiles(1), "runs of our kernels while off").toBe(0);
       expect(tiled).toEqual(ggml);
     },
   );
@@ -367,8 +379,8 @@ function stepsOf(llama: Module, file: string, tiles: boolean) {
 
 // The relaxed build's tiles against the plain build's ggml kernels (compiled by the other
 // compiler, with no relaxed instruction): the same 15-token prompt and four generated tokens,
-// every top-10 id and log probability equal, on a Q4_0 and a Q5_0 file (the relaxed tiles) and a
-// Q8_0 one.
+// every top-10 id and log probability equal, on a Q4_0 and a Q5_0 file (the relaxed tiles), a
+// Q8_0 one, and a Q4_K_M one (our relaxed Q4_K kernel and our Q6_K one).
 describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
   let plain: Module;
   let relaxed: Module;
@@ -380,7 +392,7 @@ describe("the relaxed one-thread build in Node, as Chromium runs it", () => {
     [plain, relaxed] = await Promise.all([oneThreadBuild("llamacpp-st"), oneThreadBuild("llamacpp-st-relaxed")]);
   });
 
-  it.each(["test-q4_0", "test-q5_0", "test"] as const)(
+  it.each(["test-q4_0", "test-q5_0", "test", "test-q4_k_m"] as const)(
     "computes %s exactly as the plain build's ggml kernels do",
     (variant) => {
       const file = buildTestGguf(models, variant);
@@ -483,9 +495,9 @@ describe("embeddings from the one-thread build, against native llama.cpp on the 
   it("computes an F16 file's products in tiles (our kernel) exactly as ggml's kernel does", () => {
     llama._wi_tiles(1);
     const tiled = ours("embed-bert-f16", texts.length);
-    expect(llama._wi_tiles(0), "chunks the tiles computed").toBeGreaterThan(0);
+    expect(llama._wi_tiles(0), "runs of our kernels").toBeGreaterThan(0);
     const ggml = ours("embed-bert-f16", texts.length);
-    expect(llama._wi_tiles(1), "chunks the tiles computed while off").toBe(0);
+    expect(llama._wi_tiles(1), "runs of our kernels while off").toBe(0);
     expect(tiled.vectors).toEqual(ggml.vectors);
   });
 
