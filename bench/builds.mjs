@@ -15,8 +15,7 @@ import { parseArgs } from "node:util";
 import { chromium } from "@playwright/test";
 import { chromiumArgs, chromiumPath } from "../scripts/chromium.mjs";
 import { startStaticServer } from "../scripts/static-server.mjs";
-import { buildTestGguf } from "../scripts/test-gguf.mjs";
-import { quantizeGguf } from "../scripts/llama-quantize.mjs";
+import { cpuBenchFiles } from "./cpu-files.mjs";
 import { median } from "./statistics.mjs";
 
 const root = resolve(import.meta.dirname, "..");
@@ -34,12 +33,10 @@ const promptTokens = 33;
 const decodeTokens = 32;
 const variants = ["st", "st-relaxed"];
 
-// The benchmark's three files (bench/cpu.mjs): Q4_0, Q8_0, and llama.cpp's own Q4_K_M mix.
+// The CPU benchmark's three files: Q4_0, Q8_0, and llama.cpp's own Q4_K_M mix.
 const gguf = resolve(root, ".cache/test-gguf");
-const q8 = buildTestGguf(gguf, "bench-q8_0");
-const q4km = join(gguf, "qwen2-0.5b-shape-q4_k_m.gguf");
-quantizeGguf(q8, q4km, "Q4_K_M");
-const models = [buildTestGguf(gguf, "bench"), q8, q4km].map((file) => file.slice(gguf.length + 1));
+const { q4, q8, q4km } = cpuBenchFiles(gguf);
+const models = [q4, q8, q4km].map((file) => file.slice(gguf.length + 1));
 
 const server = await startStaticServer([
   { prefix: "/a/", directory: folders[0] },

@@ -33,7 +33,7 @@ import { chromiumArgs, chromiumPath } from "../scripts/chromium.mjs";
 import { startStaticServer } from "../scripts/static-server.mjs";
 import { demoHeaders } from "../scripts/demo-headers.mjs";
 import { buildTestGguf, ggufVariants } from "../scripts/test-gguf.mjs";
-import { quantizeGguf } from "../scripts/llama-quantize.mjs";
+import { cpuBenchFiles, q4kmFile } from "./cpu-files.mjs";
 import { median } from "./statistics.mjs";
 import { remotePages } from "./remote-page.mjs";
 
@@ -62,17 +62,13 @@ const question = (index) =>
   `${words[index % words.length]} ${index}: explain ${words[(index * 7 + 3) % words.length]} and ${words[(index * 3 + 1) % words.length]} to a sailor who has never seen ${words[(index * 5 + 2) % words.length]}, in plain words.`;
 
 const gguf = resolve(root, ".cache/test-gguf");
-/**
- * The files: our writer's Q4_0 and Q8_0, and llama.cpp's own Q4_K_M mix, quantized natively from
- * the Q8_0 (scripts/llama-quantize.mjs): the same shapes and vocabulary in all three.
- */
+/** The files (bench/cpu-files.mjs): the same shapes and vocabulary in all three. */
 const shapes = {
   bench: ggufVariants.bench,
   "bench-q8_0": ggufVariants["bench-q8_0"],
-  "bench-q4_k_m": { ...ggufVariants.bench, file: "qwen2-0.5b-shape-q4_k_m.gguf", type: "q4_k_m" },
+  "bench-q4_k_m": { ...ggufVariants.bench, file: q4kmFile, type: "q4_k_m" },
 };
-buildTestGguf(gguf, "bench");
-quantizeGguf(buildTestGguf(gguf, "bench-q8_0"), join(gguf, shapes["bench-q4_k_m"].file), "Q4_K_M");
+cpuBenchFiles(gguf);
 /** Past 4 GB, in three shards: only the Memory64 build loads it. */
 const bigGguf = resolve(root, ".cache/test-gguf-big");
 const bigShape = ggufVariants["big-q4_0"];

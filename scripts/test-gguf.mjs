@@ -302,26 +302,40 @@ function f16Weights(count, next) {
 }
 
 /**
- * Blocks of 256 weights of `bytes` random bytes, with a half-precision scale (and for Q4_K a
- * second, the mins') at `scaleAt`, giving weights of about 0.02 for unscaled values that deviate
- * by `deviation`. Random bytes are valid K-quant blocks: every bit pattern is a weight.
+ * Blocks of 256 weights of `bytes` random bytes, with each of `scales` (`[offset, value]`) written
+ * as a half at its offset in every block. Random bytes are valid K-quant blocks: every bit
+ * pattern is a weight.
  */
-function randomSuperBlocks(type, bytes, scaleAt, deviation, count, next) {
+function randomSuperBlocks(type, bytes, scales, count, next) {
   if (count % 256 !== 0) throw new Error(`${count} weights do not fill ${type} blocks of 256`);
   const data = Buffer.alloc((count / 256) * bytes);
   for (let offset = 0; offset + 4 <= data.length; offset += 4) data.writeUInt32LE(next(), offset);
-  for (let at = 0; at < data.length; at += bytes) {
-    data.writeUInt16LE(halfBits(0.02 / deviation), at + scaleAt);
-    // Q4_K's mins' scale: the mean of a 6-bit scale times a nibble over the mean 6-bit min.
-    if (type === "Q4_K") data.writeUInt16LE(halfBits((0.02 / deviation) * 7.5), at + scaleAt + 2);
-  }
+  for (let at = 0; at < data.length; at += bytes)
+    for (const [offset, value] of scales) data.writeUInt16LE(halfBits(value), at + offset);
   return data;
 }
 
-/** Q4_K: the scales (d, dmin), 12 bytes of 6-bit scales and mins, 128 of 4-bit values. */
-const q4kWeights = (count, next) => randomSuperBlocks("Q4_K", 144, 0, 260, count, next);
-/** Q6_K: 128 bytes of low nibbles, 64 of high bits, 16 signed 8-bit scales, then the scale d. */
-const q6kWeights = (count, next) => randomSuperBlocks("Q6_K", 210, 208, 1_370, count, next);
+/**
+ * Q4_K: the scales (d, dmin), 12 bytes of 6-bit scales and mins, 128 of 4-bit values. A 6-bit
+ * scale times a nibble deviates by about 260; dmin is d times their mean over the mean 6-bit min,
+ * so the weights centre on 0.
+ */
+const q4kWeights = (count, next) =>
+  randomSuperBlocks(
+    "Q4_K",
+    144,
+    [
+      [0, 0.02 / 260],
+      [2, (0.02 / 260) * 7.5],
+    ],
+    count,
+    next,
+  );
+/**
+ * Q6_K: 128 bytes of low nibbles, 64 of high bits, 16 signed 8-bit scales, then the scale d. A
+ * signed 8-bit scale times a centred 6-bit value deviates by about 1,370.
+ */
+const q6kWeights = (count, next) => randomSuperBlocks("Q6_K", 210, [[208, 0.02 / 1_370]], count, next);
 
 const quantized = {
   q4_0: q4Weights,

@@ -498,8 +498,8 @@ test("two tabs share one engine: requests run one at a time, first come first se
       },
       { modelId: model, label },
     );
-  await first.evaluate(() => ((window as unknown as { streaming: Set<string> }).streaming = new Set()));
-  await second.evaluate(() => ((window as unknown as { streaming: Set<string> }).streaming = new Set()));
+  for (const page of [first, second])
+    await page.evaluate(() => ((window as unknown as { streaming: Set<string> }).streaming = new Set()));
   // The first generation loads the engine and its tokenizer, which holds the worker's thread for
   // a moment: requests sent meanwhile would all arrive together, in no telling which order.
   expect((await run(first, "warm")).at(-1)?.event).toBe("done");
