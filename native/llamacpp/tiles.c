@@ -372,8 +372,9 @@ static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {WI_TILE_TABLE
 //
 // ggml's F16 product converts the tokens to F16 (its `vec_dot_type`), then its dot product
 // widens both operands to floats four at a time through a lookup table, scalar: two table loads
-// a product, for every row and every token again. Here a chunk's tokens are widened once, and
-// each weight row's halves once per tile of up to six tokens, by SIMD integer arithmetic.
+// a product, for every row and every token again. Here, by SIMD integer arithmetic, a tile's
+// tokens are widened once for all the chunk's rows, and a prompt's weight rows once per chunk
+// (which holds all the prompt's tokens), else once per tile of up to six tokens.
 //
 // Invariant: each (row, token) sum is `ggml_vec_dot_f16`'s bit for bit. ggml keeps four vectors
 // of sums, vector j taking elements 16i + 4j to 16i + 4j + 3, each product added as ggml adds it
@@ -402,11 +403,17 @@ static inline __attribute__((always_inline)) v128_t wi_load_halves(const ggml_fp
     return wi_halves_to_floats(wasm_u32x4_load16x4(halves));
 }
 
-// One F16 tile: `rows` weight rows (`row_bytes` apart) by `tokens` tokens of `n` elements, the
-// tokens as floats in `floats` (token t from t * n) and as ggml's halves in `halves` (for the
-// scalar tail), into s[token * bs + row].
-static inline __attribute__((always_inline)) void wi_tile_f16(const int rows, const int tokens, const int n,
-                                                              const char * GGML_RESTRICT weights,
+// A weight row's four elements from `i`, as floats: widened here from its halves, or loaded from
+// the chunk's rows widened beforehand (`widened`).
+static inline __attribute__((always_inline)) v128_t wi_weights_at(const int widened, const char * row, const int i) {
+    return widened ? wasm_v128_load((const float *) row + i) : wi_load_halves((const ggml_fp16_t *) row + i);
+}
+
+// One F16 tile: `rows` weight rows (`row_bytes` apart; floats where `widened`, else ggml's
+// halves) by `tokens` tokens of `n` elements, the tokens as floats in `floats` (token t from
+// t * n) and as ggml's halves in `halves` (for the scalar tail), into s[token * bs + row].
+static inline __attribute__((always_inline)) void wi_tile_f16(const int widened, const int rows, const int tokens,
+                                                              const int n, const char * GGML_RESTRICT weights,
                                                               const size_t row_bytes,
                                                               const float * GGML_RESTRICT floats,
                                                               const ggml_fp16_t * const * GGML_RESTRICT halves,
@@ -419,7 +426,7 @@ static inline __attribute__((always_inline)) void wi_tile_f16(const int rows, co
             for (int t = 0; t < tokens; t++) sums[r][t] = wasm_f32x4_splat(0.0f);
         for (int i = 4 * j; i < whole; i += 16) {
             v128_t x[2];
-            for (int r = 0; r < rows; r++) x[r] = wi_load_halves((const ggml_fp16_t *) (weights + r * row_bytes) + i);
+            for (int r = 0; r < rows; r++) x[r] = wi_weights_at(widened, weights + r * row_bytes, i);
             for (int t = 0; t < tokens; t++) {
                 const v128_t y = wasm_v128_load(floats + t * n + i);
                 for (int r = 0; r < rows; r++) sums[r][t] = wasm_f32x4_add(wasm_f32x4_mul(x[r], y), sums[r][t]);
@@ -433,46 +440,89 @@ static inline __attribute__((always_inline)) void wi_tile_f16(const int rows, co
             const v128_t half = wasm_f32x4_add(wasm_f32x4_add(vectors[0][r][t], vectors[2][r][t]),
                                                wasm_f32x4_add(vectors[1][r][t], vectors[3][r][t]));
             double sum = (double) (wasm_f32x4_extract_lane(half, 0) + wasm_f32x4_extract_lane(half, 1) +
-                                           wasm_f32x4_extract_lane(half, 2) + wasm_f32x4_extract_lane(half, 3));
-            const ggml_fp16_t * row = (const ggml_fp16_t *) (weights + r * row_bytes);
-            for (int i = whole; i < n; i++)
-                sum += (double) (GGML_CPU_FP16_TO_FP32(row[i]) * GGML_CPU_FP16_TO_FP32(halves[t][i]));
+                                   wasm_f32x4_extract_lane(half, 2) + wasm_f32x4_extract_lane(half, 3));
+            const char * row = weights + r * row_bytes;
+            for (int i = whole; i < n; i++) {
+                const float weight =
+                    widened ? ((const float *) row)[i] : GGML_CPU_FP16_TO_FP32(((const ggml_fp16_t *) row)[i]);
+                sum += (double) (weight * GGML_CPU_FP16_TO_FP32(halves[t][i]));
+            }
             s[t * bs + r] = (float) sum;
         }
     }
 }
 
-#define WI_F16_SHAPE(ROWS, TOKENS)                                                                          \
-    static __attribute__((noinline)) void wi_tile_F16_##ROWS##_##TOKENS(                                    \
+#define WI_F16_SHAPE(WIDENED, ROWS, TOKENS)                                                                 \
+    static __attribute__((noinline)) void wi_tile_F16_##WIDENED##_##ROWS##_##TOKENS(                        \
         const int n, const char * weights, const size_t row_bytes, const float * floats,                   \
         const ggml_fp16_t * const * halves, float * s, const size_t bs) {                                  \
-        wi_tile_f16(ROWS, TOKENS, n, weights, row_bytes, floats, halves, s, bs);                            \
+        wi_tile_f16(WIDENED, ROWS, TOKENS, n, weights, row_bytes, floats, halves, s, bs);                   \
     }
-WI_F16_SHAPE(1, 1) WI_F16_SHAPE(1, 2) WI_F16_SHAPE(1, 3) WI_F16_SHAPE(1, 4) WI_F16_SHAPE(1, 5) WI_F16_SHAPE(1, 6)
-WI_F16_SHAPE(2, 1) WI_F16_SHAPE(2, 2) WI_F16_SHAPE(2, 3) WI_F16_SHAPE(2, 4) WI_F16_SHAPE(2, 5) WI_F16_SHAPE(2, 6)
+#define WI_F16_SHAPES(WIDENED)                                                                              \
+    WI_F16_SHAPE(WIDENED, 1, 1) WI_F16_SHAPE(WIDENED, 1, 2) WI_F16_SHAPE(WIDENED, 1, 3)                     \
+    WI_F16_SHAPE(WIDENED, 1, 4) WI_F16_SHAPE(WIDENED, 1, 5) WI_F16_SHAPE(WIDENED, 1, 6)                     \
+    WI_F16_SHAPE(WIDENED, 2, 1) WI_F16_SHAPE(WIDENED, 2, 2) WI_F16_SHAPE(WIDENED, 2, 3)                     \
+    WI_F16_SHAPE(WIDENED, 2, 4) WI_F16_SHAPE(WIDENED, 2, 5) WI_F16_SHAPE(WIDENED, 2, 6)
+WI_F16_SHAPES(0)
+WI_F16_SHAPES(1)
 
 typedef void (*wi_f16_shape)(int, const char *, size_t, const float *, const ggml_fp16_t * const *, float *, size_t);
 
-static const wi_f16_shape wi_f16_shapes[2][WI_TILE_TOKENS] = {
-    {wi_tile_F16_1_1, wi_tile_F16_1_2, wi_tile_F16_1_3, wi_tile_F16_1_4, wi_tile_F16_1_5, wi_tile_F16_1_6},
-    {wi_tile_F16_2_1, wi_tile_F16_2_2, wi_tile_F16_2_3, wi_tile_F16_2_4, wi_tile_F16_2_5, wi_tile_F16_2_6}};
+#define WI_F16_TABLE(WIDENED)                                                                               \
+    {{wi_tile_F16_##WIDENED##_1_1, wi_tile_F16_##WIDENED##_1_2, wi_tile_F16_##WIDENED##_1_3,               \
+      wi_tile_F16_##WIDENED##_1_4, wi_tile_F16_##WIDENED##_1_5, wi_tile_F16_##WIDENED##_1_6},              \
+     {wi_tile_F16_##WIDENED##_2_1, wi_tile_F16_##WIDENED##_2_2, wi_tile_F16_##WIDENED##_2_3,               \
+      wi_tile_F16_##WIDENED##_2_4, wi_tile_F16_##WIDENED##_2_5, wi_tile_F16_##WIDENED##_2_6}}
+static const wi_f16_shape wi_f16_shapes[2][2][WI_TILE_TOKENS] = {WI_F16_TABLE(0), WI_F16_TABLE(1)};
+
+// Grows a thread's scratch to `count` floats at least, keeping it for the next chunk; 0 if the
+// memory is not there.
+static int wi_grow(float ** scratch, size_t * capacity, const size_t count) {
+    if (count <= *capacity) return 1;
+    float * grown = realloc(*scratch, count * sizeof(float));
+    if (!grown) return 0;
+    *scratch = grown;
+    *capacity = count;
+    return 1;
+}
+
+// Widens `count` halves to floats (the same floats as ggml's table), four at a time.
+static void wi_widen_halves(const ggml_fp16_t * halves, float * floats, const int count) {
+    int i = 0;
+    for (; i + 4 <= count; i += 4) wasm_v128_store(floats + i, wi_load_halves(halves + i));
+    for (; i < count; i++) floats[i] = GGML_CPU_FP16_TO_FP32(halves[i]);
+}
+
+// The most rows a chunk widens beforehand: a prompt's chunks are 32 rows, or ggml's own for a
+// matrix of under 64 rows a thread (`wi_mul_mat_plan`), so this bounds the scratch, not the plan.
+#define WI_F16_WIDENED_ROWS 256
 
 // A chunk of an F16 product: `halves_tokens` holds the tokens as ggml converted them to F16.
+// Where the chunk has more than one tile of tokens (a prompt's: every chunk takes all of them,
+// see `wi_mul_mat_plan`), its weight rows are widened to floats once, before the first tile,
+// so each tile loads floats where it would widen every row's halves again for every six tokens.
 static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml_tensor * result,
                           const void * halves_tokens, int64_t row_start, int64_t row_end, int64_t token_start,
                           int64_t token_end) {
     const int n = (int) weights_tensor->ne[0];
     const size_t token_bytes = ggml_row_size(GGML_TYPE_F16, n);
-    const size_t row_bytes = weights_tensor->nb[1];
     const size_t bs = result->nb[1] / sizeof(float);
-    // Each thread's scratch for a tile's tokens as floats, sized for the widest rows seen and kept.
-    static _Thread_local float * floats = NULL;
-    static _Thread_local int floats_width = 0;
-    if (n > floats_width) {
-        float * grown = realloc(floats, (size_t) WI_TILE_TOKENS * n * sizeof(float));
-        if (!grown) return 0;
-        floats = grown;
-        floats_width = n;
+    const int widened = token_end - token_start > WI_TILE_TOKENS && row_end - row_start <= WI_F16_WIDENED_ROWS;
+    // Each thread's scratch, sized for the widest chunk seen and kept: a tile's tokens as floats,
+    // then (`widened`) the chunk's weight rows as floats.
+    static _Thread_local float * scratch = NULL;
+    static _Thread_local size_t capacity = 0;
+    const size_t rows_floats = widened ? (size_t) (row_end - row_start) * n : 0;
+    if (!wi_grow(&scratch, &capacity, (size_t) WI_TILE_TOKENS * n + rows_floats)) return 0;
+    float * floats = scratch;
+    const char * weights = (const char *) weights_tensor->data + row_start * weights_tensor->nb[1];
+    size_t row_bytes = weights_tensor->nb[1];
+    if (widened) {
+        float * rows = scratch + (size_t) WI_TILE_TOKENS * n;
+        for (int64_t row = 0; row < row_end - row_start; row++)
+            wi_widen_halves((const ggml_fp16_t *) (weights + row * row_bytes), rows + row * n, n);
+        weights = (const char *) rows;
+        row_bytes = (size_t) n * sizeof(float);
     }
     wi_kernel_runs++;
     for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
@@ -480,15 +530,13 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml
         const ggml_fp16_t * halves[WI_TILE_TOKENS];
         for (int t = 0; t < tokens; t++) {
             halves[t] = (const ggml_fp16_t *) ((const char *) halves_tokens + (token + t) * token_bytes);
-            int i = 0;
-            for (; i + 4 <= n; i += 4) wasm_v128_store(floats + t * n + i, wi_load_halves(halves[t] + i));
-            for (; i < n; i++) floats[t * n + i] = GGML_CPU_FP16_TO_FP32(halves[t][i]);
+            wi_widen_halves(halves[t], floats + t * n, n);
         }
         const int tile_rows = WI_TILE_ROWS(tokens);
-        for (int64_t row = row_start; row < row_end; row += tile_rows) {
-            const int rows = (int) MIN(tile_rows, row_end - row);
-            wi_f16_shapes[rows - 1][tokens - 1](n, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
-                                                floats, halves, (float *) result->data + token * bs + row, bs);
+        for (int64_t row = 0; row < row_end - row_start; row += tile_rows) {
+            const int rows = (int) MIN(tile_rows, row_end - row_start - row);
+            wi_f16_shapes[widened][rows - 1][tokens - 1](n, weights + row * row_bytes, row_bytes, floats, halves,
+                                                         (float *) result->data + token * bs + row_start + row, bs);
         }
     }
     return 1;

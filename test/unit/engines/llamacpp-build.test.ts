@@ -111,6 +111,8 @@ function occurrences(body: Uint8Array, opcode: readonly [number, number, number]
 const dotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0xba, 0x01]);
 /** f32x4.mul (0xFD 230): a product of four floats, as the F16 tiles take them. */
 const floatMultiplies = (body: Uint8Array) => occurrences(body, [0xfd, 0xe6, 0x01]);
+/** i32x4.shl (0xFD 171): a half's bits shifted into a float's place, as the F16 tiles widen them. */
+const integerShifts = (body: Uint8Array) => occurrences(body, [0xfd, 0xab, 0x01]);
 /** i32x4.extend_low_i16x8_u (0xFD 169): four halves' bits widened to 32-bit lanes at once. */
 const halfWidenings = (body: Uint8Array) => occurrences(body, [0xfd, 0xa9, 0x01]);
 /** i16x8.relaxed_dot_i8x16_i7x16_s (0xFD 274): relaxed SIMD's 8-bit dot product. */
@@ -177,11 +179,18 @@ describe("the llama.cpp build", () => {
       expect(halfWidenings(functionBody(wasm(file), "ggml_vec_dot_f16")), file).toBeGreaterThanOrEqual(2);
   });
 
-  it("has our F16 tiles beside ggml's kernels: the two-row, six-token tile unrolled", () => {
-    // A multiply a step for each of the tile's twelve (row, token) sums; a tile left in loops
-    // would hold one for the sums and one for widening the halves.
+  it("has our F16 tiles beside ggml's kernels: the two-row, six-token tiles unrolled, one on rows widened beforehand", () => {
     for (const file of builds)
-      expect(floatMultiplies(functionBody(wasm(file), "wi_tile_F16_2_6")), file).toBeGreaterThanOrEqual(12);
+      for (const tile of ["wi_tile_F16_0_2_6", "wi_tile_F16_1_2_6"]) {
+        // A multiply a step for each of the tile's twelve (row, token) sums; a tile left in loops
+        // would hold one for the sums and one for widening the halves.
+        expect(floatMultiplies(functionBody(wasm(file), tile)), `${file} ${tile}`).toBeGreaterThanOrEqual(12);
+        // Widening a half shifts its bits into a float's place: the tile on a prompt's rows,
+        // widened once a chunk, loads floats and shifts nothing.
+        const shifts = integerShifts(functionBody(wasm(file), tile));
+        if (tile.includes("_1_")) expect(shifts, `${file} ${tile}`).toBe(0);
+        else expect(shifts, `${file} ${tile}`).toBeGreaterThanOrEqual(2);
+      }
   });
 
   it("has our Q4_0, Q5_0 and Q8_0 tiles beside ggml's kernels: the two-row, six-token tiles unrolled", () => {
