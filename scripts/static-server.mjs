@@ -5,6 +5,7 @@
 import { createReadStream, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, normalize, resolve, sep } from "node:path";
+import { Readable } from "node:stream";
 
 /** @type {Record<string, string>} */
 const contentTypes = {
@@ -24,29 +25,83 @@ const contentTypes = {
 };
 
 /**
- * `interrupt` names files whose download is cut halfway while the server's fault switch is on:
- * a test's way to make a model download fail the way a dropped connection does.
- * @typedef {{ prefix: string, directory: string, interrupt?: RegExp, headers?: Record<string, string> }} Mount
+ * A mount serves a folder, or files made in memory (`generate`, called on the first request for
+ * one of them): a file past 4 GB that never takes the disk's room. `interrupt` names files whose
+ * download is cut halfway while the server's fault switch is on: a test's way to make a model
+ * download fail the way a dropped connection does.
+ * @typedef {{ prefix: string, directory: string, interrupt?: RegExp, headers?: Record<string, string> }} FolderMount
+ * @typedef {{ prefix: string, generate: () => { name: string, parts: Uint8Array[] }[], headers?: Record<string, string> }} GeneratedMount
+ * @typedef {FolderMount | GeneratedMount} Mount
  */
 /** @typedef {{ origin: string, close(): Promise<void> }} StaticServer */
+/** @typedef {{ name: string, size: number, open(end?: number): Readable, mount: Mount }} Found */
 
-/** @param {readonly Mount[]} mounts @param {string} pathname @returns {{ file: string, mount: Mount } | null} */
-function fileFor(mounts, pathname) {
+/** @param {Uint8Array[]} parts @param {number} [end] the last byte to send @returns {Readable} */
+function partsStream(parts, end = Infinity) {
+  return Readable.from(
+    (function* () {
+      let offset = 0;
+      for (const part of parts) {
+        if (offset > end) return;
+        yield offset + part.length - 1 > end ? part.subarray(0, end - offset + 1) : part;
+        offset += part.length;
+      }
+    })(),
+    { objectMode: false },
+  );
+}
+
+/**
+ * @param {readonly Mount[]} mounts @param {string} pathname
+ * @param {Map<GeneratedMount, Map<string, Uint8Array[]>>} made the generated mounts' files, once made
+ * @returns {Found | null}
+ */
+function fileFor(mounts, pathname, made) {
   for (const mount of mounts) {
     if (!pathname.startsWith(mount.prefix)) continue;
     const relative = decodeURIComponent(pathname.slice(mount.prefix.length)) || "index.html";
-    const root = resolve(mount.directory);
-    const candidate = normalize(join(root, relative));
-    // Inside the folder, separator and all: "/srv/demo-secrets" is not inside "/srv/demo".
-    if (candidate !== root && !candidate.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)) continue;
-    try {
-      const stat = statSync(candidate);
-      if (stat.isFile()) return { file: candidate, mount };
-      if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile())
-        return { file: join(candidate, "index.html"), mount };
-    } catch {
-      // Not in this mount; try the next.
+    if ("generate" in mount) {
+      const parts = generatedFiles(mount, made).get(relative);
+      if (parts)
+        return {
+          name: relative,
+          size: parts.reduce((sum, part) => sum + part.length, 0),
+          open: (end) => partsStream(parts, end),
+          mount,
+        };
+      continue;
     }
+    const file = folderFile(mount.directory, relative);
+    if (file) return { name: file, size: statSync(file).size, open: (end) => createReadStream(file, { end }), mount };
+  }
+  return null;
+}
+
+/**
+ * A generated mount's files, made on the first call and kept in `made`.
+ * @param {GeneratedMount} mount @param {Map<GeneratedMount, Map<string, Uint8Array[]>>} made
+ */
+function generatedFiles(mount, made) {
+  let files = made.get(mount);
+  if (!files) {
+    files = new Map(mount.generate().map(({ name, parts }) => [name, parts]));
+    made.set(mount, files);
+  }
+  return files;
+}
+
+/** The file at `relative` inside `directory` (its index.html for a folder), or null. */
+function folderFile(directory, relative) {
+  const root = resolve(directory);
+  const candidate = normalize(join(root, relative));
+  // Inside the folder, separator and all: "/srv/demo-secrets" is not inside "/srv/demo".
+  if (candidate !== root && !candidate.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)) return null;
+  try {
+    const stat = statSync(candidate);
+    if (stat.isFile()) return candidate;
+    if (stat.isDirectory() && statSync(join(candidate, "index.html")).isFile()) return join(candidate, "index.html");
+  } catch {
+    // Not in this folder.
   }
   return null;
 }
@@ -66,6 +121,8 @@ export function startStaticServer(
   /** @type {ReturnType<NonNullable<typeof extend>> | undefined} */
   let extension;
   const state = { faults: true, requests: new Map() };
+  /** @type {Map<GeneratedMount, Map<string, Uint8Array[]>>} */
+  const made = new Map();
   /** @type {import("node:http").RequestListener} */
   const answer = (request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
@@ -75,7 +132,7 @@ export function startStaticServer(
     if (request.method === "GET") requests.set(url.pathname, (requests.get(url.pathname) ?? 0) + 1);
     let found;
     try {
-      found = fileFor(mounts, url.pathname);
+      found = fileFor(mounts, url.pathname, made);
     } catch (error) {
       // A malformed escape ("/%", "/%zz") is the request's fault, never the server's end.
       if (!(error instanceof URIError)) throw error;
@@ -88,10 +145,9 @@ export function startStaticServer(
       response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${url.pathname}`);
       return;
     }
-    const { file, mount } = found;
-    const size = statSync(file).size;
+    const { name, size, open, mount } = found;
     response.writeHead(200, {
-      "content-type": contentTypes[extname(file)] ?? "application/octet-stream",
+      "content-type": contentTypes[extname(name)] ?? "application/octet-stream",
       "content-length": String(size),
       "cache-control": "no-cache",
       ...headers,
@@ -102,14 +158,14 @@ export function startStaticServer(
         ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
         : {}),
       // A cross-origin isolated page's Workers must be isolated too: their scripts say so.
-      ...(control && extname(file) === ".js" ? { "cross-origin-embedder-policy": "require-corp" } : {}),
+      ...(control && extname(name) === ".js" ? { "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();
-    else if (state.faults && mount.interrupt?.test(file)) {
-      createReadStream(file, { end: Math.floor(size / 2) })
+    else if (state.faults && "interrupt" in mount && mount.interrupt?.test(name)) {
+      open(Math.floor(size / 2))
         .on("end", () => response.destroy())
         .pipe(response, { end: false });
-    } else createReadStream(file).pipe(response);
+    } else open().pipe(response);
   };
   const servers = [createServer(answer)];
   return new Promise((resolvePromise, reject) => {

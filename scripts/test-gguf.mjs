@@ -594,6 +594,28 @@ function llamaMetadata(shape, vocab) {
 
 const padding = (length) => Buffer.alloc((alignment - (length % alignment)) % alignment);
 
+/**
+ * The variant's GGUF, in memory: its file (or shards) by name, each as the byte runs that make
+ * it up, in order. Layers that share their weights share their buffers, so a file past 4 GB takes
+ * one layer's memory; a server can send it without writing it to disk.
+ * @returns {{ name: string, parts: Uint8Array[] }[]}
+ */
+export function testGgufFiles(variant = "test") {
+  const shape = ggufVariants[variant];
+  if (!shape) throw new Error(`unknown GGUF variant '${variant}': ${Object.keys(ggufVariants).join(", ")}`);
+  const vocab = shape.architecture === "bert" ? wordPieceVocabulary() : vocabulary();
+  const tensorList = tensors(shape, vocab.tokens.length, generator(seed));
+  if (!shape.shardBytes) return [{ name: shape.file, parts: ggufParts(header(shape, vocab, tensorList), tensorList) }];
+  const shards = shardsOf(tensorList, shape.shardBytes);
+  return shards.map((shard, no) => {
+    const split = { no, count: shards.length, tensors: tensorList.length };
+    return {
+      name: shardName(shape.file, no, shards.length),
+      parts: ggufParts(header(shape, vocab, shard, split), shard),
+    };
+  });
+}
+
 /** Writes the variant's GGUF once; later calls find it (a stamp beside the finished file). */
 export function buildTestGguf(outDirectory, variant = "test") {
   const shape = ggufVariants[variant];
@@ -602,23 +624,10 @@ export function buildTestGguf(outDirectory, variant = "test") {
   const stamp = join(outDirectory, `${shape.file}.complete-${formatVersion}`);
   if (existsSync(file) && existsSync(stamp)) return file;
   mkdirSync(outDirectory, { recursive: true });
-  const vocab = shape.architecture === "bert" ? wordPieceVocabulary() : vocabulary();
-  const tensorList = tensors(shape, vocab.tokens.length, generator(seed));
-  if (!shape.shardBytes) {
-    writeGguf(file, header(shape, vocab, tensorList), tensorList);
-    closeSync(openSync(stamp, "w"));
-    return file;
-  }
-  const shards = shardsOf(tensorList, shape.shardBytes);
-  const names = shards.map((_, index) => shardName(file, index, shards.length));
-  shards.forEach((shard, no) => {
-    const split = { no, count: shards.length, tensors: tensorList.length };
-    writeGguf(names[no], header(shape, vocab, shard, split), shard);
-  });
+  const written = testGgufFiles(variant).map(({ name, parts }) => writeGguf(join(outDirectory, name), parts));
   closeSync(openSync(stamp, "w"));
-  return names[0];
+  return written[0];
 }
-
 /** llama.cpp's name for a shard: `<name>-0000N-of-0000M.gguf`. */
 export function shardName(file, index, count) {
   const number = (value) => String(value).padStart(5, "0");
@@ -641,21 +650,22 @@ function shardsOf(tensorList, bytes) {
   return shards;
 }
 
-/** Writes one GGUF file: its header, then its tensors' data, each aligned; whole or not at all. */
-function writeGguf(file, head, tensorList) {
+/** A GGUF's byte runs: its header, then its tensors' data, each padded to the alignment. */
+function ggufParts(head, tensorList) {
+  return [head, padding(head.length), ...tensorList.flatMap((tensor) => [tensor.data, padding(tensor.data.length)])];
+}
+
+/** Writes one GGUF file from its byte runs, whole or not at all; returns its path. */
+function writeGguf(file, parts) {
   const partial = `${file}.partial`;
   const descriptor = openSync(partial, "w");
   try {
-    writeSync(descriptor, head);
-    writeSync(descriptor, padding(head.length));
-    for (const tensor of tensorList) {
-      writeSync(descriptor, tensor.data);
-      writeSync(descriptor, padding(tensor.data.length));
-    }
+    for (const part of parts) writeSync(descriptor, part);
   } finally {
     closeSync(descriptor);
   }
   renameSync(partial, file);
+  return file;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {

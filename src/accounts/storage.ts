@@ -8,6 +8,7 @@
  */
 import { InsufficientStorageError, PermissionDeniedError } from "../core/errors/api.js";
 import { SetupError } from "../core/errors/setup.js";
+import { megabytes, roomShortfall, type StorageEstimator } from "../core/storage-room.js";
 import {
   emptyKinds,
   type AccountsDatabase,
@@ -18,9 +19,6 @@ import {
 
 /** What an account may store unless the admin sets another quota (`setStorageQuota`). */
 const defaultStorageQuota: StorageAmount = { bytes: 100_000_000, items: 100_000 };
-
-/** Stored writes leave this much of the origin's quota free, for reservations, settlements and the ledger. */
-const originHeadroomBytes = 64 * 2 ** 20;
 
 /** The `storage` store, as a transaction opens it. */
 interface UsageStore {
@@ -47,8 +45,6 @@ function reportOf(record: StorageUsageRecord | undefined): StorageReport {
   const kinds = { ...emptyKinds(), ...record?.kinds };
   return { ...totalOf(kinds), quota: record?.quota ?? defaultStorageQuota, kinds };
 }
-
-const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 
 function quotaExceeded(report: StorageReport, change: StorageAmount): PermissionDeniedError {
   return new PermissionDeniedError(
@@ -165,18 +161,9 @@ export async function deleteStoredData(database: AccountsDatabase, accountId: st
   return totalOf(usage?.kinds ?? emptyKinds());
 }
 
-/** How much of the origin's storage is used and allowed, as `navigator.storage.estimate()` says. */
-export type StorageEstimator = () => Promise<{ usage?: number; quota?: number }>;
-
-/** The browser's estimate, where it gives one (none in Node, where nothing is checked). */
-export function browserEstimator(): StorageEstimator | undefined {
-  const storage = (globalThis.navigator as { storage?: { estimate?: StorageEstimator } } | undefined)?.storage;
-  return storage?.estimate ? () => storage.estimate!() : undefined;
-}
-
 /**
  * The room stored data may take: each account's quota, and the origin's storage, of which
- * `originHeadroomBytes` stays free for billing. The stores count each write in its own
+ * the headroom (src/core/storage-room.ts) stays free for billing. The stores count each write in its own
  * transaction (`countStored`); a request checks first, before anything is generated.
  */
 export class AccountStorage {
@@ -200,8 +187,8 @@ export class AccountStorage {
   }
 
   /**
-   * Refuses (507) a write of `bytes` that would leave less than `originHeadroomBytes` of the
-   * origin's storage free: billing must always find room to write.
+   * Refuses (507) a write of `bytes` that would leave less than the headroom of the origin's
+   * storage free (src/core/storage-room.ts): billing must always find room to write.
    */
   ensureOriginRoom(bytes: number): Promise<void> {
     return ensureOriginRoom(this.#estimate, bytes);
@@ -209,13 +196,9 @@ export class AccountStorage {
 }
 
 async function ensureOriginRoom(estimate: StorageEstimator | undefined, bytes: number): Promise<void> {
-  if (!estimate) return;
-  const { usage, quota } = await estimate();
-  if (usage === undefined || quota === undefined) return;
-  if (quota - usage - bytes >= originHeadroomBytes) return;
-  throw new InsufficientStorageError(
-    `This device's storage for this site is nearly full: ${megabytes(Math.max(0, quota - usage))} is free of ${megabytes(quota)}, ` +
-      `and ${megabytes(originHeadroomBytes)} is kept free for billing, so ${megabytes(bytes)} more could not be stored. Nothing was stored. ` +
-      "Free space on the device, or delete stored responses, chat completions, conversations or files.",
-  );
+  const shortfall = await roomShortfall(estimate, bytes);
+  if (shortfall)
+    throw new InsufficientStorageError(
+      `${shortfall} Nothing was stored. Free space on the device, or delete stored responses, chat completions, conversations or files.`,
+    );
 }

@@ -117,6 +117,12 @@ function catalogue() {
         },
       ],
     })),
+    // The test GGUF at a URL of its own, for the storage test.
+    {
+      ...gguf,
+      id: "roomless-gguf",
+      gguf: [{ ...gguf.gguf![0]!, modelId: "roomless", file: `${origin()}/test-gguf-roomless/llama3-test-q8_0.gguf` }],
+    },
     // An embedding model: BERT with a WordPiece vocabulary of its own, mean pooling.
     {
       id: "bert-embed-test",
@@ -988,6 +994,53 @@ test("a GGUF pinned by its SHA-256 loads only when it hashes to the pin; a file 
   const pinned = await chat("pinned-gguf");
   expect(pinned.status, pinned.body).toBe(200);
   expect(await info(page, "pinned-gguf")).toMatchObject({ downloaded: true, loaded: true });
+});
+
+test("a GGUF the origin's storage has no room for is a 507 that says so, never blamed on the network; with room again it answers", async () => {
+  const error = async () => {
+    const refused = await chatStatus(page, "roomless-gguf");
+    expect(refused.status, refused.body).toBe(507);
+    return (JSON.parse(refused.body) as { error: { code: string; message: string } }).error;
+  };
+  const storage = await page.context().newCDPSession(page);
+  // The browser's estimate says the room is short: refused before a byte is written.
+  await page.evaluate(() => {
+    const real = StorageManager.prototype.estimate;
+    StorageManager.prototype.estimate = async function () {
+      const { usage = 0 } = await real.call(this);
+      return { usage, quota: usage + 80 * 2 ** 20 };
+    };
+    (window as unknown as { realEstimate: typeof real }).realEstimate = real;
+  });
+  try {
+    const short = await error();
+    expect(short.code).toBe("storage_full");
+    expect(short.message).toMatch(/nearly full: \d+\.\d MB is free of .* kept free for billing, so 4\d\.\d MB more/);
+    expect(short.message).toContain("/test-gguf-roomless/llama3-test-q8_0.gguf");
+    expect(short.message).toContain("deleteModel");
+  } finally {
+    await page.evaluate(() => {
+      StorageManager.prototype.estimate = (
+        window as unknown as { realEstimate: StorageManager["estimate"] }
+      ).realEstimate;
+    });
+  }
+  // The estimate says there is room, but the browser refuses the writes (its quota overridden).
+  const { usage } = (await storage.send("Storage.getUsageAndQuota", { origin: origin() })) as { usage: number };
+  await storage.send("Storage.overrideQuotaForOrigin", { origin: origin(), quotaSize: usage + 8 * 2 ** 20 });
+  try {
+    const refused = await error();
+    expect(refused.code).toBe("storage_full");
+    // Chromium names an over-quota write either way, by when the write meets the quota.
+    expect(refused.message).toMatch(/refused to store more of it \((QuotaExceededError|AbortError)/);
+    expect(refused.message).not.toMatch(/network/i);
+  } finally {
+    await storage.send("Storage.overrideQuotaForOrigin", { origin: origin() });
+  }
+  expect(await info(page, "roomless-gguf")).toMatchObject({ downloaded: false });
+  const answered = await chatStatus(page, "roomless-gguf");
+  expect(answered.status, answered.body).toBe(200);
+  expect(await info(page, "roomless-gguf")).toMatchObject({ downloaded: true, loaded: true });
 });
 
 test("an abort not taken within its grace stops the Worker: the model is let go, and the next request is served", async () => {

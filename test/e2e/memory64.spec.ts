@@ -1,12 +1,10 @@
 /**
  * llama.cpp's Memory64 build: a random-weight GGUF past 4 GB (Llama 3 8B's shapes in Q4_0, in
  * three shards: scripts/test-gguf.mjs), more than a wasm32 build addresses, loads in the
- * Memory64 build, answers, and is billed; on one thread and on every core.
+ * Memory64 build, answers, and is billed; on one thread and on every core. The test server makes
+ * the file in memory (test/support/browser-setup.ts), so the browser's copy is the only one on disk.
  */
-import { resolve } from "node:path";
 import type { Page } from "@playwright/test";
-// @ts-expect-error: a plain JavaScript build script
-import { buildTestGguf } from "../../scripts/test-gguf.mjs";
 import { modelInfoSchema } from "../../src/core/wire/models.js";
 import { expect, launchProfile, origin, test } from "../support/browser.js";
 
@@ -46,11 +44,6 @@ async function info(page: Page) {
     await page.evaluate(async (id) => (await window.harness.fetch(`/model/info?model=${id}`)).json(), model),
   );
 }
-
-test.beforeAll(() => {
-  // 4.5 GB, written in seconds (its layers share their weights), and kept for later runs.
-  buildTestGguf(resolve(import.meta.dirname, "../../.cache/test-gguf-big"), "big-q4_0");
-});
 
 for (const isolated of [false, true])
   test(`a GGUF past 4 GB runs on llama.cpp's Memory64 build, ${isolated ? "on every core" : "on one thread"}: it loads, answers, and is billed`, async () => {

@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 // @ts-expect-error: a plain JavaScript build script
 import { buildTestModel } from "../../scripts/test-model.mjs";
 // @ts-expect-error: a plain JavaScript build script
-import { buildTestGguf } from "../../scripts/test-gguf.mjs";
+import { buildTestGguf, testGgufFiles } from "../../scripts/test-gguf.mjs";
 // @ts-expect-error: a plain JavaScript script
 import { startStaticServer } from "../../scripts/static-server.mjs";
 // @ts-expect-error: a plain JavaScript script
@@ -51,8 +51,11 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       // Two more, for a pinned hash that matches and one that does not (a download each).
       { prefix: "/test-gguf-pinned/", directory: resolve(root, ".cache/test-gguf") },
       { prefix: "/test-gguf-tampered/", directory: resolve(root, ".cache/test-gguf") },
-      // The GGUF past 4 GB, written by the Memory64 spec (test/e2e/memory64.spec.ts) when it runs.
-      { prefix: "/test-gguf-big/", directory: resolve(root, ".cache/test-gguf-big") },
+      // And one for a download the browser has no room to keep.
+      { prefix: "/test-gguf-roomless/", directory: resolve(root, ".cache/test-gguf") },
+      // The GGUF past 4 GB, for the Memory64 spec: made in memory when first asked for, never
+      // written to disk (only the browser's copy takes the disk's room).
+      { prefix: "/test-gguf-big/", generate: () => testGgufFiles("big-q4_0") },
       // The demo's page and worker script under the Content Security Policy `npm start` serves them
       // with (the test's own demo files first: a test ships a changed worker there).
       { prefix: "/demo/", directory: resolve(root, ".cache/e2e/demo"), headers: demoHeaders },

@@ -15,7 +15,7 @@ import { Accounts } from "../../src/accounts/accounts.js";
 import { openAccountsDatabase, type AccountsDatabase } from "../../src/accounts/database.js";
 import { Tokenizers, type TokenizerSource } from "../../src/prompt/tokenizer.js";
 import { storedData } from "../../src/accounts/stored/stored-data.js";
-import type { StorageEstimator } from "../../src/accounts/storage.js";
+import type { StorageEstimator } from "../../src/core/storage-room.js";
 import { errorBodySchema } from "../../src/core/wire/error.js";
 
 const directory = resolve(import.meta.dirname, "../../.cache/tokenizers");

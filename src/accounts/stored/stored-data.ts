@@ -1,5 +1,6 @@
 /** What an account stores through the API, wired over one database and one quota, and the seal of what it is handed back. */
-import { AccountStorage, type StorageEstimator } from "../storage.js";
+import type { StorageEstimator } from "../../core/storage-room.js";
+import { AccountStorage } from "../storage.js";
 import type { AccountsDatabase } from "../database.js";
 import { Conversations } from "./conversations.js";
 import { StoredFiles } from "./files.js";

@@ -167,6 +167,8 @@ export function engineErrorToApi(error: EngineError): ApiError {
       return new ServiceUnavailableError(error.message, { code: "model_load_failed", ...retry });
     case "asset":
       return new ServiceUnavailableError(error.message, { code: "asset_unavailable", ...retry });
+    case "storage":
+      return new InsufficientStorageError(error.message);
   }
 }
 

@@ -8,6 +8,7 @@ export type EngineErrorKind =
   | "context_length" // prompt plus completion exceed the context window
   | "busy" // the engine's queue is full
   | "load_failed" // the model's files could not be fetched or compiled
+  | "storage" // the device has no room to keep the model's files
   | "asset"; // a file the library itself needs (a tokenizer) could not be fetched or read
 
 export interface EngineErrorOptions {

@@ -13,10 +13,14 @@
  * - `info.json` says `complete` only after the last piece is closed and, where the app pinned the
  *   file's SHA-256, after the pieces hashed to it; a file that does not is deleted, never kept. The
  *   model is opened from the pieces as one Blob (disk-backed, never copied into memory).
+ * - A download starts only when the rest of the file fits in the origin's storage with the
+ *   billing headroom left free (src/core/storage-room.ts). A piece the browser still refuses to
+ *   store is a storage failure, named as such: never blamed on the network.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { EngineError, networkRetrySeconds } from "../../core/errors/engine.js";
+import { browserEstimator, roomShortfall } from "../../core/storage-room.js";
 
 /** 32 MiB: a lost connection costs at most this much again. */
 const pieceBytes = 32 * 2 ** 20;
@@ -157,6 +161,13 @@ function resumesAt(response: Response, start: number, total: number): boolean {
   return range !== null && Number(range[1]) === start && Number(range[2]) === total - 1 && Number(range[3]) === total;
 }
 
+/** A piece the browser would not store (its quota, or the disk, is full). */
+class StorageRefusal extends Error {
+  constructor(cause: unknown) {
+    super(`${(cause as Error).name ?? "Error"}: ${(cause as Error).message ?? String(cause)}`, { cause });
+  }
+}
+
 /** Writes the body as pieces from piece `index` on; each piece is closed (committed) when full. */
 async function writePieces(
   folder: FileSystemDirectoryHandle,
@@ -168,7 +179,11 @@ async function writePieces(
   const buffer = new Uint8Array(pieceBytes);
   let filled = 0;
   const commit = async () => {
-    await writeFile(folder, pieceName(index++), buffer.subarray(0, filled));
+    try {
+      await writeFile(folder, pieceName(index++), buffer.subarray(0, filled));
+    } catch (error) {
+      throw new StorageRefusal(error);
+    }
     filled = 0;
   };
   for (;;) {
@@ -187,46 +202,58 @@ async function writePieces(
 }
 
 /**
- * The file at `url` as one Blob, from the cache, downloading what is missing first. A failure
- * mid-download keeps the pieces already written, and the next call resumes after them.
+ * The response for the rest of the file, from piece `firstPiece` on; or for the whole file, the
+ * kept pieces dropped, where the server or the file's version cannot resume there.
  */
-export async function download(url: string, options: DownloadOptions): Promise<Blob> {
-  const folder = (await folderOf(url, true))!;
-  let info = await readInfo(folder);
-  const kept = info ? await keptPieces(folder) : [];
-  if (info && (info.complete || sizeOf(kept) === info.total)) return finish(folder, info, kept, options);
-  // Only whole pieces count: a short last piece is written again.
-  let firstPiece = kept.filter((piece) => piece.size === pieceBytes).length;
-  let start = firstPiece * pieceBytes;
-  let response: Response | null;
+async function resume(
+  url: string,
+  folder: FileSystemDirectoryHandle,
+  info: FileInfo | null,
+  firstPiece: number,
+  options: DownloadOptions,
+): Promise<{ response: Response; info: FileInfo | null; firstPiece: number; start: number }> {
   try {
-    response = await request(url, start, info, options);
-    if (!response) {
-      // Started again: from the first byte, into the first piece.
-      await clear(folder);
-      info = null;
-      firstPiece = 0;
-      start = 0;
-      response = await request(url, 0, null, options);
-    }
+    const response = await request(url, firstPiece * pieceBytes, info, options);
+    if (response) return { response, info, firstPiece, start: firstPiece * pieceBytes };
+    // Started again: from the first byte, into the first piece.
+    await clear(folder);
+    return { response: (await request(url, 0, null, options))!, info: null, firstPiece: 0, start: 0 };
   } catch (error) {
     if (error instanceof EngineError) throw error;
     throw new EngineError(
       "load_failed",
       `Could not fetch ${options.what} from ${url}: the network request failed (${(error as Error).message}); check the connection and try again.`,
-      {
-        cause: error,
-        retryAfterSeconds: networkRetrySeconds,
-      },
+      { cause: error, retryAfterSeconds: networkRetrySeconds },
     );
   }
-  const total = totalOf(response!, start);
-  if (total === null || !response!.body)
+}
+
+/**
+ * The file at `url` as one Blob, from the cache, downloading what is missing first. A failure
+ * mid-download keeps the pieces already written, and the next call resumes after them.
+ */
+export async function download(url: string, options: DownloadOptions): Promise<Blob> {
+  const folder = (await folderOf(url, true))!;
+  const saved = await readInfo(folder);
+  const kept = saved ? await keptPieces(folder) : [];
+  if (saved && (saved.complete || sizeOf(kept) === saved.total)) return finish(folder, saved, kept, options);
+  // Only whole pieces count: a short last piece is written again.
+  const wholePieces = kept.filter((piece) => piece.size === pieceBytes).length;
+  const resumed = await resume(url, folder, saved, wholePieces, options);
+  const { response, firstPiece, start } = resumed;
+  let { info } = resumed;
+  const total = totalOf(response, start);
+  if (total === null || !response.body)
     throw new EngineError("load_failed", `Could not fetch ${url}: the server gave no length for it.`);
+  const shortfall = await roomShortfall(browserEstimator(), total - start);
+  if (shortfall) {
+    await response.body.cancel();
+    throw noRoom(url, options, shortfall);
+  }
   if (!info) {
     info = {
       url,
-      validator: response!.headers.get("etag") ?? response!.headers.get("last-modified"),
+      validator: response.headers.get("etag") ?? response.headers.get("last-modified"),
       total,
       complete: false,
     };
@@ -235,11 +262,13 @@ export async function download(url: string, options: DownloadOptions): Promise<B
   let loaded = start;
   options.onProgress?.({ loaded, total });
   try {
-    await writePieces(folder, response!.body, firstPiece, (bytes) => {
+    await writePieces(folder, response.body, firstPiece, (bytes) => {
       loaded += bytes;
       options.onProgress?.({ loaded, total });
     });
   } catch (error) {
+    if (error instanceof StorageRefusal)
+      throw noRoom(url, options, `The browser refused to store more of it (${error.message}).`, error.cause);
     throw interrupted(url, loaded, total, error);
   }
   const written = await keptPieces(folder);
@@ -284,6 +313,15 @@ async function verify(
   throw new EngineError(
     "load_failed",
     `Could not load ${options.what} from ${url}: its SHA-256 is ${actual}, not the pinned ${pinned}, so it was deleted. The file at that URL is not the one pinned: point the build's \`file\` at the revision that has this hash (\`…/resolve/<commit>/…\` on Hugging Face), or pin the new file's hash in \`sha256\`.`,
+  );
+}
+
+/** No room to keep the file: the cause, and what frees room. Retrying alone would fail again. */
+function noRoom(url: string, options: DownloadOptions, why: string, cause?: unknown): EngineError {
+  return new EngineError(
+    "storage",
+    `Could not keep ${options.what} (${url}) on this device. ${why} Free space on the device, or delete models this site no longer needs (the app's \`deleteModel\`); then try again, and the download resumes from what was kept.`,
+    cause === undefined ? {} : { cause },
   );
 }
 

@@ -380,7 +380,8 @@ export class WebLlmEngine implements Engine {
    * failed load fetches the two files every load starts with (the weights' config and the model
    * library) itself: the first that fails names its URL and the option that points at it. When
    * both are there the files are corrupt or incompatible (permanent), unless the failure was the
-   * network dropping mid-download (transient: the finished shards are kept and resumed).
+   * network dropping mid-download (transient: the finished shards are kept and resumed). A write
+   * the browser refused for its quota is a storage failure, whatever else holds.
    */
   async #diagnose(model: ModelEntry, build: MlcBuild, error: unknown): Promise<EngineError> {
     const record = this.#record(model, build);
@@ -392,13 +393,19 @@ export class WebLlmEngine implements Engine {
         { cause: error },
       );
     }
+    const detail = (error as Error).message ?? String(error);
+    if ((error as Error).name === "QuotaExceededError")
+      return new EngineError(
+        "storage",
+        `Could not keep the weights of ${build.modelId} on this device: the browser refused to store them (${detail}). Free space on the device, or delete models this site no longer needs (the app's \`deleteModel\`); then try again, and what finished downloading is kept.`,
+        { cause: error },
+      );
     const weights = record.model.endsWith("/") ? record.model : `${record.model}/`;
     const configUrl = new URL(
       "mlc-chat-config.json",
       /\/resolve\/.+\//.test(weights) ? weights : `${weights}resolve/main/`,
     ).href;
     const fetcher = this.#options.fetch ?? ((input, init) => fetch(input, init));
-    const detail = (error as Error).message ?? String(error);
     try {
       await fetchAsset(
         configUrl,

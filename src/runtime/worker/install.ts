@@ -17,7 +17,7 @@ import type { Engine, LoadProgress } from "../../engines/contract.js";
 import type { WebLlmModule } from "../../engines/webllm/engine.js";
 import type { InferenceApp } from "../../http/app.js";
 import { storedData } from "../../accounts/stored/stored-data.js";
-import { browserEstimator } from "../../accounts/storage.js";
+import { browserEstimator } from "../../core/storage-room.js";
 import { randomId } from "../../pipeline/services.js";
 import { Admin } from "../../accounts/admin.js";
 import { broadcastKeyChange, keyChangedMessage, listenForKeyChanges, type KeyChanged } from "../bridge/key-changes.js";

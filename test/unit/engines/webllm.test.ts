@@ -323,6 +323,38 @@ describe("pinned MLC files", () => {
   });
 });
 
+describe("a download the browser has no room for", () => {
+  it("is a storage failure naming the model, the browser's refusal and the fix, never the network", async () => {
+    class MLCEngine {
+      setAppConfig() {}
+      setInitProgressCallback() {}
+      async reload() {
+        throw new DOMException("Quota exceeded.", "QuotaExceededError");
+      }
+      async unload() {}
+    }
+    const fetched: string[] = [];
+    const engine = new WebLlmEngine({
+      webllm: webllmModule(MLCEngine),
+      gpu: gpu as never,
+      memoryBudgetMB: 64_000,
+      fetch: async (input) => {
+        fetched.push(String(input));
+        return new Response("{}");
+      },
+    });
+    const model = Catalogue.create().get("gamma-7b-instruct-v0.3")!;
+    const failure = await engine.load(model).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ kind: "storage" });
+    const message = (failure as Error).message;
+    expect(message).toContain(model.builds[0]!.modelId);
+    expect(message).toContain("refused to store them (Quota exceeded.)");
+    expect(message).toContain("deleteModel");
+    expect(message).not.toMatch(/network/i);
+    expect(fetched).toEqual([]);
+  });
+});
+
 describe("a device web-llm cannot serve", () => {
   it("refuses the load naming the cause and the fix: llama.cpp under engine 'auto', or an upstream", async () => {
     const noAdapter = { requestAdapter: async () => null };
