@@ -60,13 +60,23 @@ const mlcBuildSchema = z.strictObject({
 /** llama.cpp's split naming, `<name>-00001-of-00003.gguf`: the first shard names them all. */
 const splitPattern = /-(\d{5})-of-(\d{5})\.gguf$/;
 
+/**
+ * A file's URL as its path and what follows it (a query, as in Hugging Face's `?download=true`,
+ * or a fragment): the name is the path's, and every shard keeps the same suffix.
+ */
+function pathOf(file: string): { path: string; suffix: string } {
+  const end = file.search(/[?#]/);
+  return end < 0 ? { path: file, suffix: "" } : { path: file.slice(0, end), suffix: file.slice(end) };
+}
+
 /** Every file of a GGUF build: the parts a split model's first part names, or the one file. */
 export function ggufFiles(file: string): string[] {
-  const split = splitPattern.exec(file);
+  const { path, suffix } = pathOf(file);
+  const split = splitPattern.exec(path);
   if (!split) return [file];
   return Array.from(
     { length: Number(split[2]) },
-    (_, index) => `${file.slice(0, split.index)}-${String(index + 1).padStart(5, "0")}-of-${split[2]}.gguf`,
+    (_, index) => `${path.slice(0, split.index)}-${String(index + 1).padStart(5, "0")}-of-${split[2]}.gguf${suffix}`,
   );
 }
 
@@ -85,7 +95,7 @@ const ggufBuildSchema = z
     file: z
       .string()
       .min(1)
-      .regex(/\.gguf$/, "a GGUF file name ends in .gguf"),
+      .refine((file) => pathOf(file).path.endsWith(".gguf"), "a GGUF file name ends in .gguf (before any query)"),
     quantization: z.string().min(1),
     /** The files' total size in MB: the weights llama.cpp holds in memory. */
     sizeMB: z.number().positive(),
@@ -98,7 +108,7 @@ const ggufBuildSchema = z
     sha256: z.array(z.string().regex(/^[0-9a-fA-F]{64}$/, "a SHA-256 is 64 hexadecimal digits")).optional(),
   })
   .superRefine((build, context) => {
-    const split = splitPattern.exec(build.file);
+    const split = splitPattern.exec(pathOf(build.file).path);
     const files = ggufFiles(build.file).length;
     if (build.sha256 && build.sha256.length !== files)
       context.addIssue({

@@ -95,6 +95,16 @@ describe("GGUF builds in the catalogue", () => {
       "https://m.example/big-00003-of-00003.gguf",
     ]);
     expect(ggufFiles("small.gguf")).toEqual(["small.gguf"]);
+    // A query (Hugging Face's download links) or fragment stays on every shard; the name is the path's.
+    expect(entry("big-00001-of-00002.gguf?download=true", 3_000)).not.toThrow();
+    expect(entry("big-00002-of-00002.gguf?download=true", 3_000)).toThrow(/first shard/);
+    expect(entry("big.gguf?download=true", 3_000)).toThrow(/split it/i);
+    expect(entry("big.bin?name=x.gguf", 100)).toThrow(/ends in \.gguf/);
+    expect(ggufFiles("https://m.example/big-00001-of-00002.gguf?download=true")).toEqual([
+      "https://m.example/big-00001-of-00002.gguf?download=true",
+      "https://m.example/big-00002-of-00002.gguf?download=true",
+    ]);
+    expect(ggufFiles("https://m.example/small.gguf#main")).toEqual(["https://m.example/small.gguf#main"]);
   });
 
   it("takes one pinned SHA-256 per file, in hex, and refuses any other count", () => {
