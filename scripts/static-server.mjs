@@ -26,11 +26,12 @@ const contentTypes = {
 
 /**
  * A mount serves a folder, or files made in memory (`generate`, called on the first request for
- * one of them): a file past 4 GB that never takes the disk's room. `interrupt` names files whose
- * download is cut halfway while the server's fault switch is on: a test's way to make a model
- * download fail the way a dropped connection does.
- * @typedef {{ prefix: string, directory: string, interrupt?: RegExp, headers?: Record<string, string> }} FolderMount
- * @typedef {{ prefix: string, generate: () => { name: string, parts: Uint8Array[] }[], headers?: Record<string, string> }} GeneratedMount
+ * one of them): a file past 4 GB that never takes the disk's room. Either kind may `interrupt`:
+ * it names files whose download is cut halfway while the server's fault switch is on, a test's
+ * way to make a model download fail the way a dropped connection does.
+ * @typedef {{ prefix: string, interrupt?: RegExp, headers?: Record<string, string> }} MountBase
+ * @typedef {MountBase & { directory: string }} FolderMount
+ * @typedef {MountBase & { generate: () => { name: string, parts: Uint8Array[] }[] }} GeneratedMount
  * @typedef {FolderMount | GeneratedMount} Mount
  */
 /** @typedef {{ origin: string, close(): Promise<void> }} StaticServer */
@@ -161,7 +162,7 @@ export function startStaticServer(
       ...(control && extname(name) === ".js" ? { "cross-origin-embedder-policy": "require-corp" } : {}),
     });
     if (request.method === "HEAD") response.end();
-    else if (state.faults && "interrupt" in mount && mount.interrupt?.test(name)) {
+    else if (state.faults && mount.interrupt?.test(name)) {
       open(Math.floor(size / 2))
         .on("end", () => response.destroy())
         .pipe(response, { end: false });

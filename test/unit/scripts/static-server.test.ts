@@ -41,3 +41,14 @@ it("serves a generated file as its parts in order, makes it once and only when a
   expect((await fetch(`${started.origin}/made/../made/other.gguf`)).status).toBe(404);
   expect((await fetch(`${started.origin}/made/`)).status).toBe(404);
 });
+
+it("cuts a generated file named by `interrupt` after its first half while faults are on", async () => {
+  const parts = [new Uint8Array(64).fill(1), new Uint8Array(64).fill(2)];
+  const started: { origin: string; close(): Promise<void> } = await startStaticServer([
+    { prefix: "/cut/", generate: () => [{ name: "model.gguf", parts }], interrupt: /model\.gguf$/ },
+  ]);
+  server = started;
+  const response = await fetch(`${started.origin}/cut/model.gguf`);
+  expect(response.headers.get("content-length")).toBe("128");
+  await expect(response.arrayBuffer()).rejects.toThrow();
+});
