@@ -5,7 +5,8 @@
  * - `llamacpp-mt.{js,wasm}`: pthreads, a thread per core where the page is isolated; its threads
  *   start from its own script;
  * - `llamacpp-st-relaxed.{js,wasm}`, `llamacpp-mt-relaxed.{js,wasm}`: the same two with relaxed
- *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles and Q4_K kernel, for browsers that have
+ *   SIMD's 8-bit dot product in our Q4_0 and Q5_0 tiles and Q4_K kernel, and its multiply-add in
+ *   our F16 tiles, for browsers that have
  *   relaxed SIMD (Chromium since 114);
  * - `llamacpp-st64`, `llamacpp-mt64`, each also `-relaxed`: the same four with Memory64's 64-bit
  *   addresses (up to 16 GB), for models past what wasm32's 4 GB holds;
@@ -30,8 +31,9 @@
  * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
  * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
  * product call it. The `-relaxed` builds compile the one file our tiles are in, ggml's
- * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` may be in
- * them (the build checks), and floating-point contraction is off, so no relaxed multiply-add is.
+ * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` and the F16
+ * tiles' own `f32x4.relaxed_madd` may be in them (the build checks): floating-point contraction is
+ * off, so the compiler fuses nothing of ggml's.
  * And `native/llamacpp/kquants.c`: the Q4_K (relaxed builds) and Q6_K dot products of a Q4_K_M
  * file, under ggml's names (`withKQuantKernels`).
  *
@@ -476,9 +478,8 @@ function withAddressKey(file, script) {
 }
 
 /**
- * The relaxed instructions in a module, by Binaryen's name, counted. Binaryen 108 names a final
- * opcode it knows under an earlier draft's name, so any relaxed instruction but the dot product
- * stops the build: only the dot product's opcode is the same in every draft and the final standard.
+ * The relaxed instructions in a module, by Binaryen's name, counted. Only the two the tiles take
+ * may be there (see `linkRelaxed`): each is one the final standard and Chromium agree on.
  */
 function relaxedInstructions(file) {
   const text = exec("wasm-dis", ["--all-features", file]);
@@ -492,19 +493,21 @@ function relaxedInstructions(file) {
 function linkRelaxed(dir, build, variant, flags, extra, memory) {
   const linked = link(dir, build, `llamacpp-${variant}-relaxed`, flags, extra, memory, relaxedObjects(build, variant));
   const counts = relaxedInstructions(linked);
-  const names = Object.keys(counts);
-  // The dot product as Binaryen 120 names it.
-  const dot = "i16x8.dot_i8x16_i7x16_s";
-  if (names.length !== 1 || names[0] !== dot)
-    throw new Error(`${variant}-relaxed: expected only ${dot}, found ${JSON.stringify(counts)}`);
-  console.log(`${variant}-relaxed: ${counts[names[0]]} relaxed dot products, no other relaxed instruction`);
+  // As Binaryen 120 names them: the 8-bit dot product (Q4_0, Q5_0 and Q4_K) and the float
+  // multiply-add (F16).
+  const expected = ["i16x8.dot_i8x16_i7x16_s", "f32x4.relaxed_madd"];
+  const names = Object.keys(counts).sort();
+  if (names.join() !== [...expected].sort().join())
+    throw new Error(`${variant}-relaxed: expected ${expected.join(" and ")} only, found ${JSON.stringify(counts)}`);
+  console.log(`${variant}-relaxed: ${JSON.stringify(counts)}, no other relaxed instruction`);
 }
 
 /** The variants to build (`--only st64,mt64`), all by default. */
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1].split(",") : null;
 const wanted = (variant) => only === null || only.includes(variant);
 const relaxedKernels =
-  "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 and Q5_0 tiles and our Q4_K products";
+  "the same, with relaxed SIMD's i16x8.relaxed_dot_i8x16_i7x16_s in the Q4_0 and Q5_0 tiles and our Q4_K products, " +
+  "and its f32x4.relaxed_madd in the F16 tiles";
 // What an earlier build wrote stays for the variants this one leaves alone.
 const previous = existsSync(join(out, "build.json")) ? JSON.parse(readFileSync(join(out, "build.json"), "utf8")) : {};
 const kernels = { ...previous.kernels };

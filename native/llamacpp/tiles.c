@@ -378,7 +378,9 @@ static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {WI_TILE_TABLE
 //
 // Invariant: each (row, token) sum is `ggml_vec_dot_f16`'s bit for bit. ggml keeps four vectors
 // of sums, vector j taking elements 16i + 4j to 16i + 4j + 3, each product added as ggml adds it
-// (no fused multiply-add in WebAssembly SIMD, nor with contraction off); the four reduced as its
+// (a multiply, then an add); the `-relaxed` builds fuse the two (`wi_multiply_add`), which
+// changes no bit: a product of two halves (11-bit significands) is exact in a float, so only the
+// add rounds, in both. The four reduced as its
 // GGML_F16_VEC_REDUCE reduces them; the elements past the last multiple of 16 added in double
 // precision (its `ggml_float`) afterwards, as its scalar tail adds them. Each of the four vectors depends on its own
 // elements only, so a tile computes them one after another: one vector of sums per (row, token)
@@ -401,6 +403,17 @@ static inline __attribute__((always_inline)) v128_t wi_halves_to_floats(const v1
 
 static inline __attribute__((always_inline)) v128_t wi_load_halves(const ggml_fp16_t * halves) {
     return wi_halves_to_floats(wasm_u32x4_load16x4(halves));
+}
+
+// `sum` + `x` × `y`, for `x` and `y` widened from halves: relaxed SIMD's multiply-add in the
+// `-relaxed` builds (one FMA instruction where the processor has one), ggml's multiply then add in
+// the plain ones. The same float either way, the product being exact (see the invariant above).
+static inline __attribute__((always_inline)) v128_t wi_multiply_add(const v128_t x, const v128_t y, const v128_t sum) {
+#if defined(__wasm_relaxed_simd__)
+    return wasm_f32x4_relaxed_madd(x, y, sum);
+#else
+    return wasm_f32x4_add(wasm_f32x4_mul(x, y), sum);
+#endif
 }
 
 // A weight row's four elements from `i`, as floats: widened here from its halves, or loaded from
@@ -429,7 +442,7 @@ static inline __attribute__((always_inline)) void wi_tile_f16(const int widened,
             for (int r = 0; r < rows; r++) x[r] = wi_weights_at(widened, weights + r * row_bytes, i);
             for (int t = 0; t < tokens; t++) {
                 const v128_t y = wasm_v128_load(floats + t * n + i);
-                for (int r = 0; r < rows; r++) sums[r][t] = wasm_f32x4_add(wasm_f32x4_mul(x[r], y), sums[r][t]);
+                for (int r = 0; r < rows; r++) sums[r][t] = wi_multiply_add(x[r], y, sums[r][t]);
             }
         }
         for (int r = 0; r < rows; r++)

@@ -117,6 +117,8 @@ const integerShifts = (body: Uint8Array) => occurrences(body, [0xfd, 0xab, 0x01]
 const halfWidenings = (body: Uint8Array) => occurrences(body, [0xfd, 0xa9, 0x01]);
 /** i16x8.relaxed_dot_i8x16_i7x16_s (0xFD 274): relaxed SIMD's 8-bit dot product. */
 const relaxedDotProducts = (body: Uint8Array) => occurrences(body, [0xfd, 0x92, 0x02]);
+/** f32x4.relaxed_madd (0xFD 261): relaxed SIMD's float multiply-add, fused where the processor can. */
+const relaxedMultiplyAdds = (body: Uint8Array) => occurrences(body, [0xfd, 0x85, 0x02]);
 
 /**
  * Whether a fresh Node validates the module. Node 20's V8 has relaxed SIMD behind a flag, so
@@ -182,9 +184,14 @@ describe("the llama.cpp build", () => {
   it("has our F16 tiles beside ggml's kernels: the two-row, six-token tiles unrolled, one on rows widened beforehand", () => {
     for (const file of builds)
       for (const tile of ["wi_tile_F16_0_2_6", "wi_tile_F16_1_2_6"]) {
-        // A multiply a step for each of the tile's twelve (row, token) sums; a tile left in loops
-        // would hold one for the sums and one for widening the halves.
-        expect(floatMultiplies(functionBody(wasm(file), tile)), `${file} ${tile}`).toBeGreaterThanOrEqual(12);
+        // A multiply (a fused multiply-add in the relaxed builds) a step for each of the tile's
+        // twelve (row, token) sums; a tile left in loops would hold one for the sums.
+        const body = functionBody(wasm(file), tile);
+        if (file.includes("relaxed")) expect(relaxedMultiplyAdds(body), `${file} ${tile}`).toBeGreaterThanOrEqual(12);
+        else {
+          expect(floatMultiplies(body), `${file} ${tile}`).toBeGreaterThanOrEqual(12);
+          expect(relaxedMultiplyAdds(body), `${file} ${tile}`).toBe(0);
+        }
         // Widening a half shifts its bits into a float's place: the tile on a prompt's rows,
         // widened once a chunk, loads floats and shifts nothing.
         const shifts = integerShifts(functionBody(wasm(file), tile));
@@ -433,36 +440,44 @@ describe("embeddings from the one-thread build, against native llama.cpp on the 
     "Weather, tides and navigation: 1, 2, 3!",
   ];
 
+  // The relaxed build too: its F16 tiles fuse each multiply-add.
+  let relaxed: Module;
+
   beforeAll(async () => {
-    llama = await oneThreadBuild("llamacpp-st");
+    setFlagsFromString("--experimental-wasm-relaxed-simd");
+    [llama, relaxed] = await Promise.all([oneThreadBuild("llamacpp-st"), oneThreadBuild("llamacpp-st-relaxed")]);
     llama.FS.mkdir("/embed");
+    relaxed.FS.mkdir("/embed");
   });
 
-  /** The texts' ids (the GGUF's vocabulary, with the special tokens it adds) and vectors, `perDecode` inputs a decode. */
-  function ours(variant: string, perDecode: number): { ids: number[][]; vectors: Float32Array[] } {
+  /**
+   * The texts' ids (the GGUF's vocabulary, with the special tokens it adds) and vectors,
+   * `perDecode` inputs a decode, from the plain build unless `build` says otherwise.
+   */
+  function ours(variant: string, perDecode: number, build = llama): { ids: number[][]; vectors: Float32Array[] } {
     const path = `/embed/${variant}.gguf`;
-    llama.FS.writeFile(path, readFileSync(buildTestGguf(models, variant)));
-    expect(llama._wi_load(cString(llama, path), 512, 512, 1, 1), llama.UTF8ToString(llama._wi_error())).toBe(0);
-    const size = llama._wi_info(6);
+    build.FS.writeFile(path, readFileSync(buildTestGguf(models, variant)));
+    expect(build._wi_load(cString(build, path), 512, 512, 1, 1), build.UTF8ToString(build._wi_error())).toBe(0);
+    const size = build._wi_info(6);
     const ids = texts.map((value) => {
-      const out = llama._malloc(4096);
-      const count = llama._wi_tokenize(cString(llama, value), llama.lengthBytesUTF8(value), 1, 0, out, 1024);
-      return Array.from(llama.HEAP32.subarray(out / 4, out / 4 + count));
+      const out = build._malloc(4096);
+      const count = build._wi_tokenize(cString(build, value), build.lengthBytesUTF8(value), 1, 0, out, 1024);
+      return Array.from(build.HEAP32.subarray(out / 4, out / 4 + count));
     });
     const vectors: Float32Array[] = [];
     for (let start = 0; start < ids.length; start += perDecode) {
       const group = ids.slice(start, start + perDecode);
-      const tokens = llama._malloc(4096);
-      const lengths = llama._malloc(64);
-      const out = llama._malloc(group.length * size * 4);
-      llama.HEAP32.set(group.flat(), tokens / 4);
-      llama.HEAP32.set(
+      const tokens = build._malloc(4096);
+      const lengths = build._malloc(64);
+      const out = build._malloc(group.length * size * 4);
+      build.HEAP32.set(group.flat(), tokens / 4);
+      build.HEAP32.set(
         group.map((list) => list.length),
         lengths / 4,
       );
-      expect(llama._wi_embed(tokens, lengths, group.length, out), llama.UTF8ToString(llama._wi_error())).toBe(0);
+      expect(build._wi_embed(tokens, lengths, group.length, out), build.UTF8ToString(build._wi_error())).toBe(0);
       group.forEach((_, index) =>
-        vectors.push(llama.HEAPF32.slice(out / 4 + index * size, out / 4 + (index + 1) * size)),
+        vectors.push(build.HEAPF32.slice(out / 4 + index * size, out / 4 + (index + 1) * size)),
       );
     }
     return { ids, vectors };
@@ -480,35 +495,51 @@ describe("embeddings from the one-thread build, against native llama.cpp on the 
       const batched = ours(variant, texts.length);
       expect(llama._wi_info(7)).toBe(pooling);
       const single = ours(variant, 1);
-      const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
-      const native = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-      const model = await native.loadModel({ modelPath: buildTestGguf(models, variant) });
-      const context = await model.createEmbeddingContext({ contextSize: 512, threads: 1 });
-      try {
-        for (const [index, text] of texts.entries()) {
-          const reference = (await context.getEmbeddingFor(text)).vector;
-          expect(context.calculateInputLength(text)).toBe(batched.ids[index]!.length);
-          expect(cosine(batched.vectors[index]!, reference), `${text}, batched`).toBeGreaterThanOrEqual(0.9999);
-          expect(cosine(single.vectors[index]!, reference), `${text}, alone`).toBeGreaterThanOrEqual(0.9999);
-        }
-      } finally {
-        await context.dispose();
-        await model.dispose();
+      const reference = await nativeVectors(variant);
+      for (const [index, text] of texts.entries()) {
+        expect(reference.lengths[index]).toBe(batched.ids[index]!.length);
+        expect(cosine(batched.vectors[index]!, reference.vectors[index]!), `${text}, batched`).toBeGreaterThanOrEqual(
+          0.9999,
+        );
+        expect(cosine(single.vectors[index]!, reference.vectors[index]!), `${text}, alone`).toBeGreaterThanOrEqual(
+          0.9999,
+        );
       }
     },
     60_000,
   );
 
+  /** Native llama.cpp's vectors for the texts, one thread, and the tokens it counts in each. */
+  async function nativeVectors(variant: string): Promise<{ vectors: readonly number[][]; lengths: number[] }> {
+    const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+    const native = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const model = await native.loadModel({ modelPath: buildTestGguf(models, variant) });
+    const context = await model.createEmbeddingContext({ contextSize: 512, threads: 1 });
+    try {
+      const vectors: number[][] = [];
+      for (const text of texts) vectors.push([...(await context.getEmbeddingFor(text)).vector]);
+      return { vectors, lengths: texts.map((text) => context.calculateInputLength(text)) };
+    } finally {
+      await context.dispose();
+      await model.dispose();
+    }
+  }
+
   // Our F16 tiles against ggml's own F16 kernel: every value of every vector bit for bit, the
-  // feed-forward's products on the scalar tail too (see the variant).
-  it("computes an F16 file's products in tiles (our kernel) exactly as ggml's kernel does", () => {
-    llama._wi_tiles(1);
-    const tiled = ours("embed-bert-f16", texts.length);
-    expect(llama._wi_tiles(0), "runs of our kernels").toBeGreaterThan(0);
-    const ggml = ours("embed-bert-f16", texts.length);
-    expect(llama._wi_tiles(1), "runs of our kernels while off").toBe(0);
-    expect(tiled.vectors).toEqual(ggml.vectors);
-  });
+  // feed-forward's products on the scalar tail too (see the variant). The relaxed build's tiles
+  // fuse each multiply-add, and are still ggml's: a product of two halves is exact in a float.
+  it.each(["plain", "relaxed"] as const)(
+    "computes an F16 file's products in the %s build's tiles (our kernel) exactly as ggml's kernel does",
+    (name) => {
+      const build = name === "relaxed" ? relaxed : llama;
+      build._wi_tiles(1);
+      const tiled = ours("embed-bert-f16", texts.length, build);
+      expect(build._wi_tiles(0), "runs of our kernels").toBeGreaterThan(0);
+      const ggml = ours("embed-bert-f16", texts.length, build);
+      expect(build._wi_tiles(1), "runs of our kernels while off").toBe(0);
+      expect(tiled.vectors).toEqual(ggml.vectors);
+    },
+  );
 
   it("refuses to embed with a GGUF that says no pooling, naming the fix", () => {
     llama.FS.writeFile("/embed/chat.gguf", readFileSync(buildTestGguf(models, "test")));
