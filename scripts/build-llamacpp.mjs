@@ -42,8 +42,10 @@
  * The build stops if CMake did not print "Wasm detected".
  *
  * Usage: node scripts/build-llamacpp.mjs [--jobs N] [--relink] [--only st,mt,st64,mt64]
- *   --relink  reuse the libraries of the last build (in the temporary folder) and only compile
- *             and link our C API: for a change to native/llamacpp/engine.cpp alone.
+ *   --relink  reuse the last build's folders (in the build root's temporary folder): CMake
+ *             compiles again only what changed (a change to native/llamacpp/tiles.c or kquants.c
+ *             recompiles the one ggml file that includes it), then our C API is compiled and
+ *             every variant linked.
  *   --only    build these variants (each with its -relaxed twin); build.json keeps the others'.
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -284,7 +286,11 @@ const here = (path) => join(trixieRoot, path);
 function libraries(dir, variant, flags, memory = "wasm32") {
   const build = join(work, `build-${variant}`);
   const log = here(join(build, "configure.log"));
-  if (relink && existsSync(log)) return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
+  if (relink && existsSync(log)) {
+    // CMake's own tracking: only what changed since (tiles.c recompiles the one file that includes it).
+    exec("cmake", ["--build", build, "--target", "llama", "-j", jobs], { stdio: ["ignore", "ignore", "inherit"] });
+    return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
+  }
   rmSync(here(build), { recursive: true, force: true });
   const configure = exec("emcmake", [
     "cmake",

@@ -34,10 +34,13 @@ export function ensureTrixieRoot() {
   return inTrixie("/", "emcc", ["--version"]).split("\n")[0];
 }
 
-/** Copies `path` (a file or a folder of this system) into the root at the same path. */
+/**
+ * Copies `path` (a file or a folder of this system) into the root at the same path, with its
+ * times, so that a build in the root compiles again only what changed here.
+ */
 export function copyIn(path) {
   mkdirSync(join(trixieRoot, path, ".."), { recursive: true });
-  cpSync(path, join(trixieRoot, path), { recursive: true });
+  cpSync(path, join(trixieRoot, path), { recursive: true, preserveTimestamps: true });
 }
 
 /** Copies `path` out of the root to the same path here. */

@@ -23,9 +23,9 @@
 // block is widened in its own order, which is already ggml's.
 //
 // With relaxed SIMD (the `-relaxed` builds), a Q4_0 or Q5_0 block is not
-// widened at all: its weights stay bytes in their own order, and an 8-bit dot product multiplies
-// them by the token's bytes (see WI_RELAXED). That halves the vectors a tile holds and the
-// instructions a sum takes.
+// widened at all: its weights stay bytes, weight k beside weight 16 + k, and an 8-bit dot product
+// multiplies them by the token's bytes in the same order (see WI_RELAXED). That halves the
+// vectors a tile holds and the instructions a sum takes.
 //
 // Invariants:
 // - Each (row, token) sum is ggml's kernel's, bit for bit: the same products summed into the same
@@ -65,7 +65,17 @@ typedef struct {
 // product takes its weights as 8-bit lanes, unwidened: `i16x8.relaxed_dot_i8x16_i7x16_s`
 // multiplies a token's signed bytes by the weights (0 to 31, within the instruction's 7-bit
 // operand, whose result is then exact on every machine) and adds each pair, one x86 `pmaddubsw`.
-// A token block is kept as its 32 bytes in their own order, and the same offsets.
+// A token block is kept as its 32 bytes in that order (`wi_paired`), and the same offsets.
+#define WI_PAIRED_LOW 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define WI_PAIRED_HIGH 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+// Bytes 0 to 15 of `low` and `high` (values k and 16 + k of a block), paired: one x86
+// `punpcklbw` and one `punpckhbw`, which V8 picks for these shuffles without a mask.
+// (The indirection expands the order's name first.)
+#define WI_SHUFFLE(low, high, ...) wasm_i8x16_shuffle(low, high, __VA_ARGS__)
+static inline __attribute__((always_inline)) void wi_paired(const v128_t low, const v128_t high, v128_t out[2]) {
+    out[0] = WI_SHUFFLE(low, high, WI_PAIRED_LOW);
+    out[1] = WI_SHUFFLE(low, high, WI_PAIRED_HIGH);
+}
 #if defined(__wasm_relaxed_simd__)
 #define WI_RELAXED 1
 #else
@@ -124,8 +134,8 @@ static inline __attribute__((always_inline)) void wi_fifth_bits(const block_q5_0
 }
 
 // A weight block in the order its token blocks take: four vectors of 16-bit lanes, or for relaxed
-// Q4_0 and Q5_0 products two of bytes in the block's own order (its weights 0 to 15, then 16 to
-// 31), which `wi_block_dot` sums into ggml's lanes.
+// Q4_0 and Q5_0 products two of bytes, weights k and 16 + k side by side (`wi_paired`), which
+// `wi_block_dot` sums into ggml's lanes.
 static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type type, const void * block,
                                                             v128_t x[4]) {
     if (WI_NIBBLES(type)) {
@@ -153,8 +163,7 @@ static inline __attribute__((always_inline)) void wi_unpack(const enum ggml_type
             high = wasm_v128_or(high, high_bits);
         }
         if (WI_RELAXED) {
-            x[0] = low;
-            x[1] = high;
+            wi_paired(low, high, x);
         } else {
             // Lane k of each: the even byte 2k, then the odd one, as Q4_0's nibbles above.
             const v128_t byte = wasm_i16x8_splat(0x00FF);
@@ -192,9 +201,10 @@ static inline size_t wi_token_block_bytes(const enum ggml_type type) {
     return WI_NIBBLES(type) && WI_RELAXED ? sizeof(wi_narrow_block) : sizeof(wi_widened_block);
 }
 
-// ggml's lane i from 16-bit lanes i and i + 4 (relaxed products' order), as 32-bit lanes.
-static inline __attribute__((always_inline)) v128_t wi_fold(const v128_t pairs) {
-    return wasm_i32x4_extend_low_i16x8(wasm_i16x8_add(pairs, wasm_i32x4_shuffle(pairs, pairs, 2, 3, 0, 1)));
+// ggml's lane i from 16-bit lanes 2i and 2i + 1 (relaxed products' order), as 32-bit lanes: one
+// x86 `pmaddwd` by ones.
+static inline __attribute__((always_inline)) v128_t wi_lanes(const v128_t pairs) {
+    return wasm_i32x4_extadd_pairwise_i16x8(pairs);
 }
 
 // ggml's four lane sums of one weight block by one token block (a wi_narrow_block for relaxed
@@ -203,13 +213,13 @@ static inline __attribute__((always_inline)) v128_t wi_block_dot(const enum ggml
                                                                  const void * token) {
 #if WI_RELAXED
     if (WI_NIBBLES(type)) {
-        // 16-bit lane k: weights 2k, 2k + 1, 16 + 2k and 17 + 2k. ggml's lane i is lanes i and
-        // i + 4, added by folding the vector's halves (one x86 `pshufd`), then widened. Four
-        // products are at most 4 × 128 × 31 in size, eight at most 31,744: 16 bits hold them.
+        // 16-bit lane k: weights k, 16 + k, 8 + k and 24 + k. ggml's lane i (weights 8s + 2i and
+        // 8s + 2i + 1) is lanes 2i and 2i + 1, added as they widen. Four products are at most
+        // 4 × 128 × 31 = 15,872 in size: 16 bits hold them.
         const wi_narrow_block * y = token;
         const v128_t pairs = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values), x[0]),
                                             wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(y->values + 16), x[1]));
-        return wasm_i32x4_sub(wi_fold(pairs), wasm_v128_load(y->offsets));
+        return wasm_i32x4_sub(wi_lanes(pairs), wasm_v128_load(y->offsets));
     }
 #endif
     const wi_widened_block * y = token;
@@ -252,23 +262,24 @@ static inline __attribute__((always_inline)) void wi_tile(
     const int simd_blocks = type == GGML_TYPE_Q4_0 ? blocks & ~1 : blocks;
     for (int block = 0; block < simd_blocks; block++) {
         v128_t x[2][4];
-        float row_scale[2];
+        // The scales in every lane: their product is the scalar product's float in each, at one
+        // multiply a (row, token) where a scalar multiply and a splat took two.
+        v128_t row_scale[2];
         WI_UNROLLED
         for (int r = 0; r < rows; r++) {
             const void * row_block = weights + r * row_bytes + block * block_bytes;
             wi_unpack(type, row_block, x[r]);
-            row_scale[r] = wi_block_scale(row_block);
+            row_scale[r] = wasm_f32x4_splat(wi_block_scale(row_block));
         }
         WI_UNROLLED
         for (int t = 0; t < tokens; t++) {
             const void * y = widened + (t * blocks + block) * token_block_bytes;
-            const float token_scale = scales[t * blocks + block];
+            const v128_t token_scale = wasm_v128_load32_splat(scales + t * blocks + block);
             WI_UNROLLED
             for (int r = 0; r < rows; r++) {
                 const v128_t dot = wi_block_dot(type, x[r], y);
                 sums[r][t] = wasm_f32x4_add(
-                    sums[r][t],
-                    wasm_f32x4_mul(wasm_f32x4_convert_i32x4(dot), wasm_f32x4_splat(row_scale[r] * token_scale)));
+                    sums[r][t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(dot), wasm_f32x4_mul(row_scale[r], token_scale)));
             }
         }
     }
@@ -290,15 +301,17 @@ static inline int wi_offset_shift(const enum ggml_type type) {
     return type == GGML_TYPE_Q4_0 ? 3 : 4;
 }
 
-// A token block for relaxed Q4_0 and Q5_0 products: its bytes in its own order, as `wi_unpack`
-// gives the weights, and the offsets, summed into ggml's lanes as `wi_block_dot` sums.
+// A token block for relaxed Q4_0 and Q5_0 products: its bytes paired as `wi_unpack` pairs the
+// weights, and the offsets, summed into ggml's lanes as `wi_block_dot` sums.
 static inline void wi_narrow(const enum ggml_type type, const block_q8_0 * GGML_RESTRICT y,
                              wi_narrow_block * GGML_RESTRICT out) {
-    const v128_t low = wasm_v128_load(y->qs), high = wasm_v128_load(y->qs + 16);
-    wasm_v128_store(out->values, low);
-    wasm_v128_store(out->values + 16, high);
-    const v128_t pairs = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(low), wasm_i16x8_extadd_pairwise_i8x16(high));
-    wasm_v128_store(out->offsets, wasm_i32x4_shl(wi_fold(pairs), wi_offset_shift(type)));
+    v128_t paired[2];
+    wi_paired(wasm_v128_load(y->qs), wasm_v128_load(y->qs + 16), paired);
+    wasm_v128_store(out->values, paired[0]);
+    wasm_v128_store(out->values + 16, paired[1]);
+    const v128_t pairs =
+        wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(paired[0]), wasm_i16x8_extadd_pairwise_i8x16(paired[1]));
+    wasm_v128_store(out->offsets, wasm_i32x4_shl(wi_lanes(pairs), wi_offset_shift(type)));
 }
 
 // A token block widened: for Q4_0 and Q5_0 its values in `wi_unpack`'s order and the offsets,
