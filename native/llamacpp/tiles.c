@@ -1,5 +1,6 @@
-// Q4_0, Q5_0 and Q8_0 weights × Q8_0 tokens, and F16 weights × F16 tokens, in tiles of two rows
-// by up to six tokens (one row by one token for generation), for ggml's WebAssembly CPU backend:
+// Q4_0, Q5_0 and Q8_0 weights × Q8_0 tokens in tiles of two rows by up to six tokens, and F16
+// weights × F16 tokens in tiles of three by three (one row by one token for generation, both),
+// for ggml's WebAssembly CPU backend:
 // the project's own matrix kernel, for prompts and for generation. scripts/build-llamacpp.mjs
 // appends this file to ggml's `arch/wasm/quants.c` and has ggml's matrix product pass its chunk
 // plan to `wi_mul_mat_plan` and hand each chunk of a Q4_0, Q5_0, Q8_0 or F16 product to
@@ -46,10 +47,13 @@
 // The most tokens a tile holds. Measured in V8 on x86-64: two rows by six tokens beat two by
 // four, two by eight and four rows by two or four (more sums than V8 keeps in registers).
 #define WI_TILE_TOKENS 6
-// The rows a tile of `tokens` tokens takes: two, but one for a single token. Measured in V8 on
-// x86-64, a Q8_0 product by one token took about twice as long two rows at a time as one, and
-// longer than ggml's own row-by-row kernel, which one row at a time beats.
-#define WI_TILE_ROWS(tokens) ((tokens) == 1 ? 1 : 2)
+// The rows a tile of `tokens` tokens takes: two, but one for a single token and for Q8_0. Measured
+// in V8 on x86-64, a Q8_0 product by one token took about twice as long two rows at a time as
+// one, and longer than ggml's own row-by-row kernel, which one row at a time beats. A Q8_0 row's
+// block is four vectors of 16-bit lanes, so two rows and six tokens' sums spill to the stack
+// every block; one row by six tokens measured faster on prompts too. Q4_0 and Q5_0 measured
+// alike either way.
+#define WI_TILE_ROWS(type, tokens) ((tokens) == 1 || (type) == GGML_TYPE_Q8_0 ? 1 : 2)
 
 // ggml's four-lane sums of a block: lane i sums weights 8s + 2i and 8s + 2i + 1 for s = 0 to 3.
 // A token block widened: its 32 values as four vectors of 16-bit lanes in the order `wi_unpack`
@@ -387,7 +391,7 @@ static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {WI_TILE_TABLE
 // widens both operands to floats four at a time through a lookup table, scalar: two table loads
 // a product, for every row and every token again. Here, by SIMD integer arithmetic, a tile's
 // tokens are widened once for all the chunk's rows, and a prompt's weight rows once per chunk
-// (which holds all the prompt's tokens), else once per tile of up to six tokens.
+// (which holds all the prompt's tokens), else once per tile of up to three tokens.
 //
 // Invariant: each (row, token) sum is `ggml_vec_dot_f16`'s bit for bit. ggml keeps four vectors
 // of sums, vector j taking elements 16i + 4j to 16i + 4j + 3, each product added as ggml adds it
@@ -435,6 +439,15 @@ static inline __attribute__((always_inline)) v128_t wi_weights_at(const int wide
     return widened ? wasm_v128_load((const float *) row + i) : wi_load_halves((const ggml_fp16_t *) row + i);
 }
 
+// The most rows and tokens an F16 tile holds: nine sums, and three rows and three tokens loaded,
+// fit the fifteen vector registers V8 allocates on x86-64 in whatever order the compiler
+// schedules the loads. Two rows by six tokens (the Q tiles' shape) spilled five sums to the stack
+// every step once the compiler hoisted the six token loads ahead of the multiply-adds; three by
+// three measured faster on a prompt's F16 products in V8. Cutting the four passes over a row
+// into stretches that stay in cache, for long rows, gained nothing measurable.
+#define WI_F16_TILE_ROWS 3
+#define WI_F16_TILE_TOKENS 3
+
 // One F16 tile: `rows` weight rows (`row_bytes` apart; floats where `widened`, else ggml's
 // halves) by `tokens` tokens of `n` elements, the tokens as floats in `floats` (token t from
 // t * n) and as ggml's halves in `halves` (for the scalar tail), into s[token * bs + row].
@@ -445,13 +458,13 @@ static inline __attribute__((always_inline)) void wi_tile_f16(const int widened,
                                                               const ggml_fp16_t * const * GGML_RESTRICT halves,
                                                               float * GGML_RESTRICT s, const size_t bs) {
     const int whole = n & ~15;
-    v128_t vectors[4][2][WI_TILE_TOKENS];
+    v128_t vectors[4][WI_F16_TILE_ROWS][WI_F16_TILE_TOKENS];
     for (int j = 0; j < 4; j++) {
-        v128_t sums[2][WI_TILE_TOKENS];
+        v128_t sums[WI_F16_TILE_ROWS][WI_F16_TILE_TOKENS];
         for (int r = 0; r < rows; r++)
             for (int t = 0; t < tokens; t++) sums[r][t] = wasm_f32x4_splat(0.0f);
         for (int i = 4 * j; i < whole; i += 16) {
-            v128_t x[2];
+            v128_t x[WI_F16_TILE_ROWS];
             for (int r = 0; r < rows; r++) x[r] = wi_weights_at(widened, weights + r * row_bytes, i);
             for (int t = 0; t < tokens; t++) {
                 const v128_t y = wasm_v128_load(floats + t * n + i);
@@ -486,20 +499,19 @@ static inline __attribute__((always_inline)) void wi_tile_f16(const int widened,
     }
 #define WI_F16_SHAPES(WIDENED)                                                                              \
     WI_F16_SHAPE(WIDENED, 1, 1) WI_F16_SHAPE(WIDENED, 1, 2) WI_F16_SHAPE(WIDENED, 1, 3)                     \
-    WI_F16_SHAPE(WIDENED, 1, 4) WI_F16_SHAPE(WIDENED, 1, 5) WI_F16_SHAPE(WIDENED, 1, 6)                     \
     WI_F16_SHAPE(WIDENED, 2, 1) WI_F16_SHAPE(WIDENED, 2, 2) WI_F16_SHAPE(WIDENED, 2, 3)                     \
-    WI_F16_SHAPE(WIDENED, 2, 4) WI_F16_SHAPE(WIDENED, 2, 5) WI_F16_SHAPE(WIDENED, 2, 6)
+    WI_F16_SHAPE(WIDENED, 3, 1) WI_F16_SHAPE(WIDENED, 3, 2) WI_F16_SHAPE(WIDENED, 3, 3)
 WI_F16_SHAPES(0)
 WI_F16_SHAPES(1)
 
 typedef void (*wi_f16_shape)(int, const char *, size_t, const float *, const ggml_fp16_t * const *, float *, size_t);
 
 #define WI_F16_TABLE(WIDENED)                                                                               \
-    {{wi_tile_F16_##WIDENED##_1_1, wi_tile_F16_##WIDENED##_1_2, wi_tile_F16_##WIDENED##_1_3,               \
-      wi_tile_F16_##WIDENED##_1_4, wi_tile_F16_##WIDENED##_1_5, wi_tile_F16_##WIDENED##_1_6},              \
-     {wi_tile_F16_##WIDENED##_2_1, wi_tile_F16_##WIDENED##_2_2, wi_tile_F16_##WIDENED##_2_3,               \
-      wi_tile_F16_##WIDENED##_2_4, wi_tile_F16_##WIDENED##_2_5, wi_tile_F16_##WIDENED##_2_6}}
-static const wi_f16_shape wi_f16_shapes[2][2][WI_TILE_TOKENS] = {WI_F16_TABLE(0), WI_F16_TABLE(1)};
+    {{wi_tile_F16_##WIDENED##_1_1, wi_tile_F16_##WIDENED##_1_2, wi_tile_F16_##WIDENED##_1_3},              \
+     {wi_tile_F16_##WIDENED##_2_1, wi_tile_F16_##WIDENED##_2_2, wi_tile_F16_##WIDENED##_2_3},              \
+     {wi_tile_F16_##WIDENED##_3_1, wi_tile_F16_##WIDENED##_3_2, wi_tile_F16_##WIDENED##_3_3}}
+static const wi_f16_shape wi_f16_shapes[2][WI_F16_TILE_ROWS][WI_F16_TILE_TOKENS] = {WI_F16_TABLE(0),
+                                                                                     WI_F16_TABLE(1)};
 
 // Grows a thread's scratch to `count` floats at least, keeping it for the next chunk; 0 if the
 // memory is not there.
@@ -526,39 +538,39 @@ static void wi_widen_halves(const ggml_fp16_t * halves, float * floats, const in
 // A chunk of an F16 product: `halves_tokens` holds the tokens as ggml converted them to F16.
 // Where the chunk has more than one tile of tokens (a prompt's: every chunk takes all of them,
 // see `wi_mul_mat_plan`), its weight rows are widened to floats once, before the first tile,
-// so each tile loads floats where it would widen every row's halves again for every six tokens.
+// so each tile loads floats where it would widen every row's halves again for every three tokens.
 static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml_tensor * result,
                           const void * halves_tokens, int64_t row_start, int64_t row_end, int64_t token_start,
                           int64_t token_end) {
     const int n = (int) weights_tensor->ne[0];
     const size_t token_bytes = ggml_row_size(GGML_TYPE_F16, n);
     const size_t bs = result->nb[1] / sizeof(float);
-    const int widened = token_end - token_start > WI_TILE_TOKENS && row_end - row_start <= WI_F16_WIDENED_ROWS;
+    const int widened = token_end - token_start > WI_F16_TILE_TOKENS && row_end - row_start <= WI_F16_WIDENED_ROWS;
     // Each thread's scratch, sized for the widest chunk seen and kept: a tile's tokens as floats,
     // then (`widened`) the chunk's weight rows as floats.
     static _Thread_local float * scratch = NULL;
     static _Thread_local size_t capacity = 0;
     const size_t rows_floats = widened ? (size_t) (row_end - row_start) * n : 0;
-    if (!wi_grow(&scratch, &capacity, (size_t) WI_TILE_TOKENS * n + rows_floats)) return 0;
+    if (!wi_grow(&scratch, &capacity, (size_t) WI_F16_TILE_TOKENS * n + rows_floats)) return 0;
     float * floats = scratch;
     const char * weights = (const char *) weights_tensor->data + row_start * weights_tensor->nb[1];
     size_t row_bytes = weights_tensor->nb[1];
     if (widened) {
-        float * rows = scratch + (size_t) WI_TILE_TOKENS * n;
+        float * rows = scratch + (size_t) WI_F16_TILE_TOKENS * n;
         for (int64_t row = 0; row < row_end - row_start; row++)
             wi_widen_halves((const ggml_fp16_t *) (weights + row * row_bytes), rows + row * n, n);
         weights = (const char *) rows;
         row_bytes = (size_t) n * sizeof(float);
     }
     wi_kernel_runs++;
-    for (int64_t token = token_start; token < token_end; token += WI_TILE_TOKENS) {
-        const int tokens = (int) MIN(WI_TILE_TOKENS, token_end - token);
-        const ggml_fp16_t * halves[WI_TILE_TOKENS];
+    for (int64_t token = token_start; token < token_end; token += WI_F16_TILE_TOKENS) {
+        const int tokens = (int) MIN(WI_F16_TILE_TOKENS, token_end - token);
+        const ggml_fp16_t * halves[WI_F16_TILE_TOKENS];
         for (int t = 0; t < tokens; t++) {
             halves[t] = (const ggml_fp16_t *) ((const char *) halves_tokens + (token + t) * token_bytes);
             wi_widen_halves(halves[t], floats + t * n, n);
         }
-        const int tile_rows = WI_TILE_ROWS(tokens);
+        const int tile_rows = tokens == 1 ? 1 : WI_F16_TILE_ROWS;
         for (int64_t row = 0; row < row_end - row_start; row += tile_rows) {
             const int rows = (int) MIN(tile_rows, row_end - row_start - row);
             wi_f16_shapes[widened][rows - 1][tokens - 1](n, weights + row * row_bytes, row_bytes, floats, halves,
@@ -581,8 +593,8 @@ static int wi_takes(const struct ggml_tensor * weights_tensor, const struct ggml
 
 // ggml's matrix product calls this once it has planned a product's chunks (`chunks0` of the
 // weights' `rows` by `chunks1` of the `tokens`, for `threads` threads), to change the plan for a
-// prompt's products that the tiles take: every chunk takes all the tokens, so tiles stay six
-// tokens wide (ggml cuts 29 tokens into 15 and 14, tiles of 6, 6 and 3 or 2), and a chunk's
+// prompt's products that the tiles take: every chunk takes all the tokens, so tiles stay full
+// width (ggml cuts 29 tokens into 15 and 14, tiles of 6, 6 and 3 or 2), and a chunk's
 // tokens are widened once for 32 rows where each thread still gets four chunks, else for 16.
 // Generation (one token) keeps ggml's plan.
 void wi_mul_mat_plan(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
@@ -636,8 +648,7 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
         for (int t = 0; t < tokens; t++)
             quantized[t] = (const block_q8_0 *) ((const char *) quantized_tokens + (token + t) * token_bytes);
         wi_widen(type, tokens, blocks, quantized, widened, scales);
-        // One token (generation) takes a row at a time (see WI_TILE_ROWS).
-        const int tile_rows = WI_TILE_ROWS(tokens);
+        const int tile_rows = WI_TILE_ROWS(type, tokens);
         for (int64_t row = row_start; row < row_end; row += tile_rows) {
             const int rows = (int) MIN(tile_rows, row_end - row);
             shapes[rows - 1][tokens - 1](blocks, (const char *) weights_tensor->data + row * row_bytes, row_bytes,
