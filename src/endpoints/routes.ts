@@ -64,7 +64,7 @@ function endpointRoutes(dependencies: EndpointDependencies, retrieval: Retrieval
 export function inferenceApp(baseUrl: string, dependencies: EndpointDependencies): InferenceApp {
   const indexer = new Indexer(dependencies);
   const retrieval = { dependencies, indexer, indexes: new SearchIndexes(dependencies.vectorStores) };
-  return new InferenceApp(baseUrl, dependencies, endpointRoutes(dependencies, retrieval), () => indexer.wake());
+  return new InferenceApp(baseUrl, dependencies, endpointRoutes(dependencies, retrieval), () => indexer.resume());
 }
 
 /**

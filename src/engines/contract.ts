@@ -125,6 +125,11 @@ export interface EmbeddingRequest {
   inputs: EmbeddingInput[];
   /** The engine chosen for this request when it was routed, as for a generation. */
   engine?: LocalEngine;
+  /**
+   * Embed only with the model already loaded, else refuse at once (`notLoaded`): for work that
+   * starts before its admission is decided, which must never load or switch a model.
+   */
+  onlyIfLoaded?: boolean;
 }
 
 /** One vector per input, in order (not yet normalised), and the tokens the model embedded. */

@@ -39,6 +39,11 @@ export const hostAnnouncement = `${prefix}host`;
 const hostQuestion = `${prefix}who-hosts`;
 const hostWaitMs = 2_000;
 /**
+ * The call ports a page keeps open, one per announcement: a worker's calls come on the port it
+ * was given, which a direct port carries without the browser's client messaging; old ones close.
+ */
+const keptCallPorts = 4;
+/**
  * How often a worker waiting on a host page checks that the page is still open. A port whose
  * page was closed goes quiet and says nothing, so without the check a generation would wait
  * forever and hold the engine, and every later request would queue behind it.
@@ -85,8 +90,8 @@ interface SerializedDevice {
  */
 export class PageHosts {
   readonly #clients: Clients;
-  /** Client id → the engines it hosts, the latest announcement last. */
-  readonly #hosts = new Map<string, ReadonlySet<string>>();
+  /** Client id → the engines it hosts and the port it takes calls on, the latest announcement last. */
+  readonly #hosts = new Map<string, { engines: ReadonlySet<string>; calls: MessagePort | undefined }>();
   #asked: Promise<void> | undefined;
   #announced: (() => void) | undefined;
 
@@ -94,17 +99,20 @@ export class PageHosts {
     this.#clients = clients;
   }
 
-  add(clientId: string, engines: readonly string[]): void {
+  /** `calls` is the port the page takes calls on; without one (a page of an older release), calls go to the client. */
+  add(clientId: string, engines: readonly string[], calls?: MessagePort): void {
+    this.#hosts.get(clientId)?.calls?.close();
     this.#hosts.delete(clientId);
-    this.#hosts.set(clientId, new Set(engines));
+    this.#hosts.set(clientId, { engines: new Set(engines), calls });
     this.#announced?.();
   }
 
-  async #known(engine: string): Promise<Client | undefined> {
-    for (const [id, engines] of [...this.#hosts].reverse()) {
-      if (!engines.has(engine)) continue;
+  async #known(engine: string): Promise<Host | undefined> {
+    for (const [id, host] of [...this.#hosts].reverse()) {
+      if (!host.engines.has(engine)) continue;
       const client = await this.#clients.get(id);
-      if (client) return client;
+      if (client) return { id, calls: host.calls ?? client };
+      this.#hosts.get(id)?.calls?.close();
       this.#hosts.delete(id);
     }
     return undefined;
@@ -124,33 +132,51 @@ export class PageHosts {
   }
 
   /**
-   * Calls `onClosed` once if `host` closes before the returned function is called (which stops
-   * the watch), and forgets the page as a host.
+   * Calls `onClosed` once if the host page `id` is closed now or closes before the returned
+   * function is called (which stops the watch), and forgets the page as a host.
    */
-  watch(host: Client, onClosed: () => void): () => void {
+  watch(id: string, onClosed: () => void): () => void {
     let watching = true;
-    const timer = setInterval(() => {
-      void this.#clients.get(host.id).then((client) => {
+    const check = () =>
+      void this.#clients.get(id).then((client) => {
         if (client || !watching) return;
         stop();
-        this.#hosts.delete(host.id);
+        this.#hosts.get(id)?.calls?.close();
+        this.#hosts.delete(id);
         onClosed();
       });
-    }, hostCheckMs);
+    const timer = setInterval(check, hostCheckMs);
     const stop = () => {
       watching = false;
       clearInterval(timer);
     };
+    check();
     return stop;
   }
 
+  /**
+   * The latest page announced as hosting `engine` on a call port, not looked up: a call to it is
+   * watched from the start (`watch`), which finds a page closed since at once.
+   */
+  remembered(engine: string): Host | undefined {
+    for (const [id, host] of [...this.#hosts].reverse())
+      if (host.engines.has(engine) && host.calls) return { id, calls: host.calls };
+    return undefined;
+  }
+
   /** The latest open page that hosts `engine`, if any. */
-  async find(engine: string): Promise<Client | undefined> {
+  async find(engine: string): Promise<Host | undefined> {
     const known = await this.#known(engine);
     if (known) return known;
     await this.#ask();
     return this.#known(engine);
   }
+}
+
+/** A page that hosts engines (its client id), and where its calls are posted. */
+interface Host {
+  id: string;
+  calls: { postMessage(message: unknown, transfer: Transferable[]): void };
 }
 
 /** Worker side: an Engine whose work is done by a host page. */
@@ -172,30 +198,37 @@ export class PageHostedEngine implements Engine {
     return (await this.#hosts.find(this.#engine)) !== undefined;
   }
 
-  async #host(): Promise<Client> {
+  async #host(): Promise<Host> {
     const host = await this.#hosts.find(this.#engine);
     if (host) return host;
     throw new EngineError("device", noHostMessage(this.#engine));
   }
 
-  /** A call answered on its port; `signal`'s abort is posted there too, for a call that heeds it (`embed`). */
-  async #call(call: Call, signal?: AbortSignal): Promise<unknown> {
-    const host = await this.#host();
+  /**
+   * A call answered on its port; `signal`'s abort is posted there too, for a call that heeds it
+   * (`embed`). It goes to the page last remembered to host the engine, without a lookup; if that
+   * page has closed since, to another, once.
+   */
+  async #call(call: Call, signal?: AbortSignal, remembered = true): Promise<unknown> {
+    const known = remembered ? this.#hosts.remembered(this.#engine) : undefined;
+    const host = known ?? (await this.#host());
     const channel = new MessageChannel();
     const abort = () => channel.port1.postMessage({ abort: true } satisfies AbortMessage);
     signal?.addEventListener("abort", abort, { once: true });
     let stopWatching = () => {};
-    const reply = new Promise<Reply>((resolve) => {
+    const reply = new Promise<Reply | "closed">((resolve) => {
       channel.port1.onmessage = (event: MessageEvent<Reply>) => resolve(event.data);
-      stopWatching = this.#hosts.watch(host, () =>
-        resolve({ ok: false, error: toWireError(hostClosedError(this.#engine)) }),
-      );
+      stopWatching = this.#hosts.watch(host.id, () => resolve("closed"));
     });
-    host.postMessage(call, [channel.port2]);
+    host.calls.postMessage(call, [channel.port2]);
     const answer = await reply;
     stopWatching();
     signal?.removeEventListener("abort", abort);
     channel.port1.close();
+    if (answer === "closed") {
+      if (known) return this.#call(call, signal, false);
+      throw hostClosedError(this.#engine);
+    }
     if (!answer.ok) throw fromWireError(answer.error);
     return answer.value;
   }
@@ -245,8 +278,8 @@ export class PageHostedEngine implements Engine {
       failures.port1.postMessage({ abort: true } satisfies AbortMessage);
     };
     signal.addEventListener("abort", abort, { once: true });
-    const stopWatching = this.#hosts.watch(host, () => inbox.fail(hostClosedError(this.#engine)));
-    host.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [
+    const stopWatching = this.#hosts.watch(host.id, () => inbox.fail(hostClosedError(this.#engine)));
+    host.calls.postMessage({ type: `${prefix}generate`, engine: this.#engine, request } satisfies Call, [
       parts.port2,
       failures.port2,
     ]);
@@ -299,11 +332,18 @@ export function hostEngine(
   engines: Readonly<Record<string, Engine>>,
   container: ServiceWorkerContainer = navigator.serviceWorker,
 ): () => void {
-  const announce = () =>
-    container.controller?.postMessage({
-      type: hostAnnouncement,
-      engines: Object.keys(engines),
-    } satisfies HostAnnouncement);
+  // The ports calls come on, the newest last: a worker being replaced may still call on its own.
+  const callPorts: MessagePort[] = [];
+  const announce = () => {
+    const controller = container.controller;
+    if (!controller) return;
+    const calls = new MessageChannel();
+    calls.port1.onmessage = onMessage;
+    callPorts.push(calls.port1);
+    if (callPorts.length > keptCallPorts) callPorts.shift()!.close();
+    const announcement: HostAnnouncement = { type: hostAnnouncement, engines: Object.keys(engines) };
+    controller.postMessage(announcement, [calls.port2]);
+  };
   const onMessage = (event: MessageEvent<Call>) => {
     const port = event.ports[0];
     const call = event.data;
@@ -337,6 +377,7 @@ export function hostEngine(
   return () => {
     container.removeEventListener("message", onMessage);
     container.removeEventListener("controllerchange", announce);
+    for (const port of callPorts.splice(0)) port.close();
   };
 }
 

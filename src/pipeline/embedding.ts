@@ -9,7 +9,7 @@ import type { ModelEntry, Upstream } from "../catalogue/entry.js";
 import { rawPromptPrefixTokens } from "../catalogue/families.js";
 import type { Tokenizer } from "../prompt/tokenizer.js";
 import type { Engine, EmbeddingInput, EmbeddingRequest, Embeddings } from "../engines/contract.js";
-import { nothingUsed, type Admitted, type Meter } from "./metering.js";
+import { admit, nothingUsed, type Admitted, type Meter } from "./metering.js";
 import { chosenEngine, type Placement } from "./placement.js";
 import type { ServeRequest } from "./request.js";
 import type { Scheduler } from "./scheduler.js";
@@ -56,14 +56,77 @@ export function embeddingAdmission(placement: Placement, call: EmbeddingCall): A
   };
 }
 
-/** Embeds an admitted call where it was placed, on this device or by the model's upstreams; the meter is settled either way. */
+/**
+ * The most tokens (`EmbeddingCall.mostTokens`) a call may be to start before its admission is
+ * decided: a search box's query, not a batch, so what a refused call ran is small.
+ */
+const earlyTokens = 256;
+
+/** An embedding started while its admission is decided (`embedEarly`). */
+export interface EarlyEmbedding {
+  /** The engine's vectors; undefined when the engine did not hold the model, so nothing ran. */
+  result: Promise<Embeddings | undefined>;
+  /** The admission refused the call: it leaves the engine's queue if it has not started. */
+  refused(): void;
+}
+
+/**
+ * Starts a short call on this device while its admission's transaction runs, so that a query
+ * waits for the engine alone. Only on a model the engine already holds (`onlyIfLoaded`): a call
+ * that may be refused never loads or switches a model. One the admission refuses is dropped from
+ * the engine's queue, or, once running, finishes unread: stopping a running decode can cost the
+ * engine its Worker and model. What a refused call runs is bounded by `earlyTokens` and by its
+ * key's requests per minute, counted before it got here.
+ */
+function embedEarly(
+  services: { engine: Engine; scheduler: Scheduler },
+  request: ServeRequest,
+  placement: Placement,
+  call: EmbeddingCall,
+): EarlyEmbedding | undefined {
+  if (placement.decision.target !== "local" || call.mostTokens > earlyTokens || !services.engine.embed)
+    return undefined;
+  const refusal = new AbortController();
+  const engine = chosenEngine(placement);
+  const embedding = { model: call.model, inputs: call.inputs, onlyIfLoaded: true, ...(engine ? { engine } : {}) };
+  const turn = AbortSignal.any([request.signal, refusal.signal]);
+  const result = embedInTurn(services, embedding, request.signal, "request", turn).catch((error: unknown) => {
+    if (error instanceof EngineError && error.kind === "not_loaded") return undefined;
+    throw error;
+  });
+  // Unread when the admission refuses the call.
+  result.catch(() => undefined);
+  return { result, refused: () => refusal.abort(new Error("the admission refused the request")) };
+}
+
+/** Admits `call` (429 or 403 when refused), a short one embedding on this device meanwhile (`embedEarly`). */
+export async function admitEmbedding(
+  services: Services,
+  request: ServeRequest,
+  placement: Placement,
+  call: EmbeddingCall,
+): Promise<{ meter: Meter; early?: EarlyEmbedding }> {
+  const early = embedEarly(services, request, placement, call);
+  try {
+    const meter = await admit(services, request, call.model, embeddingAdmission(placement, call));
+    return { meter, ...(early ? { early } : {}) };
+  } catch (error) {
+    early?.refused();
+    throw error;
+  }
+}
+
+/**
+ * Embeds an admitted call where it was placed, on this device or by the model's upstreams; the
+ * meter is settled either way. `early` is the call already started on this device (`embedEarly`).
+ */
 export async function embedAdmitted(
   services: Services,
   request: ServeRequest,
   placement: Placement,
   call: EmbeddingCall,
   meter: Meter,
-  priority: "request" | "background" = "request",
+  options: { priority?: "request" | "background"; early?: EarlyEmbedding | undefined } = {},
 ): Promise<{ vectors: readonly Float32Array[]; promptTokens: number; upstream?: Upstream }> {
   const { model } = call;
   if (placement.decision.target === "remote") {
@@ -79,7 +142,7 @@ export async function embedAdmitted(
   }
   const engine = chosenEngine(placement);
   const embedding = { model, inputs: call.inputs, ...(engine ? { engine } : {}) };
-  return runEmbedding(services, meter, embedding, request.signal, priority).catch((error: unknown) => {
+  return runEmbedding(services, meter, embedding, request.signal, options).catch((error: unknown) => {
     // An input past what the engine embeds at once, counted in its own vocabulary: the client's input to shorten.
     if (error instanceof EngineError && error.kind === "context_length")
       throw new BadRequestError(error.message, { code: "context_length_exceeded", param: "input" });
@@ -98,45 +161,54 @@ export function textEmbeddingCall(model: ModelEntry, tokenizer: Tokenizer, texts
 
 /** A vector's first `size` values, scaled to length 1 (a zero vector stays zero). */
 export function normalised(vector: Float32Array, size: number = vector.length): Float32Array {
-  const cut = vector.subarray(0, size);
   let squares = 0;
-  for (const value of cut) squares += value * value;
+  for (let index = 0; index < size; index++) squares += vector[index]! * vector[index]!;
   const scale = squares > 0 ? 1 / Math.sqrt(squares) : 0;
-  return Float32Array.from(cut, (value) => value * scale);
+  const unit = new Float32Array(size);
+  for (let index = 0; index < size; index++) unit[index] = vector[index]! * scale;
+  return unit;
 }
 
-/** What the engine embedded, with the tokens billed: the engine's own count of each input. */
+/** What the engine embedded (or had embedded early), with the tokens billed: the engine's own count of each input. */
 async function runEmbedding(
   services: { engine: Engine; scheduler: Scheduler },
   meter: Meter,
   request: EmbeddingRequest,
   signal: AbortSignal,
-  priority: "request" | "background" = "request",
+  options: { priority?: "request" | "background"; early?: EarlyEmbedding },
 ): Promise<Embeddings> {
-  const { engine, scheduler } = services;
-  const inputs = request.inputs.length;
-  if (!engine.embed) {
-    await meter.settle("failed", nothingUsed);
-    throw cannotEmbed(engine.name, request.model.id);
-  }
-  let release: () => void;
+  let embedded: Embeddings;
   try {
-    release = await scheduler.acquire(signal, priority);
-  } catch (error) {
-    await meter.settle(signal.aborted ? "aborted" : "failed", nothingUsed);
-    throw error;
-  }
-  try {
-    const embedded = await engine.embed(request, signal);
-    if (embedded.vectors.length !== inputs)
-      throw new Error(`the ${engine.name} engine gave ${embedded.vectors.length} vectors for ${inputs} inputs`);
-    meter.firstToken();
-    settleBehind(meter, embedded.promptTokens);
-    return embedded;
+    embedded =
+      (await options.early?.result) ?? (await embedInTurn(services, request, signal, options.priority ?? "request"));
   } catch (error) {
     // Nothing was delivered: an embedding is all or nothing, so a failed or abandoned one costs nothing.
     await meter.settle(signal.aborted ? "aborted" : "failed", nothingUsed);
     throw error;
+  }
+  meter.firstToken();
+  settleBehind(meter, embedded.promptTokens);
+  return embedded;
+}
+
+/** The engine's vectors, once it is this call's turn on the engine; `turn` abandons the wait (default `signal`). */
+async function embedInTurn(
+  services: { engine: Engine; scheduler: Scheduler },
+  request: EmbeddingRequest,
+  signal: AbortSignal,
+  priority: "request" | "background",
+  turn: AbortSignal = signal,
+): Promise<Embeddings> {
+  const { engine, scheduler } = services;
+  if (!engine.embed) throw cannotEmbed(engine.name, request.model.id);
+  const release = await scheduler.acquire(turn, priority);
+  try {
+    const embedded = await engine.embed(request, signal);
+    if (embedded.vectors.length !== request.inputs.length)
+      throw new Error(
+        `the ${engine.name} engine gave ${embedded.vectors.length} vectors for ${request.inputs.length} inputs`,
+      );
+    return embedded;
   } finally {
     release();
   }

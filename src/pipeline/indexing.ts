@@ -55,6 +55,8 @@ export class Indexer {
   readonly #services: Services;
   #running: Promise<void> | undefined;
   #again = false;
+  /** A pass found nothing pending, and no file was added here since (`wake`). */
+  #idle = false;
   /** Files waiting out a limit, and until when. */
   readonly #waiting = new Map<string, number>();
 
@@ -62,8 +64,19 @@ export class Indexer {
     this.#services = services;
   }
 
+  /**
+   * What every request calls once answered: joins the indexing under way, or looks for pending
+   * files once per worker (a restart's leftovers) and not again until a file is added here
+   * (`wake`), so a request after the first costs no read of the database.
+   */
+  resume(): Promise<void> {
+    if (this.#running || !this.#idle) return this.wake();
+    return Promise.resolve();
+  }
+
   /** Indexes whatever is pending, unless that is under way already; settles once nothing is left that can be done. */
   wake(): Promise<void> {
+    this.#idle = false;
     if (this.#running) {
       this.#again = true;
       return this.#running;
@@ -77,7 +90,10 @@ export class Indexer {
     for (;;) {
       this.#again = false;
       const pending = await this.#services.vectorStores.pendingFiles();
-      if (pending.length === 0 && !this.#again) return;
+      if (pending.length === 0 && !this.#again) {
+        this.#idle = true;
+        return;
+      }
       const now = this.#services.clock();
       const ready = pending.filter((file) => (this.#waiting.get(fileKey(file)) ?? 0) <= now);
       // Each file takes one step a turn, so every account's files move on together.
@@ -154,7 +170,7 @@ export class Indexer {
     };
     const placement = await placementOf(services.engine, model);
     const meter = await admit(services, request, model, embeddingAdmission(placement, call));
-    const embedded = await embedAdmitted(services, request, placement, call, meter, "background");
+    const embedded = await embedAdmitted(services, request, placement, call, meter, { priority: "background" });
     await services.vectorStores.embeddedChunks(
       file,
       file.embedded,

@@ -14,8 +14,8 @@ import type { SearchFilter } from "../core/wire/vector-stores.js";
 import { matchesFilter } from "../retrieval/filters.js";
 import { SearchIndex } from "../retrieval/search-index.js";
 import { countTextTokens } from "./budget.js";
-import { embedAdmitted, embeddingAdmission, normalised, textEmbeddingCall } from "./embedding.js";
-import { admit, nothingUsed } from "./metering.js";
+import { admitEmbedding, embedAdmitted, normalised, textEmbeddingCall } from "./embedding.js";
+import { nothingUsed } from "./metering.js";
 import { placementOf, type Placement } from "./placement.js";
 import type { ServeRequest } from "./request.js";
 import type { Services } from "./services.js";
@@ -172,10 +172,10 @@ export async function searchStore(
   search.texts.forEach((text) => countTextTokens(tokenizer, text, model, "query"));
   const call = textEmbeddingCall(model, tokenizer, search.texts);
   const placement = await placementOf(services.engine, model);
-  const meter = await admit(services, request, model, embeddingAdmission(placement, call));
+  const { meter, early } = await admitEmbedding(services, request, placement, call);
   let embedded;
   try {
-    embedded = await embedAdmitted(services, request, placement, call, meter);
+    embedded = await embedAdmitted(services, request, placement, call, meter, { early });
   } catch (error) {
     await meter.settle(request.signal.aborted ? "aborted" : "failed", nothingUsed);
     throw error;

@@ -84,6 +84,28 @@ test("without an open host page, the worker says why it cannot serve", async ({ 
   expect(error?.message).toContain("No open page hosts the deterministic engine");
 });
 
+test("a call to the host page announced last, closed since, goes to another open host", async ({ context, page }) => {
+  await openHarness(page, options);
+  const last = await context.newPage();
+  await openHarness(last, options);
+  const client = await context.newPage();
+  await openHarness(client, { ...options, pageEngine: undefined });
+  const query = async () => {
+    const started = performance.now();
+    const embedded = await window.harness
+      .client()
+      .embeddings.create({ model: "snowflake-arctic-embed-s", input: "a query", encoding_format: "float" });
+    return { length: embedded.data[0]!.embedding.length, ms: performance.now() - started };
+  };
+  // The first fetches the model's tokenizer.
+  await client.evaluate(query);
+  await last.close();
+  const answer = await client.evaluate(query);
+  expect(answer.length).toBe(384);
+  // Found closed by the call's first look, or by the check each second that follows it.
+  expect(answer.ms).toBeLessThan(3_000);
+});
+
 test("a host page closed mid-generation fails that stream within seconds, and the engine serves the next request", async ({
   context,
   page,

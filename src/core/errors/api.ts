@@ -163,6 +163,8 @@ export function engineErrorToApi(error: EngineError): ApiError {
       });
     case "device":
       return new ServiceUnavailableError(error.message, { code: "model_not_runnable", permanent: true });
+    case "not_loaded":
+      return new ServiceUnavailableError(error.message, { code: "model_not_loaded", retryAfterSeconds: 1 });
     case "load_failed":
       return new ServiceUnavailableError(error.message, { code: "model_load_failed", ...retry });
     case "asset":

@@ -7,6 +7,7 @@ export type EngineErrorKind =
   | "device" // this device cannot run the model
   | "context_length" // prompt plus completion exceed the context window
   | "busy" // the engine's queue is full
+  | "not_loaded" // asked to run only on a loaded model (`EmbeddingRequest.onlyIfLoaded`), which is not
   | "load_failed" // the model's files could not be fetched or compiled
   | "storage" // the device has no room to keep the model's files
   | "asset"; // a file the library itself needs (a tokenizer) could not be fetched or read
@@ -78,5 +79,16 @@ export function cannotEmbed(engine: string, model: string): EngineError {
   return new EngineError(
     "unsupported",
     `The ${engine} engine cannot embed: serve ${model} from an upstream (routing 'remote', docs/remote-models.md), on llama.cpp from a GGUF build, or with the deterministic engine.`,
+  );
+}
+
+/** The refusal of `EmbeddingRequest.onlyIfLoaded`: the caller runs the request in its turn instead. */
+export function notLoaded(engine: string, model: string): EngineError {
+  return new EngineError(
+    "not_loaded",
+    `The ${engine} engine does not hold ${model} loaded, and was asked not to load it.`,
+    {
+      retryAfterSeconds: 1,
+    },
   );
 }

@@ -55,9 +55,15 @@ export const upstreamEmbeddingsSchema = z.object({
 
 /** Little-endian float32 bytes in base64, what the OpenAI SDKs ask for by default and decode. */
 export function base64OfFloats(vector: Float32Array): string {
-  const bytes = new Uint8Array(vector.length * 4);
-  const view = new DataView(bytes.buffer);
-  vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
+  let bytes = new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+  // The array's own bytes where the platform is little-endian (every browser's), else rewritten.
+  if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) {
+    bytes = new Uint8Array(vector.length * 4);
+    const view = new DataView(bytes.buffer);
+    vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
+  }
+  const encoded = (bytes as Uint8Array & { toBase64?: () => string }).toBase64?.();
+  if (encoded !== undefined) return encoded;
   let binary = "";
   // In pieces: String.fromCharCode takes a bounded number of arguments.
   for (let start = 0; start < bytes.length; start += 8_192)

@@ -11,8 +11,7 @@ import { itemsOfFourForms } from "../../core/wire/shared.js";
 import type { EmbeddingInput } from "../../engines/contract.js";
 import type { Tokenizer } from "../../prompt/tokenizer.js";
 import { contextExceeded, countTextTokens } from "../../pipeline/budget.js";
-import { embedAdmitted, embeddingAdmission, mostTokensOf, type EmbeddingCall } from "../../pipeline/embedding.js";
-import { admit } from "../../pipeline/metering.js";
+import { admitEmbedding, embedAdmitted, mostTokensOf, type EmbeddingCall } from "../../pipeline/embedding.js";
 import { placementOf, type Placement } from "../../pipeline/placement.js";
 import type { InferenceRoute, RequestContext } from "../../http/context.js";
 import { jsonResponse } from "../../http/json-response.js";
@@ -143,9 +142,9 @@ async function embed(
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);
-  const meter = await admit(dependencies, request, call.model, embeddingAdmission(placement, call));
+  const { meter, early } = await admitEmbedding(dependencies, request, placement, call);
   return admitted(meter, placement, async () => {
-    const embedded = await embedAdmitted(dependencies, request, placement, call, meter);
+    const embedded = await embedAdmitted(dependencies, request, placement, call, meter, { early });
     return {
       response: jsonResponse(reply(call, embedded.vectors, embedded.promptTokens)),
       ...(embedded.upstream ? { upstream: embedded.upstream } : {}),

@@ -14,7 +14,7 @@
  */
 import { chooseGgufBuild, ggufMemoryEstimateMB, type DeviceFeatures } from "../../catalogue/builds.js";
 import { ggufFiles, type GgufBuild, type ModelEntry } from "../../catalogue/entry.js";
-import { EngineError } from "../../core/errors/engine.js";
+import { EngineError, notLoaded } from "../../core/errors/engine.js";
 import { toGbnf } from "../../structured/gbnf.js";
 import { grammarFor } from "../../structured/schema-grammar.js";
 import { resolveUrl } from "../urls.js";
@@ -212,7 +212,7 @@ export class LlamaCppEngine implements Engine {
   async load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void> {
     const build = await this.#choose(model);
     const url = this.#urlOf(build);
-    if (this.#loaded?.url === url && this.#loaded.contextWindow === model.contextWindow) return;
+    if (this.#holds(model, url)) return;
     // One model at a time: the one loaded is freed before another loads.
     this.#loaded = undefined;
     const started = Date.now();
@@ -249,6 +249,11 @@ export class LlamaCppEngine implements Engine {
         { cause: error },
       );
     }
+  }
+
+  /** Whether `model` is loaded from `url`, with its window. */
+  #holds(model: ModelEntry, url: string): boolean {
+    return this.#loaded?.url === url && this.#loaded.contextWindow === model.contextWindow;
   }
 
   async dispose(): Promise<void> {
@@ -373,6 +378,8 @@ export class LlamaCppEngine implements Engine {
     try {
       await previous;
       signal.throwIfAborted();
+      if (request.onlyIfLoaded && !this.#holds(request.model, this.#urlOf(await this.#choose(request.model))))
+        throw notLoaded(this.name, request.model.id);
       await this.load(request.model);
       const worker = await this.#runtime();
       const inputs = request.inputs.map((input) =>

@@ -4,7 +4,7 @@
  */
 import { chooseBuild, memoryEstimateMB, type DeviceFeatures } from "../../catalogue/builds.js";
 import { type MlcBuild, type ModelEntry } from "../../catalogue/entry.js";
-import { EngineError, fetchAsset, networkRetrySeconds } from "../../core/errors/engine.js";
+import { EngineError, fetchAsset, networkRetrySeconds, notLoaded } from "../../core/errors/engine.js";
 import { resolveUrl } from "../urls.js";
 import { isSoftwareAdapter } from "./software-adapter.js";
 import type {
@@ -348,12 +348,17 @@ export class WebLlmEngine implements Engine {
     };
   }
 
+  /** Whether `model` is loaded as the build `modelId`, with its window. */
+  #holds(model: ModelEntry, modelId: string): boolean {
+    return this.#loaded?.modelId === modelId && this.#loaded.contextWindow === model.contextWindow;
+  }
+
   async load(model: ModelEntry, onProgress?: (progress: LoadProgress) => void): Promise<void> {
     const choice = chooseBuild(model, await this.device());
     if (!choice.ok)
       throw new EngineError("device", `${model.id} cannot run on this device: ${choice.reason}. ${withoutWebLlm}`);
     const { build } = choice;
-    if (this.#loaded?.modelId === build.modelId && this.#loaded.contextWindow === model.contextWindow) return;
+    if (this.#holds(model, build.modelId)) return;
     if (!this.#engine) {
       this.#engine = new this.#options.webllm.MLCEngine({ logLevel: "WARN" });
       keepCompletionGrammar(this.#engine);
@@ -466,6 +471,9 @@ export class WebLlmEngine implements Engine {
    */
   async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
     signal.throwIfAborted();
+    const choice = chooseBuild(request.model, await this.device());
+    if (request.onlyIfLoaded && !(choice.ok && this.#holds(request.model, choice.build.modelId)))
+      throw notLoaded(this.name, request.model.id);
     await this.load(request.model);
     const engine = this.#engine;
     if (!engine) throw new Error("engine missing after load");

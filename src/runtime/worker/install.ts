@@ -207,7 +207,7 @@ function onMessage(configuration: WorkerConfiguration<InstalledInference>, event
   event.waitUntil(
     configuration.ready().then((current) => {
       if (data?.type === hostAnnouncement && current?.hosts && sourceId)
-        current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? []);
+        current.hosts.add(sourceId, (data as HostAnnouncement).engines ?? [], port);
       if (data?.type !== manageMessage || !port) return;
       if (current) return manageModel(current, data as ManageRequest, port);
       port.postMessage({

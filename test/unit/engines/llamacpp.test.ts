@@ -172,6 +172,15 @@ describe("LlamaCppEngine", () => {
     expect((await small.status(ggufModel())).runnable.ok).toBe(false);
   });
 
+  it("refuses at once, loading nothing, an embedding asked only of a loaded model", async () => {
+    const engine = new LlamaCppEngine({ assetsUrl: "a/", ggufBaseUrl: "https://app.example/", memoryBudgetMB: 1_000 });
+    const price = { inputNanoUsdPerToken: 1, outputNanoUsdPerToken: 0 };
+    const model = ggufModel({ kind: "embedding", dimensions: 8, price });
+    const request = { model, inputs: [{ kind: "text" as const, text: "a query" }], onlyIfLoaded: true };
+    await expect(engine.embed(request, new AbortController().signal)).rejects.toMatchObject({ kind: "not_loaded" });
+    expect((await engine.status(model)).loaded).toBe(false);
+  });
+
   it("caps the memory budget at what its wasm32 build addresses, 4 GB", async () => {
     const large = new LlamaCppEngine({ assetsUrl: "a/", ggufBaseUrl: "b/", memoryBudgetMB: 65_536 });
     expect((await large.device()).memoryBudgetMB).toBe(4_096);

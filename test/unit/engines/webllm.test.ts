@@ -404,6 +404,11 @@ describe("web-llm's embeddings", () => {
       { kind: "text" as const, text: "a" },
       { kind: "text" as const, text: "b" },
     ];
+    // Asked only of a loaded model: refused at once, nothing loaded or embedded.
+    await expect(
+      engine.embed({ model, inputs, onlyIfLoaded: true }, new AbortController().signal),
+    ).rejects.toMatchObject({ kind: "not_loaded" });
+    expect([configs, asked]).toEqual([[], []]);
     const embedded = await engine.embed({ model, inputs }, new AbortController().signal);
     expect(configs.at(-1)!.model_list[0]!.model_type).toBe(1);
     expect(asked).toEqual([{ input: ["a", "b"] }]);
@@ -412,6 +417,8 @@ describe("web-llm's embeddings", () => {
       [2, 0],
     ]);
     expect(embedded.promptTokens).toBe(9);
+    await engine.embed({ model, inputs, onlyIfLoaded: true }, new AbortController().signal);
+    expect(asked).toHaveLength(2);
     await expect(engine.embed({ model, inputs }, AbortSignal.abort())).rejects.toThrow();
   });
 });

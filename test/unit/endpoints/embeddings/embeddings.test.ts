@@ -7,9 +7,9 @@ import { describe, expect, it } from "vitest";
 import { embeddingListSchema, floatsOfBase64 } from "../../../../src/core/wire/embeddings.js";
 import { errorBodySchema } from "../../../../src/core/wire/error.js";
 import { modelInfoSchema } from "../../../../src/core/wire/models.js";
-import { EngineError } from "../../../../src/core/errors/engine.js";
+import { EngineError, notLoaded } from "../../../../src/core/errors/engine.js";
 import { DeterministicEngine } from "../../../../src/engines/deterministic/engine.js";
-import { checkLedgerInvariant, makeApp, tokenizers, type TestApp } from "../../../support/unit-app.js";
+import { checkLedgerInvariant, makeApp, makePolicy, tokenizers, type TestApp } from "../../../support/unit-app.js";
 
 const gguf = {
   modelId: "embed-test-q8_0",
@@ -285,6 +285,102 @@ describe("POST /v1/embeddings on an engine with a vocabulary of its own", () => 
       ["completed", 30 * 3, false],
     ]);
     await checkLedgerInvariant(test.database);
+  });
+});
+
+describe("POST /v1/embeddings while its admission is decided", () => {
+  /** The deterministic engine, recording each call, and waiting on `gate` where one is set. */
+  class Recording extends DeterministicEngine {
+    readonly calls: { onlyIfLoaded: boolean; inputs: number }[] = [];
+    loaded = true;
+    gate: Promise<void> | undefined;
+    override async embed(request: Parameters<DeterministicEngine["embed"]>[0], signal: AbortSignal) {
+      this.calls.push({ onlyIfLoaded: request.onlyIfLoaded === true, inputs: request.inputs.length });
+      if (request.onlyIfLoaded && !this.loaded) throw notLoaded(this.name, request.model.id);
+      this.loaded = true;
+      await this.gate;
+      return super.embed(request, signal);
+    }
+  }
+
+  /** Holds every admission until the returned function is called. */
+  function holdAdmissions(test: TestApp): () => void {
+    const admit = test.accounts.admit.bind(test.accounts);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    test.accounts.admit = async (...args) => {
+      await held;
+      return admit(...args);
+    };
+    return release;
+  }
+
+  it("starts a query on the loaded model before its admission commits, and a batch only once admitted", async () => {
+    const engine = new Recording({ tokenizers, tokenDelayMs: 0 });
+    const test = await makeApp({ models, engine });
+    await embed(test, { model: "plain-embed", input: "warm the tokenizer" });
+    engine.calls.length = 0;
+    const admitAll = holdAdmissions(test);
+    const query = embed(test, { model: "plain-embed", input: "one short query" });
+    const batch = embed(test, {
+      model: "plain-embed",
+      input: Array.from({ length: 8 }, () => "a longer text ".repeat(4)),
+    });
+    await expect.poll(() => engine.calls.length, { timeout: 2_000 }).toBe(1);
+    expect(engine.calls).toEqual([{ onlyIfLoaded: true, inputs: 1 }]);
+    admitAll();
+    const [answered, batched] = await Promise.all([query, batch]);
+    expect([answered.response.status, batched.response.status]).toEqual([200, 200]);
+    expect(engine.calls).toEqual([
+      { onlyIfLoaded: true, inputs: 1 },
+      { onlyIfLoaded: false, inputs: 8 },
+    ]);
+    const charges = (await test.admin.ledger()).filter((entry) => entry.kind === "charge");
+    expect(charges.map((entry) => entry.status)).toEqual(["completed", "completed", "completed"]);
+    await checkLedgerInvariant(test.database);
+  });
+
+  it("runs a query once admitted where the engine does not hold its model, and answers nothing of one refused", async () => {
+    const engine = new Recording({ tokenizers, tokenDelayMs: 0 });
+    engine.loaded = false;
+    const test = await makeApp({ models, engine });
+    const { response } = await embed(test, { model: "plain-embed", input: "load me first" });
+    expect(response.status).toBe(200);
+    expect(engine.calls).toEqual([
+      { onlyIfLoaded: true, inputs: 1 },
+      { onlyIfLoaded: false, inputs: 1 },
+    ]);
+
+    const poor = await makeApp({ models, engine, creditUsd: 0 });
+    engine.calls.length = 0;
+    expect(await refusal(poor, { model: "plain-embed", input: "a query" })).toMatchObject({ status: 403 });
+    expect(engine.calls).toEqual([{ onlyIfLoaded: true, inputs: 1 }]);
+    expect((await poor.admin.ledger()).filter((entry) => entry.kind === "charge")).toEqual([]);
+    await checkLedgerInvariant(poor.database);
+  });
+
+  it("takes a refused query out of the engine's queue before it runs", async () => {
+    const engine = new Recording({ tokenizers, tokenDelayMs: 0 });
+    const policy = await makePolicy();
+    const test = await makeApp({ models, engine, policy });
+    const account = await test.admin.createAccount({ name: "poor", creditUsd: 0 });
+    const poorKey = (await test.admin.createKey({ accountId: account.id })).key;
+    let open!: () => void;
+    engine.gate = new Promise((resolve) => (open = resolve));
+    const running = embed(test, { model: "plain-embed", input: "holds the engine" });
+    await expect.poll(() => engine.calls.length, { timeout: 2_000 }).toBe(1);
+    const refused = await test.app.handle(
+      test.post(
+        "/v1/embeddings",
+        { model: "plain-embed", input: "a query" },
+        { headers: { authorization: `Bearer ${poorKey}` } },
+      ),
+    );
+    expect(refused.status).toBe(403);
+    open();
+    expect((await running).response.status).toBe(200);
+    await delay(20);
+    expect(engine.calls).toHaveLength(1);
   });
 });
 
