@@ -282,17 +282,24 @@ function exec(command, args, { cwd = "/", ...options } = {}) {
 /** A path of the build root's as this system sees it. */
 const here = (path) => join(trixieRoot, path);
 
-/** Configures and builds llama.cpp's static libraries; returns the kernels CMake chose. */
+/**
+ * Configures (unless `--relink` finds it configured) and builds llama.cpp's static libraries;
+ * returns the kernels CMake chose. A relink rebuilds only what changed since, by CMake's own
+ * tracking (tiles.c recompiles the one file that includes it).
+ */
 function libraries(dir, variant, flags, memory = "wasm32") {
   const build = join(work, `build-${variant}`);
   const log = here(join(build, "configure.log"));
-  if (relink && existsSync(log)) {
-    // CMake's own tracking: only what changed since (tiles.c recompiles the one file that includes it).
-    exec("cmake", ["--build", build, "--target", "llama", "-j", jobs], { stdio: ["ignore", "ignore", "inherit"] });
-    return { build, kernels: kernelsOf(variant, readFileSync(log, "utf8")) };
-  }
+  if (!relink || !existsSync(log)) configure(dir, build, log, flags, memory);
+  const kernels = kernelsOf(variant, readFileSync(log, "utf8"));
+  exec("cmake", ["--build", build, "--target", "llama", "-j", jobs], { stdio: ["ignore", "ignore", "inherit"] });
+  return { build, kernels };
+}
+
+/** A fresh CMake configuration of llama.cpp in `build`, its output kept in `log`. */
+function configure(dir, build, log, flags, memory) {
   rmSync(here(build), { recursive: true, force: true });
-  const configure = exec("emcmake", [
+  const output = exec("emcmake", [
     "cmake",
     "-S",
     dir,
@@ -316,12 +323,7 @@ function libraries(dir, variant, flags, memory = "wasm32") {
     `-DCMAKE_C_FLAGS=${flags}`,
     `-DCMAKE_CXX_FLAGS=${flags}`,
   ]);
-  writeFileSync(log, configure);
-  const kernels = kernelsOf(variant, configure);
-  exec("cmake", ["--build", build, "--target", "llama", "-j", jobs], {
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  return { build, kernels };
+  writeFileSync(log, output);
 }
 
 /** The kernels CMake's output says ggml selected; the build stops unless they are the wasm SIMD ones. */

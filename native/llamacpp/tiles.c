@@ -97,8 +97,8 @@ typedef struct {
 // The order a half block of 8-bit values is put in before widening, so the low half's lanes
 // hold values 2i, 8 + 2i and the high half's 2i + 1, 9 + 2i: the order `wi_unpack` gives.
 #define WI_WIDE_ORDER 0, 8, 2, 10, 4, 12, 6, 14, 1, 9, 3, 11, 5, 13, 7, 15
-// A vector's bytes in one of the orders above (the indirection expands the order's name first).
-#define WI_REORDER(vector, ...) wasm_i8x16_shuffle(vector, vector, __VA_ARGS__)
+// A vector's bytes in one of the orders above.
+#define WI_REORDER(vector, ...) WI_SHUFFLE(vector, vector, __VA_ARGS__)
 
 static int wi_tiles_on = 1;
 // The chunks our tiles and the row products our K-quant kernels (kquants.c) computed. Per thread,
@@ -365,25 +365,28 @@ static void wi_widen(const enum ggml_type type, const int tokens, const int bloc
         const float * scales, const block_q8_0 * const * quantized, float * s, const size_t bs) {          \
         wi_tile(GGML_TYPE_##TYPE, ROWS, TOKENS, blocks, weights, row_bytes, widened, scales, quantized, s, bs); \
     }
-#define WI_TILE_SHAPES(TYPE)                                                                                \
-    WI_TILE_SHAPE(TYPE, 1, 1) WI_TILE_SHAPE(TYPE, 1, 2) WI_TILE_SHAPE(TYPE, 1, 3) WI_TILE_SHAPE(TYPE, 1, 4) \
-    WI_TILE_SHAPE(TYPE, 1, 5) WI_TILE_SHAPE(TYPE, 1, 6) WI_TILE_SHAPE(TYPE, 2, 1) WI_TILE_SHAPE(TYPE, 2, 2) \
-    WI_TILE_SHAPE(TYPE, 2, 3) WI_TILE_SHAPE(TYPE, 2, 4) WI_TILE_SHAPE(TYPE, 2, 5) WI_TILE_SHAPE(TYPE, 2, 6)
-WI_TILE_SHAPES(Q4_0)
-WI_TILE_SHAPES(Q5_0)
-WI_TILE_SHAPES(Q8_0)
+#define WI_TILE_ROW_SHAPES(TYPE, ROWS)                                                                      \
+    WI_TILE_SHAPE(TYPE, ROWS, 1) WI_TILE_SHAPE(TYPE, ROWS, 2) WI_TILE_SHAPE(TYPE, ROWS, 3)                  \
+    WI_TILE_SHAPE(TYPE, ROWS, 4) WI_TILE_SHAPE(TYPE, ROWS, 5) WI_TILE_SHAPE(TYPE, ROWS, 6)
+WI_TILE_ROW_SHAPES(Q4_0, 1)
+WI_TILE_ROW_SHAPES(Q4_0, 2)
+WI_TILE_ROW_SHAPES(Q5_0, 1)
+WI_TILE_ROW_SHAPES(Q5_0, 2)
+WI_TILE_ROW_SHAPES(Q8_0, 1)
 
 typedef void (*wi_tile_shape)(int, const char *, size_t, const char *, const float *,
                               const block_q8_0 * const *, float *, size_t);
 
-// The shapes by type (Q4_0, Q5_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS).
-#define WI_TILE_TABLE(TYPE)                                                                                 \
-    {{wi_tile_##TYPE##_1_1, wi_tile_##TYPE##_1_2, wi_tile_##TYPE##_1_3, wi_tile_##TYPE##_1_4,              \
-      wi_tile_##TYPE##_1_5, wi_tile_##TYPE##_1_6},                                                          \
-     {wi_tile_##TYPE##_2_1, wi_tile_##TYPE##_2_2, wi_tile_##TYPE##_2_3, wi_tile_##TYPE##_2_4,              \
-      wi_tile_##TYPE##_2_5, wi_tile_##TYPE##_2_6}}
-static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {WI_TILE_TABLE(Q4_0), WI_TILE_TABLE(Q5_0),
-                                                                   WI_TILE_TABLE(Q8_0)};
+// The shapes by type (Q4_0, Q5_0, Q8_0), rows (1 or 2), then tokens (1 to WI_TILE_TOKENS). Q8_0
+// has one-row shapes only (WI_TILE_ROWS): its two-row entries stay empty.
+#define WI_TILE_ROW_TABLE(TYPE, ROWS)                                                                       \
+    {wi_tile_##TYPE##_##ROWS##_1, wi_tile_##TYPE##_##ROWS##_2, wi_tile_##TYPE##_##ROWS##_3,                \
+     wi_tile_##TYPE##_##ROWS##_4, wi_tile_##TYPE##_##ROWS##_5, wi_tile_##TYPE##_##ROWS##_6}
+static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {
+    {WI_TILE_ROW_TABLE(Q4_0, 1), WI_TILE_ROW_TABLE(Q4_0, 2)},
+    {WI_TILE_ROW_TABLE(Q5_0, 1), WI_TILE_ROW_TABLE(Q5_0, 2)},
+    {WI_TILE_ROW_TABLE(Q8_0, 1)},
+};
 
 // ------------------------------------------------------------------ F16 weights
 //
