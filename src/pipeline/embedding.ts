@@ -161,11 +161,12 @@ export function textEmbeddingCall(model: ModelEntry, tokenizer: Tokenizer, texts
 
 /** A vector's first `size` values, scaled to length 1 (a zero vector stays zero). */
 export function normalised(vector: Float32Array, size: number = vector.length): Float32Array {
+  const length = Math.min(size, vector.length);
   let squares = 0;
-  for (let index = 0; index < size; index++) squares += vector[index]! * vector[index]!;
+  for (let index = 0; index < length; index++) squares += vector[index]! * vector[index]!;
   const scale = squares > 0 ? 1 / Math.sqrt(squares) : 0;
-  const unit = new Float32Array(size);
-  for (let index = 0; index < size; index++) unit[index] = vector[index]! * scale;
+  const unit = new Float32Array(length);
+  for (let index = 0; index < length; index++) unit[index] = vector[index]! * scale;
   return unit;
 }
 
