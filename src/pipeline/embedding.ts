@@ -20,7 +20,11 @@ import { forwardEmbeddings } from "./upstream/embeddings.js";
 export interface EmbeddingCall {
   model: ModelEntry;
   inputs: EmbeddingInput[];
-  /** Counted with the family's tokenizer: exact for the deterministic engine, an estimate for an engine or upstream with a vocabulary of its own. */
+  /**
+   * Counted with the family's tokenizer: exact for the deterministic engine, an estimate for an
+   * upstream. For an engine that counts in a vocabulary of its own, `mostTokens`, unless the
+   * call needed the family's count to be bounded (src/endpoints/embeddings/embeddings.ts).
+   */
   promptTokens: number;
   /**
    * The most tokens the inputs can be in any vocabulary: a text no more than its UTF-8 bytes and
@@ -43,15 +47,22 @@ export function mostTokensOf(inputs: readonly EmbeddingInput[]): number {
 }
 
 /**
- * What an embedding is admitted for where it is placed. The deterministic engine counts with the
- * family's tokenizer, as the call was counted; another local engine with its own, so it is
- * admitted for the most the inputs can be. An upstream is billed as a forwarded chat is: its
- * count, at most what was counted here.
+ * Whether the family's tokenizer must count a call's inputs where it is placed: the
+ * deterministic engine counts with it, and an upstream is billed as a forwarded chat is, its
+ * count at most ours. Another local engine counts in its own vocabulary and is admitted for
+ * the most the inputs can be (`mostTokensOf`).
+ */
+export function familyCounts(placement: Placement): boolean {
+  return placement.decision.target === "remote" || placement.engine?.name === "deterministic";
+}
+
+/**
+ * What an embedding is admitted for where it is placed: the family's count where that is billed
+ * (`familyCounts`), else the most the inputs can be, so the engine's own count is billed whole.
  */
 export function embeddingAdmission(placement: Placement, call: EmbeddingCall): Admitted {
-  const counted = placement.decision.target === "remote" || placement.engine?.name === "deterministic";
   return {
-    promptTokens: counted ? call.promptTokens : Math.max(call.promptTokens, call.mostTokens),
+    promptTokens: familyCounts(placement) ? call.promptTokens : Math.max(call.promptTokens, call.mostTokens),
     maxCompletionTokens: 0,
   };
 }

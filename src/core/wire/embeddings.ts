@@ -53,11 +53,15 @@ export const upstreamEmbeddingsSchema = z.object({
   usage: z.object({ prompt_tokens: z.number().int().min(0) }).nullish(),
 });
 
+/** Whether this platform stores numbers little-endian (every browser does), so a float array's own bytes are the wire's. */
+function littleEndian(): boolean {
+  return new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+}
+
 /** Little-endian float32 bytes in base64, what the OpenAI SDKs ask for by default and decode. */
 export function base64OfFloats(vector: Float32Array): string {
   let bytes = new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
-  // The array's own bytes where the platform is little-endian (every browser's), else rewritten.
-  if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1) {
+  if (!littleEndian()) {
     bytes = new Uint8Array(vector.length * 4);
     const view = new DataView(bytes.buffer);
     vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
@@ -71,10 +75,23 @@ export function base64OfFloats(vector: Float32Array): string {
   return btoa(binary);
 }
 
+/** Base64's bytes: `Uint8Array.fromBase64` where the platform has it, else `atob`'s characters. */
+function bytesOfBase64(text: string): Uint8Array {
+  const decoded = (Uint8Array as { fromBase64?: (text: string) => Uint8Array }).fromBase64?.(text);
+  if (decoded !== undefined) return decoded;
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+  return bytes;
+}
+
 /** Little-endian float32 bytes in base64, as OpenAI writes them, read back. */
 export function floatsOfBase64(text: string): Float32Array {
-  const bytes = Uint8Array.from(atob(text), (character) => character.charCodeAt(0));
+  const bytes = bytesOfBase64(text);
   if (bytes.byteLength % 4 !== 0) throw new Error("a base64 embedding is not a whole number of float32 values");
-  const view = new DataView(bytes.buffer);
-  return Float32Array.from({ length: bytes.byteLength / 4 }, (_, index) => view.getFloat32(index * 4, true));
+  // A copy where the bytes do not start on a float's boundary.
+  const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  if (littleEndian()) return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4);
+  const view = new DataView(aligned.buffer, aligned.byteOffset, aligned.byteLength);
+  return Float32Array.from({ length: aligned.byteLength / 4 }, (_, index) => view.getFloat32(index * 4, true));
 }

@@ -11,7 +11,13 @@ import { itemsOfFourForms } from "../../core/wire/shared.js";
 import type { EmbeddingInput } from "../../engines/contract.js";
 import type { Tokenizer } from "../../prompt/tokenizer.js";
 import { contextExceeded, countTextTokens } from "../../pipeline/budget.js";
-import { admitEmbedding, embedAdmitted, mostTokensOf, type EmbeddingCall } from "../../pipeline/embedding.js";
+import {
+  admitEmbedding,
+  embedAdmitted,
+  familyCounts,
+  mostTokensOf,
+  type EmbeddingCall,
+} from "../../pipeline/embedding.js";
 import { placementOf, type Placement } from "../../pipeline/placement.js";
 import type { InferenceRoute, RequestContext } from "../../http/context.js";
 import { jsonResponse } from "../../http/json-response.js";
@@ -27,12 +33,17 @@ export const embeddingsPath = /^\/embeddings\/?$/;
 /** OpenAI's bound on the tokens of one request, all inputs together. */
 const maxEmbeddingTokens = 300_000;
 
-/** A parsed embedding request: its inputs as the engines take them, counted, and how the vectors are written. */
-interface ParsedEmbeddings extends EmbeddingCall {
+/** A parsed embedding request: its inputs as the engines take them, and how the vectors are written. */
+interface ParsedEmbeddings extends Omit<EmbeddingCall, "promptTokens"> {
   format: "float" | "base64";
   /** The size asked for (`dimensions`), where it cuts the model's vectors. */
   size: number | undefined;
+  /** `input` was one item, not a list: refusals name `input`, not `input[i]`. */
+  single: boolean;
 }
+
+/** A parsed request, its inputs counted where it is placed (`countedEmbeddings`). */
+type CountedEmbeddings = ParsedEmbeddings & EmbeddingCall;
 
 /** OpenAI's words for an input it cannot embed (an empty one). */
 function invalidInput(): BadRequestError {
@@ -104,16 +115,35 @@ async function parseEmbeddings(
   const size = sizeAsked(model, request.dimensions);
   const { items, single } = itemsOfFourForms(request.input);
   const inputs = inputsSent(items);
-  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
-  const promptTokens = countInputs(inputs, tokenizer, model, single);
   const format = request.encoding_format ?? "float";
   // Floats whole from every upstream: the size is cut and the encoding written here, alike for all.
   const { dimensions: _dimensions, ...asked } = json as Record<string, unknown>;
   const forwarded = { ...asked, encoding_format: "float" };
-  return { model, inputs, promptTokens, mostTokens: mostTokensOf(inputs), body: forwarded, format, size };
+  return { model, inputs, mostTokens: mostTokensOf(inputs), body: forwarded, format, size, single };
 }
 
-function reply(call: ParsedEmbeddings, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
+/**
+ * The request counted where it is placed. The family's tokenizer counts every input where its
+ * count is billed (`familyCounts`), where token ids are checked against its vocabulary, and
+ * where the inputs' most tokens could pass the request's bound. Else no text is tokenized here:
+ * an engine with a vocabulary of its own counts the inputs, and refuses one past its window, in
+ * that vocabulary (a count in the family's would be an estimate), and the text is admitted for
+ * the most it can be. So a batch does not pay for a count that is never billed.
+ */
+async function countedEmbeddings(
+  dependencies: EndpointDependencies,
+  parsed: ParsedEmbeddings,
+  placement: Placement,
+): Promise<CountedEmbeddings> {
+  const { model, inputs, mostTokens } = parsed;
+  const texts = inputs.every((input) => input.kind === "text");
+  if (texts && mostTokens <= maxEmbeddingTokens && !familyCounts(placement))
+    return { ...parsed, promptTokens: mostTokens };
+  const tokenizer = await dependencies.tokenizers.forFamily(model.family);
+  return { ...parsed, promptTokens: countInputs(inputs, tokenizer, model, parsed.single) };
+}
+
+function reply(call: CountedEmbeddings, vectors: readonly Float32Array[], promptTokens: number): EmbeddingList {
   return {
     object: "list",
     data: embeddingItems(vectors, call.size, call.format),
@@ -127,8 +157,9 @@ export function embeddingsRoute(dependencies: EndpointDependencies): InferenceRo
     method: "POST",
     path: embeddingsPath,
     handler: async (context) => {
-      const call = await parseEmbeddings(dependencies, context.body);
-      const placement = await placementOf(dependencies.engine, call.model);
+      const parsed = await parseEmbeddings(dependencies, context.body);
+      const placement = await placementOf(dependencies.engine, parsed.model);
+      const call = await countedEmbeddings(dependencies, parsed, placement);
       return placed(placement, () => embed(dependencies, context, placement, call));
     },
   };
@@ -138,7 +169,7 @@ async function embed(
   dependencies: EndpointDependencies,
   context: RequestContext,
   placement: Placement,
-  call: ParsedEmbeddings,
+  call: CountedEmbeddings,
 ): Promise<Outcome> {
   const controller = abortWith(context.request);
   const request = serveRequest(context, controller.signal);

@@ -218,7 +218,7 @@ function embeddingIds(input: { text: string } | { tokens: number[] }, index: num
   if (ids.length > shape.batchSize)
     throw new EngineError(
       "context_length",
-      `Input ${index} is ${ids.length} tokens in this model's own vocabulary; llama.cpp embeds at most ${shape.batchSize} at once.`,
+      `This model's maximum context length is ${shape.batchSize} tokens. However, input ${index} resulted in ${ids.length} tokens in its own vocabulary. Please reduce the length of the input.`,
     );
   return ids;
 }

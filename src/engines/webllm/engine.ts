@@ -272,7 +272,11 @@ const withoutWebLlm =
 /** web-llm's request validation errors are the request's fault: they surface as 400. */
 function classify(error: unknown): unknown {
   if (error instanceof EngineError || !(error instanceof Error)) return error;
-  if (error.name === "ContextWindowSizeExceededError" || /exceed context window/i.test(error.message)) {
+  if (
+    error.name === "ContextWindowSizeExceededError" ||
+    error.name === "EmbeddingExceedContextWindowSizeError" ||
+    /exceed context window/i.test(error.message)
+  ) {
     return new EngineError("context_length", error.message, { cause: error });
   }
   return new EngineError("unsupported", `WebLLM cannot honour this request: ${error.message}`, { cause: error });
@@ -471,15 +475,20 @@ export class WebLlmEngine implements Engine {
    */
   async embed(request: EmbeddingRequest, signal: AbortSignal): Promise<Embeddings> {
     signal.throwIfAborted();
-    const choice = chooseBuild(request.model, await this.device());
-    if (request.onlyIfLoaded && !(choice.ok && this.#holds(request.model, choice.build.modelId)))
-      throw notLoaded(this.name, request.model.id);
+    if (request.onlyIfLoaded) {
+      const choice = chooseBuild(request.model, await this.device());
+      if (!(choice.ok && this.#holds(request.model, choice.build.modelId)))
+        throw notLoaded(this.name, request.model.id);
+    }
     await this.load(request.model);
     const engine = this.#engine;
     if (!engine) throw new Error("engine missing after load");
     const texts = request.inputs.flatMap((input) => (input.kind === "text" ? [input.text] : []));
     const ids = request.inputs.flatMap((input) => (input.kind === "tokens" ? [input.tokens] : []));
-    const reply = await engine.embeddings.create({ input: texts.length > 0 ? texts : ids });
+    // An input past the model's window is the client's to shorten (`classify`).
+    const reply = await engine.embeddings.create({ input: texts.length > 0 ? texts : ids }).catch((error: unknown) => {
+      throw classify(error);
+    });
     signal.throwIfAborted();
     const vectors = [...reply.data].sort((a, b) => a.index - b.index).map((item) => Float32Array.from(item.embedding));
     return { vectors, promptTokens: reply.usage.prompt_tokens };

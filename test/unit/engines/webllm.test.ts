@@ -387,6 +387,11 @@ describe("web-llm's embeddings", () => {
       embeddings = {
         create: async (request: { input: string[] }) => {
           asked.push(request);
+          // web-llm's own refusal of an input past the model's window.
+          if (request.input.includes("long"))
+            throw Object.assign(new Error("The embedding model you are using only supports up to 512 context size."), {
+              name: "EmbeddingExceedContextWindowSizeError",
+            });
           // Out of order, as a batch may come back: the engine puts them in input order.
           return {
             data: request.input.map((_, index) => ({ index, embedding: [index + 1, 0] })).reverse(),
@@ -420,5 +425,9 @@ describe("web-llm's embeddings", () => {
     await engine.embed({ model, inputs, onlyIfLoaded: true }, new AbortController().signal);
     expect(asked).toHaveLength(2);
     await expect(engine.embed({ model, inputs }, AbortSignal.abort())).rejects.toThrow();
+    // An input too long for the model is the client's to shorten, not a failure of the engine.
+    await expect(
+      engine.embed({ model, inputs: [{ kind: "text", text: "long" }] }, new AbortController().signal),
+    ).rejects.toMatchObject({ kind: "context_length" });
   });
 });

@@ -3,7 +3,7 @@
  * encodings, `dimensions`, OpenAI's refusals, and the bill.
  */
 import { setTimeout as delay } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { embeddingListSchema, floatsOfBase64 } from "../../../../src/core/wire/embeddings.js";
 import { errorBodySchema } from "../../../../src/core/wire/error.js";
 import { modelInfoSchema } from "../../../../src/core/wire/models.js";
@@ -285,6 +285,49 @@ describe("POST /v1/embeddings on an engine with a vocabulary of its own", () => 
       ["completed", 30 * 3, false],
     ]);
     await checkLedgerInvariant(test.database);
+  });
+});
+
+describe("POST /v1/embeddings counting only where the count is used", () => {
+  /** An engine with a vocabulary of its own: 7 tokens an input, whatever its text. */
+  class OwnCount extends DeterministicEngine {
+    override async embed(request: Parameters<DeterministicEngine["embed"]>[0]) {
+      const vectors = request.inputs.map(() => new Float32Array(384).fill(1));
+      return { vectors, promptTokens: 7 * request.inputs.length };
+    }
+  }
+
+  it("tokenizes no text for an engine that counts its own, and still checks token ids and bills its count", async () => {
+    const engine = new OwnCount({ tokenizers, tokenDelayMs: 0 });
+    Object.defineProperty(engine, "name", { value: "llamacpp" });
+    const test = await makeApp({ models, engine });
+    const counted = vi.spyOn(tokenizers, "forFamily");
+    try {
+      // Past the window in the family's tokens (600 words), not in the engine's: the engine's to judge.
+      const { json } = await embed(test, { model: "plain-embed", input: ["tide tables", "word ".repeat(600)] });
+      expect(embeddingListSchema.parse(json).usage.prompt_tokens).toBe(14);
+      expect(counted).not.toHaveBeenCalled();
+      expect(await refusal(test, { model: "plain-embed", input: [1, 2, 999_999] })).toMatchObject({
+        status: 400,
+        message: expect.stringContaining("Invalid token in 'input': 999999"),
+      });
+      expect(counted).toHaveBeenCalledTimes(1);
+    } finally {
+      counted.mockRestore();
+    }
+    await checkLedgerInvariant(test.database);
+  });
+
+  it("counts text with the family's tokenizer where that count is billed", async () => {
+    const test = await makeApp({ models });
+    const counted = vi.spyOn(tokenizers, "forFamily");
+    try {
+      const { json } = await embed(test, { model: "plain-embed", input: "tide tables" });
+      expect(embeddingListSchema.parse(json).usage.prompt_tokens).toBe(await llamaTokens("tide tables"));
+      expect(counted).toHaveBeenCalled();
+    } finally {
+      counted.mockRestore();
+    }
   });
 });
 
