@@ -30,7 +30,7 @@
  * to six tokens at a time for prompts, a row at a time for generation (ggml has no WebAssembly
  * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
  * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
- * product call it. The `-relaxed` builds compile the one file our tiles are in, ggml's
+ * product call it; `withWidenedTokens` has the product widen a prompt's F16 tokens once for them. The `-relaxed` builds compile the one file our tiles are in, ggml's
  * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` and the F16
  * tiles' own `f32x4.relaxed_madd` may be in them (the build checks): floating-point contraction is
  * off, so the compiler fuses nothing of ggml's.
@@ -119,6 +119,56 @@ function withTiledKernel(dir) {
       "void wi_mul_mat_plan(const struct ggml_tensor *, const struct ggml_tensor *, int, int64_t, int64_t, int64_t *, int64_t *);",
       definition,
     ].join("\n"),
+  );
+  writeFileSync(product, source);
+}
+
+/**
+ * A prompt's F16 tokens widened to floats once per product (the clone, never this repository):
+ * ggml's plan sizes its work buffer for the floats past the halves, and each thread widens the
+ * halves it has just converted, before the threads meet; the F16 tiles then read the floats (see
+ * `wi_mul_mat_widen` in native/llamacpp/tiles.c). Idempotent.
+ */
+function withWidenedTokens(dir) {
+  const marker = "/* webgpu-inference: widened tokens */";
+  const product = join(dir, "ggml/src/ggml-cpu/ggml-cpu.c");
+  let source = readFileSync(product, "utf8");
+  if (source.includes(marker)) return;
+  const definition = "void ggml_compute_forward_mul_mat(";
+  source = replaceOnce(
+    product,
+    source,
+    definition,
+    [
+      `${marker}`,
+      "size_t wi_mul_mat_extra(const struct ggml_tensor *, const struct ggml_tensor *);",
+      "void wi_mul_mat_widen(const struct ggml_tensor *, const struct ggml_tensor *, char *, int64_t, int64_t, int64_t);",
+      definition,
+    ].join("\n"),
+  );
+  // The plain product's conversion (its `#endif` is indented; the product by expert's is not).
+  const converted = [
+    "                               (ne10_block_end - ne10_block_start) * bs);",
+    "                }",
+    "            }",
+    "        }",
+    "    #endif",
+  ].join("\n");
+  source = replaceOnce(
+    product,
+    source,
+    converted,
+    converted.replace(
+      "* bs);",
+      "* bs);\n                    wi_mul_mat_widen(src0, src1, wdata, i11, ne10_block_start * bs, (ne10_block_end - ne10_block_start) * bs);",
+    ),
+  );
+  const sized = "cur = ggml_row_size(vec_dot_type, ggml_nelements(node->src[1]));";
+  source = replaceOnce(
+    product,
+    source,
+    sized,
+    `${sized}\n                            cur += wi_mul_mat_extra(node->src[0], node->src[1]);`,
   );
   writeFileSync(product, source);
 }
@@ -541,6 +591,7 @@ function buildVariant(dir, variant, memory) {
 
 const { dir, description } = llamaSource({ reuse: relink });
 withTiledKernel(dir);
+withWidenedTokens(dir);
 withKQuantKernels(dir);
 withRoundedActivations(dir);
 withVectorHalves(dir);

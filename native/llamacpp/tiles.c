@@ -392,9 +392,10 @@ static const wi_tile_shape wi_tile_shapes[3][2][WI_TILE_TOKENS] = {
 //
 // ggml's F16 product converts the tokens to F16 (its `vec_dot_type`), then its dot product
 // widens both operands to floats four at a time through a lookup table, scalar: two table loads
-// a product, for every row and every token again. Here, by SIMD integer arithmetic, a tile's
-// tokens are widened once for all the chunk's rows, and a prompt's weight rows once per chunk
-// (which holds all the prompt's tokens), else once per tile of up to three tokens.
+// a product, for every row and every token again. Here, by SIMD integer arithmetic, a prompt's
+// tokens are widened once per product (`wi_mul_mat_widen`), a generated token once per chunk, and
+// a prompt's weight rows once per chunk (which holds all the prompt's tokens), else once per tile
+// of up to three tokens.
 //
 // Invariant: each (row, token) sum is `ggml_vec_dot_f16`'s bit for bit. ggml keeps four vectors
 // of sums, vector j taking elements 16i + 4j to 16i + 4j + 3, each product added as ggml adds it
@@ -538,13 +539,57 @@ static void wi_widen_halves(const ggml_fp16_t * halves, float * floats, const in
 // matrix of under 64 rows a thread (`wi_mul_mat_plan`), so this bounds the scratch, not the plan.
 #define WI_F16_WIDENED_ROWS 256
 
-// A chunk of an F16 product: `halves_tokens` holds the tokens as ggml converted them to F16.
-// Where the chunk has more than one tile of tokens (a prompt's: every chunk takes all of them,
-// see `wi_mul_mat_plan`), its weight rows are widened to floats once, before the first tile,
-// so each tile loads floats where it would widen every row's halves again for every three tokens.
-static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml_tensor * result,
-                          const void * halves_tokens, int64_t row_start, int64_t row_end, int64_t token_start,
-                          int64_t token_end) {
+static int wi_takes(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor);
+
+// A prompt's F16 tokens, widened once per product. Every chunk of a prompt's product takes all
+// its tokens (`wi_mul_mat_plan`), so widening a tile's tokens in each chunk widened them again for
+// every 32 rows. Instead, as ggml's threads convert the tokens to halves, each widens the halves it
+// converted into floats past them in ggml's work buffer (`wi_mul_mat_widen`, which ggml's product
+// calls), and the tiles read those floats once the threads have met at ggml's barrier. ggml's
+// plan sizes the work buffer for them (`wi_mul_mat_extra`). The floats are the halves' own, as
+// `wi_widen_halves` gives them: the sums are unchanged.
+
+// Whether a product's tokens are widened once, beside its halves: an F16 product the tiles take, of
+// more than one token.
+static int wi_widens_tokens(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor) {
+    return weights_tensor->type == GGML_TYPE_F16 && tokens_tensor->ne[1] > 1 && wi_takes(weights_tensor, tokens_tensor);
+}
+
+// Where a product's widened tokens start in ggml's work buffer: past its halves, on a cache line.
+static size_t wi_halves_bytes(const struct ggml_tensor * tokens_tensor) {
+    return GGML_PAD(ggml_row_size(GGML_TYPE_F16, tokens_tensor->ne[0]) * tokens_tensor->ne[1], 64);
+}
+
+// The bytes ggml's plan adds to a product's work buffer for its widened tokens (none where they
+// are not widened); 64 for the padding past the halves.
+size_t wi_mul_mat_extra(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor);
+
+size_t wi_mul_mat_extra(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor) {
+    return wi_widens_tokens(weights_tensor, tokens_tensor) ? (size_t) ggml_nelements(tokens_tensor) * sizeof(float) + 64
+                                                           : 0;
+}
+
+// ggml's product calls this once a thread has converted `count` elements of token `token` from
+// `start` to halves in `work` (its work buffer): they are widened to floats past the halves.
+void wi_mul_mat_widen(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor, char * work,
+                      int64_t token, int64_t start, int64_t count);
+
+void wi_mul_mat_widen(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor, char * work,
+                      int64_t token, int64_t start, int64_t count) {
+    if (!wi_widens_tokens(weights_tensor, tokens_tensor)) return;
+    const int64_t at = token * tokens_tensor->ne[0] + start;
+    wi_widen_halves((const ggml_fp16_t *) work + at, (float *) (work + wi_halves_bytes(tokens_tensor)) + at,
+                    (int) count);
+}
+
+// A chunk of an F16 product: `halves_tokens` holds the tokens as ggml converted them to F16, and,
+// for a prompt's, the same as floats past them (`wi_mul_mat_widen`). Where the chunk has more than
+// one tile of tokens (a prompt's: every chunk takes all of them, see `wi_mul_mat_plan`), its weight
+// rows are widened to floats once, before the first tile, so each tile loads floats where it would
+// widen every row's halves again for every three tokens.
+static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, const struct ggml_tensor * tokens_tensor,
+                          struct ggml_tensor * result, const void * halves_tokens, int64_t row_start, int64_t row_end,
+                          int64_t token_start, int64_t token_end) {
     const int n = (int) weights_tensor->ne[0];
     const size_t token_bytes = ggml_row_size(GGML_TYPE_F16, n);
     const size_t bs = result->nb[1] / sizeof(float);
@@ -565,18 +610,22 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, struct ggml
         weights = (const char *) rows;
         row_bytes = (size_t) n * sizeof(float);
     }
+    const float * widened_tokens = wi_widens_tokens(weights_tensor, tokens_tensor)
+                                       ? (const float *) ((const char *) halves_tokens + wi_halves_bytes(tokens_tensor))
+                                       : NULL;
     wi_kernel_runs++;
     for (int64_t token = token_start; token < token_end; token += WI_F16_TILE_TOKENS) {
         const int tokens = (int) MIN(WI_F16_TILE_TOKENS, token_end - token);
         const ggml_fp16_t * halves[WI_F16_TILE_TOKENS];
         for (int t = 0; t < tokens; t++) {
             halves[t] = (const ggml_fp16_t *) ((const char *) halves_tokens + (token + t) * token_bytes);
-            wi_widen_halves(halves[t], floats + t * n, n);
+            if (!widened_tokens) wi_widen_halves(halves[t], floats + t * n, n);
         }
+        const float * tile_floats = widened_tokens ? widened_tokens + token * n : floats;
         const int tile_rows = tokens == 1 ? 1 : WI_F16_TILE_ROWS;
         for (int64_t row = 0; row < row_end - row_start; row += tile_rows) {
             const int rows = (int) MIN(tile_rows, row_end - row_start - row);
-            wi_f16_shapes[widened][rows - 1][tokens - 1](n, weights + row * row_bytes, row_bytes, floats, halves,
+            wi_f16_shapes[widened][rows - 1][tokens - 1](n, weights + row * row_bytes, row_bytes, tile_floats, halves,
                                                          (float *) result->data + token * bs + row_start + row, bs);
         }
     }
@@ -626,7 +675,8 @@ int wi_mul_mat_tiled(const struct ggml_tensor * weights_tensor, const struct ggm
     if (!wi_takes(weights_tensor, tokens_tensor)) return 0;
     const enum ggml_type type = weights_tensor->type;
     if (type == GGML_TYPE_F16)
-        return wi_mul_mat_f16(weights_tensor, result, quantized_tokens, row_start, row_end, token_start, token_end);
+        return wi_mul_mat_f16(weights_tensor, tokens_tensor, result, quantized_tokens, row_start, row_end, token_start,
+                              token_end);
     const int blocks = (int) (weights_tensor->ne[0] / QK8_0);
     const size_t token_bytes = ggml_row_size(GGML_TYPE_Q8_0, weights_tensor->ne[0]);
     const size_t row_bytes = weights_tensor->nb[1];
