@@ -27,9 +27,11 @@ export interface EmbeddingCall {
    */
   promptTokens: number;
   /**
-   * The most tokens the inputs can be in any vocabulary: a text no more than its UTF-8 bytes and
-   * two special tokens (a BPE token, a WordPiece and a byte are each a byte at least), token ids
-   * as they are. What an engine with its own vocabulary is admitted for, so its count is billed whole.
+   * The most tokens the inputs can be billed, in any vocabulary: a text no more than its UTF-8
+   * bytes and two special tokens (a BPE token, a WordPiece and a byte are each a byte at least),
+   * token ids as they are, and no input more than the model's window (an engine refuses a longer
+   * one, and the call is billed nothing). What an engine with its own vocabulary is admitted for,
+   * so its count is billed whole.
    */
   mostTokens: number;
   /** The request as an upstream is sent it: floats, whole. */
@@ -38,10 +40,11 @@ export interface EmbeddingCall {
 
 const utf8 = new TextEncoder();
 
-/** The most tokens `inputs` can be, in any vocabulary (`EmbeddingCall.mostTokens`). */
-export function mostTokensOf(inputs: readonly EmbeddingInput[]): number {
+/** The most tokens `inputs` can be billed on a model of `window` tokens, in any vocabulary (`EmbeddingCall.mostTokens`). */
+export function mostTokensOf(inputs: readonly EmbeddingInput[], window: number): number {
   return inputs.reduce(
-    (sum, input) => sum + (input.kind === "text" ? utf8.encode(input.text).length + 2 : input.tokens.length),
+    (sum, input) =>
+      sum + Math.min(window, input.kind === "text" ? utf8.encode(input.text).length + 2 : input.tokens.length),
     0,
   );
 }
@@ -167,7 +170,7 @@ export function textEmbeddingCall(model: ModelEntry, tokenizer: Tokenizer, texts
   const prefix = rawPromptPrefixTokens[model.family];
   const promptTokens = texts.reduce((sum, text) => sum + prefix + tokenizer.encodeText(text).length, 0);
   const body = { model: model.id, input: [...texts], encoding_format: "float" };
-  return { model, inputs, promptTokens, mostTokens: mostTokensOf(inputs), body };
+  return { model, inputs, promptTokens, mostTokens: mostTokensOf(inputs, model.contextWindow), body };
 }
 
 /** A vector's first `size` values, scaled to length 1 (a zero vector stays zero). */

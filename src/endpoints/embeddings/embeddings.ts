@@ -119,7 +119,15 @@ async function parseEmbeddings(
   // Floats whole from every upstream: the size is cut and the encoding written here, alike for all.
   const { dimensions: _dimensions, ...asked } = json as Record<string, unknown>;
   const forwarded = { ...asked, encoding_format: "float" };
-  return { model, inputs, mostTokens: mostTokensOf(inputs), body: forwarded, format, size, single };
+  return {
+    model,
+    inputs,
+    mostTokens: mostTokensOf(inputs, model.contextWindow),
+    body: forwarded,
+    format,
+    size,
+    single,
+  };
 }
 
 /**
@@ -128,7 +136,9 @@ async function parseEmbeddings(
  * where the inputs' most tokens could pass the request's bound. Else no text is tokenized here:
  * an engine with a vocabulary of its own counts the inputs, and refuses one past its window, in
  * that vocabulary (a count in the family's would be an estimate), and the text is admitted for
- * the most it can be. So a batch does not pay for a count that is never billed.
+ * the most it can be billed, each input at most the window. So a batch does not pay for a count
+ * that is never billed, and an input too long is the engine's 400, not a 429 or 403 for tokens
+ * it would never embed.
  */
 async function countedEmbeddings(
   dependencies: EndpointDependencies,

@@ -318,6 +318,28 @@ describe("POST /v1/embeddings counting only where the count is used", () => {
     await checkLedgerInvariant(test.database);
   });
 
+  it("admits each input for at most the window, so one too long is the engine's 400, not a 429 for tokens never embedded", async () => {
+    class Refusing extends OwnCount {
+      override async embed(request: Parameters<DeterministicEngine["embed"]>[0]) {
+        if (request.inputs.some((input) => input.kind === "text" && input.text.length > 1_000))
+          throw new EngineError("context_length", "Input 0 is past this model's window in its own vocabulary.");
+        return super.embed(request);
+      }
+    }
+    const engine = new Refusing({ tokenizers, tokenDelayMs: 0 });
+    Object.defineProperty(engine, "name", { value: "llamacpp" });
+    // 100,000 bytes of text: over the key's 10,000 tokens per minute, were it admitted whole.
+    const test = await makeApp({ models, engine, tpm: 10_000 });
+    expect(await refusal(test, { model: "plain-embed", input: "word ".repeat(20_000) })).toMatchObject({
+      status: 400,
+      code: "context_length_exceeded",
+      param: "input",
+    });
+    const { json } = await embed(test, { model: "plain-embed", input: ["tide tables", "ships"] });
+    expect(embeddingListSchema.parse(json).usage.prompt_tokens).toBe(14);
+    await checkLedgerInvariant(test.database);
+  });
+
   it("counts text with the family's tokenizer where that count is billed", async () => {
     const test = await makeApp({ models });
     const counted = vi.spyOn(tokenizers, "forFamily");
