@@ -30,7 +30,8 @@
  * to six tokens at a time for prompts, a row at a time for generation (ggml has no WebAssembly
  * matrix kernel, so its products ran a row by a token at a time, and its F16 ones widened each
  * half by a scalar table lookup). `withTiledKernel` appends it to ggml's wasm kernels and has ggml's matrix
- * product call it; `withWidenedTokens` has the product widen a prompt's F16 tokens once for them. The `-relaxed` builds compile the one file our tiles are in, ggml's
+ * product call it; `withWidenedTokens` has the product widen a prompt's F16 tokens once for them.
+ * The `-relaxed` builds compile the one file our tiles are in, ggml's
  * `arch/wasm/quants.c`, again with relaxed SIMD; only `i16x8.relaxed_dot_i8x16_i7x16_s` and the F16
  * tiles' own `f32x4.relaxed_madd` may be in them (the build checks): floating-point contraction is
  * off, so the compiler fuses nothing of ggml's.

@@ -75,7 +75,7 @@ export function base64OfFloats(vector: Float32Array): string {
   return btoa(binary);
 }
 
-/** Base64's bytes: `Uint8Array.fromBase64` where the platform has it, else `atob`'s characters. */
+/** Base64's bytes, in a buffer of their own: `Uint8Array.fromBase64` where the platform has it, else `atob`'s characters. */
 function bytesOfBase64(text: string): Uint8Array {
   const decoded = (Uint8Array as { fromBase64?: (text: string) => Uint8Array }).fromBase64?.(text);
   if (decoded !== undefined) return decoded;
@@ -89,9 +89,8 @@ function bytesOfBase64(text: string): Uint8Array {
 export function floatsOfBase64(text: string): Float32Array {
   const bytes = bytesOfBase64(text);
   if (bytes.byteLength % 4 !== 0) throw new Error("a base64 embedding is not a whole number of float32 values");
-  // A copy where the bytes do not start on a float's boundary.
-  const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
-  if (littleEndian()) return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4);
-  const view = new DataView(aligned.buffer, aligned.byteOffset, aligned.byteLength);
-  return Float32Array.from({ length: aligned.byteLength / 4 }, (_, index) => view.getFloat32(index * 4, true));
+  // The bytes are a fresh buffer of their own (`bytesOfBase64`), so the floats can view it.
+  if (littleEndian()) return new Float32Array(bytes.buffer, 0, bytes.byteLength / 4);
+  const view = new DataView(bytes.buffer);
+  return Float32Array.from({ length: bytes.byteLength / 4 }, (_, index) => view.getFloat32(index * 4, true));
 }
