@@ -1,5 +1,6 @@
 // Q4_0, Q5_0 and Q8_0 weights × Q8_0 tokens in tiles of two rows by up to six tokens, and F16
-// weights × F16 tokens in tiles of three by three (one row by one token for generation, both),
+// weights × F16 tokens in tiles of three by three (one row by one token for generation, both;
+// a prompt's last token in three rows by one),
 // for ggml's WebAssembly CPU backend:
 // the project's own matrix kernel, for prompts and for generation. scripts/build-llamacpp.mjs
 // appends this file to ggml's `arch/wasm/quants.c` and has ggml's matrix product pass its chunk
@@ -622,7 +623,9 @@ static int wi_mul_mat_f16(const struct ggml_tensor * weights_tensor, const struc
             if (!widened_tokens) wi_widen_halves(halves[t], floats + t * n, n);
         }
         const float * tile_floats = widened_tokens ? widened_tokens + token * n : floats;
-        const int tile_rows = tokens == 1 ? 1 : WI_F16_TILE_ROWS;
+        // A prompt's last lone token still takes three rows a tile: one row by one token loads a
+        // weight vector for every multiply-add.
+        const int tile_rows = token_end - token_start == 1 ? 1 : WI_F16_TILE_ROWS;
         for (int64_t row = 0; row < row_end - row_start; row += tile_rows) {
             const int rows = (int) MIN(tile_rows, row_end - row_start - row);
             wi_f16_shapes[widened][rows - 1][tokens - 1](n, weights + row * row_bytes, row_bytes, tile_floats, halves,
@@ -656,8 +659,17 @@ void wi_mul_mat_plan(const struct ggml_tensor * weights_tensor, const struct ggm
                      int threads, int64_t rows, int64_t tokens, int64_t * chunks0, int64_t * chunks1) {
     if (tokens < 2 || !wi_takes(weights_tensor, tokens_tensor)) return;
     const int64_t chunk_rows = (rows + 31) / 32 >= 4 * threads ? 32 : 16;
-    if ((rows + chunk_rows - 1) / chunk_rows < 4 * threads) return;
-    *chunks0 = (rows + chunk_rows - 1) / chunk_rows;
+    int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    if (chunks < 4 * threads) return;
+    // ggml gives each chunk ceil(rows / chunks) rows: for F16, a few more chunks where that makes
+    // it a multiple of the tile's three rows, so no chunk ends in a narrower tile.
+    if (weights_tensor->type == GGML_TYPE_F16)
+        for (int64_t more = chunks; more < chunks + 16; more++)
+            if (((rows + more - 1) / more) % WI_F16_TILE_ROWS == 0 && (rows + more - 1) / more * (more - 1) < rows) {
+                chunks = more;
+                break;
+            }
+    *chunks0 = chunks;
     *chunks1 = 1;
 }
 
