@@ -664,11 +664,13 @@ void wi_mul_mat_plan(const struct ggml_tensor * weights_tensor, const struct ggm
     // ggml gives each chunk ceil(rows / chunks) rows: for F16, a few more chunks where that makes
     // it a multiple of the tile's three rows, so no chunk ends in a narrower tile.
     if (weights_tensor->type == GGML_TYPE_F16)
-        for (int64_t more = chunks; more < chunks + 16; more++)
-            if (((rows + more - 1) / more) % WI_F16_TILE_ROWS == 0 && (rows + more - 1) / more * (more - 1) < rows) {
+        for (int64_t more = chunks; more < chunks + 16; more++) {
+            const int64_t rows_per_chunk = (rows + more - 1) / more;
+            if (rows_per_chunk % WI_F16_TILE_ROWS == 0 && rows_per_chunk * (more - 1) < rows) {
                 chunks = more;
                 break;
             }
+        }
     *chunks0 = chunks;
     *chunks1 = 1;
 }
